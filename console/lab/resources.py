@@ -1,0 +1,70 @@
+"""The Kubernetes resource types the lab's API server serves.
+
+One table, shared by the store (scoping), the HTTP layer (URLs, discovery) and
+the simulators, so a resource is declared once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    plural: str
+    kind: str
+    group: str  # "" for the core group
+    version: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = (
+        "create",
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "update",
+        "watch",
+    )
+    subresources: tuple[str, ...] = field(default=())
+    singular: str = ""
+
+    @property
+    def key(self) -> str:
+        """Store key: `pods`, `nodefeatures.nfd.k8s-sigs.io`."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+
+NFD_GROUP = "nfd.k8s-sigs.io"
+
+RESOURCES: dict[str, ResourceType] = {
+    r.key: r
+    for r in (
+        ResourceType("namespaces", "Namespace", "", "v1", False, ("ns",), singular="namespace",
+                     subresources=("status",)),
+        ResourceType("nodes", "Node", "", "v1", False, ("no",), singular="node",
+                     subresources=("status",)),
+        ResourceType("pods", "Pod", "", "v1", True, ("po",), singular="pod",
+                     subresources=("status", "binding", "eviction", "log")),
+        ResourceType("events", "Event", "", "v1", True, ("ev",), singular="event"),
+        ResourceType("configmaps", "ConfigMap", "", "v1", True, ("cm",), singular="configmap"),
+        ResourceType("nodefeatures", "NodeFeature", NFD_GROUP, "v1alpha1", True, (),
+                     singular="nodefeature"),
+        ResourceType("nodefeaturerules", "NodeFeatureRule", NFD_GROUP, "v1alpha1", False,
+                     ("nfr",), singular="nodefeaturerule"),
+    )
+}
+
+
+def by_plural(group: str, plural: str) -> ResourceType | None:
+    key = f"{plural}.{group}" if group else plural
+    return RESOURCES.get(key)
