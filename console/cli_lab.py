@@ -1,0 +1,66 @@
+"""`console lab`: serve the embedded lab in the foreground until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+
+def default_state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "console" / "lab"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "lab",
+        help="serve the embedded lab (Kubernetes API, OpenStack, libvirt) until Ctrl-C",
+        description="Serve the embedded lab in the foreground. Then: set -a; . DIR/env; kubectl get nodes",
+    )
+    p.add_argument("--scenario", default="default", help="default | seed-resize | seed-live | scale")
+    p.add_argument("--state-dir", type=Path, default=None, help=f"where to write kubeconfig, clouds.yaml, env, ready "
+                   f"(default: {default_state_dir()})")
+    p.add_argument("--nodes", type=int, default=None, help="synthetic scale world with N nodes (no VMs)")
+    p.add_argument("--pods-per-node", type=int, default=None, help="pods per node in the scale world (default 30)")
+    p.add_argument("--libvirt", choices=("auto", "qemu", "test"), default="auto",
+                   help="hypervisor: real QEMU driver, libvirt's test driver, or auto (QEMU when installed)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from console.lab import scenarios
+    from console.lab.world import Lab, LabError
+
+    try:
+        scenario = scenarios.get(args.scenario, nodes=args.nodes, pods_per_node=args.pods_per_node)
+    except ValueError as e:
+        print(f"console lab: {e}", file=sys.stderr)
+        return 2
+    state_dir = (args.state_dir or default_state_dir()).resolve()
+    lab = Lab(scenario, state_dir, libvirt=args.libvirt)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    t0 = time.monotonic()
+    try:
+        lab.start(progress=lambda msg: print(f"lab: {msg}", file=sys.stderr))
+    except LabError as e:
+        print(f"console lab: {e}", file=sys.stderr)
+        lab.stop()
+        return 1
+    print(
+        f"lab ready in {time.monotonic() - t0:.1f}s: scenario {scenario.name}\n"
+        f"  Kubernetes  {lab.kube_url}\n  OpenStack   {lab.openstack_url}\n  libvirt     {lab.libvirt_uri}\n"
+        f"Point your shell at it:  set -a; . {lab.state.env}; set +a\nCtrl-C stops the lab.",
+        flush=True,
+    )
+    try:
+        stop.wait()
+    finally:
+        print("lab: stopping", file=sys.stderr)
+        lab.stop()
+    return 0

@@ -1,0 +1,64 @@
+"""The console's gateway to one Kubernetes cluster: node and pod caches."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from console.kube.cache import Key, ResourceCache
+from console.kube.connection import connect
+from console.kube.model import NodeInfo, PodInfo
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    nodes: dict[str, NodeInfo]
+    pods: dict[Key, PodInfo]
+
+    def pods_by_node(self) -> dict[str, list[PodInfo]]:
+        """One pass over the pods (never nodes × pods)."""
+        out: dict[str, list[PodInfo]] = {}
+        for pod in self.pods.values():
+            out.setdefault(pod.node, []).append(pod)
+        return out
+
+
+class Cluster:
+    """Connection plus list+watch caches; `start()` runs them in daemon threads."""
+
+    def __init__(self, kubeconfig: str | None = None, context: str | None = None) -> None:
+        from kubernetes import client
+
+        self.api_client, self.target = connect(kubeconfig, context)
+        self.core = client.CoreV1Api(self.api_client)
+        self._listeners: list[Callable[[], None]] = []
+        self.nodes: ResourceCache[NodeInfo] = ResourceCache(self.core.list_node, NodeInfo.from_api, self._changed)
+        self.pods: ResourceCache[PodInfo] = ResourceCache(
+            self.core.list_pod_for_all_namespaces, PodInfo.from_api, self._changed
+        )
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        self._listeners.append(callback)
+
+    def _changed(self) -> None:
+        for cb in self._listeners:
+            cb()
+
+    def start(self) -> None:
+        for name, cache in (("nodes", self.nodes), ("pods", self.pods)):
+            t = threading.Thread(target=cache.run, args=(self._stop,), name=f"watch-{name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        return self.nodes.synced.wait(timeout) and self.pods.synced.wait(timeout)
+
+    def snapshot(self) -> ClusterSnapshot:
+        nodes = {name: n for (_, name), n in self.nodes.snapshot().items()}
+        return ClusterSnapshot(nodes, self.pods.snapshot())
+
+    def stop(self) -> None:
+        self._stop.set()

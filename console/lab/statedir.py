@@ -1,0 +1,50 @@
+"""The files a running lab leaves for other processes: kubeconfig, clouds.yaml, env, ready."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class StateDir:
+    root: Path
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "kubeconfig"
+
+    @property
+    def clouds_yaml(self) -> Path:
+        return self.root / "clouds.yaml"
+
+    @property
+    def env(self) -> Path:
+        return self.root / "env"
+
+    @property
+    def ready(self) -> Path:
+        return self.root / "ready"
+
+    def prepare(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.ready.unlink(missing_ok=True)
+
+    def write_env(self, *, libvirt_uri: str, cloud: str = "lab") -> None:
+        values = {
+            "KUBECONFIG": str(self.kubeconfig),
+            "OS_CLIENT_CONFIG_FILE": str(self.clouds_yaml),
+            "OS_CLOUD": cloud,
+            "CONSOLE_LIBVIRT_URI": libvirt_uri,
+        }
+        text = "".join(f"{k}={shlex.quote(v)}\n" for k, v in values.items())
+        self.env.write_text(text)
+        os.chmod(self.env, 0o600)
+
+    def mark_ready(self) -> None:
+        self.ready.write_text("")
+
+    def clear_ready(self) -> None:
+        self.ready.unlink(missing_ok=True)
