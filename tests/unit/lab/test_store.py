@@ -98,3 +98,14 @@ def test_list_sorted_with_predicate(store: Store) -> None:
     items, rv = store.list("pods", predicate=lambda o: o["spec"].get("nodeName") == "w1")
     assert [o["metadata"]["name"] for o in items] == ["a", "b"]
     assert rv == store.resource_version
+
+
+def test_bulk_load_indexes_without_events(store: Store) -> None:
+    seen: list[str] = []
+    store.subscribe("pods", lambda ev: seen.append(ev.type))
+    n = store.bulk_load("pods", [pod(f"p{i}", node="w1") for i in range(3)])
+    assert n == 3 and seen == []
+    assert len(store.pods_on_node("w1")) == 3
+    assert store.get("pods", "default", "p2")["metadata"]["resourceVersion"] == str(store.resource_version)
+    with pytest.raises(AlreadyExists):
+        store.bulk_load("pods", [pod("p0")])

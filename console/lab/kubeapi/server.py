@@ -1,0 +1,246 @@
+"""The lab's Kubernetes API server: aiohttp on loopback over the lab Store."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from console.lab.kubeapi import discovery, listing, objects, pods
+from console.lab.kubeapi.encoding import json_response
+from console.lab.kubeapi.listing import Snapshots
+from console.lab.kubeapi.status import ApiError, from_store_error, status_body
+from console.lab.kubeapi.tls import make_serving_cert
+from console.lab.podlogs import PodLogs
+from console.lab.resources import ResourceType, by_plural
+from console.lab.store import Store, StoreError
+
+log = logging.getLogger(__name__)
+
+_OPEN_PATHS = {"/healthz", "/readyz", "/livez"}
+_NOT_FOUND = "the server could not find the requested resource"
+
+
+@dataclass
+class Target:
+    """A parsed resource URL."""
+
+    rt: ResourceType
+    namespace: str | None
+    name: str | None
+    sub: str | None
+    legacy_watch: bool
+
+
+def _not_found() -> ApiError:
+    return ApiError(404, _NOT_FOUND, "NotFound", {})
+
+
+def parse_resource_path(segs: list[str]) -> Target:
+    """Resolve /api/v1/... and /apis/GROUP/VERSION/... into a Target (404 otherwise)."""
+    versions = discovery.group_versions()
+    if segs[0] == "api" and len(segs) >= 3 and segs[1] == "v1":
+        group, rest = "", segs[2:]
+    elif segs[0] == "apis" and len(segs) >= 4 and versions.get(segs[1]) == segs[2]:
+        group, rest = segs[1], segs[3:]
+    else:
+        raise _not_found()
+    legacy_watch = rest[0] == "watch"
+    if legacy_watch:
+        rest = rest[1:]
+    namespace = None
+    if len(rest) >= 3 and rest[0] == "namespaces" and by_plural(group, rest[2]) is not None:
+        namespace, rest = rest[1], rest[2:]
+    elif group and rest and rest[0] == "namespaces" and len(rest) >= 3:
+        raise _not_found()
+    if group == "" and namespace is None and len(rest) == 3 and rest[0] == "namespaces" and rest[2] == "bindings":
+        # POST /api/v1/namespaces/NS/bindings: the Binding names its pod in metadata.name
+        return Target(by_plural("", "pods"), rest[1], None, "binding", False)  # type: ignore[arg-type]
+    if not rest or len(rest) > 3:
+        raise _not_found()
+    rt = by_plural(group, rest[0])
+    if rt is None:
+        raise _not_found()
+    name = rest[1] if len(rest) > 1 else None
+    sub = rest[2] if len(rest) > 2 else None
+    if namespace is not None and not rt.namespaced:
+        raise _not_found()
+    if rt.namespaced and namespace is None and name is not None:
+        raise _not_found()
+    if sub is not None and sub not in rt.subresources:
+        raise _not_found()
+    return Target(rt, namespace, name, sub, legacy_watch)
+
+
+@dataclass
+class _State:
+    store: Store
+    logs: PodLogs
+    token: str | None
+    address: str = ""
+    snaps: Snapshots = field(default_factory=Snapshots)
+
+
+_STATE = web.AppKey("state", _State)
+
+
+def _method_not_allowed(method: str) -> ApiError:
+    return ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed",
+                    {})
+
+
+async def _resource(request: web.Request, st: _State, t: Target) -> web.StreamResponse:
+    m, rt = request.method, t.rt
+    watching = t.legacy_watch or request.query.get("watch") in ("true", "1")
+    if t.name is None and t.sub == "binding":
+        if m != "POST":
+            raise _method_not_allowed(m)
+        return await pods.bind(request, st.store, t.namespace or "default", None)
+    if t.name is None:
+        if m == "GET":
+            if watching:
+                return await listing.watch_objects(request, st.store, rt, t.namespace)
+            return await listing.list_objects(request, st.store, st.snaps, rt, t.namespace)
+        if m == "POST":
+            return await objects.create_object(request, st.store, rt, t.namespace)
+        if m == "DELETE":
+            return await objects.delete_collection(request, st.store, rt, t.namespace)
+        raise _method_not_allowed(m)
+    if t.legacy_watch:
+        raise _not_found()
+    if t.sub in (None, "status"):
+        if m == "GET":
+            return objects.get_object(request, st.store, rt, t.namespace, t.name)
+        if m == "PUT":
+            return await objects.update_object(request, st.store, rt, t.namespace, t.name, t.sub)
+        if m == "PATCH":
+            return await objects.patch_object(request, st.store, rt, t.namespace, t.name, t.sub)
+        if m == "DELETE" and t.sub is None:
+            return await objects.delete_object(request, st.store, rt, t.namespace, t.name)
+        raise _method_not_allowed(m)
+    ns = t.namespace or ""
+    if t.sub == "binding" and m == "POST":
+        return await pods.bind(request, st.store, ns, t.name)
+    if t.sub == "eviction" and m == "POST":
+        return await pods.evict(request, st.store, ns, t.name)
+    if t.sub == "log" and m == "GET":
+        return await pods.log(request, st.store, st.logs, ns, t.name)
+    raise _method_not_allowed(m)
+
+
+def _static(path: str, st: _State) -> Any:
+    """Non-resource endpoints: discovery, version, health. None when not one of them."""
+    if path == "/api":
+        return discovery.api_versions(st.address)
+    if path == "/apis":
+        return discovery.api_group_list()
+    if path == "/version":
+        return discovery.VERSION
+    segs = path.strip("/").split("/")
+    if path == "/openapi/v3":
+        return discovery.openapi_v3_root()
+    if path.startswith("/openapi/v3/"):
+        return discovery.openapi_v3_doc(path[len("/openapi/v3/"):]) or False
+    if path == "/api/v1":
+        return discovery.resource_list("", "v1")
+    if segs[0] == "apis" and len(segs) == 2:
+        return discovery.api_group(segs[1]) or False
+    if segs[0] == "apis" and len(segs) == 3:
+        return discovery.resource_list(segs[1], segs[2]) or False
+    return None
+
+
+async def _dispatch(request: web.Request) -> web.StreamResponse:
+    st: _State = request.app[_STATE]
+    path = request.path.rstrip("/") or "/"
+    if path in _OPEN_PATHS or path.startswith(("/healthz/", "/readyz/", "/livez/")):
+        return web.Response(text="ok", content_type="text/plain")
+    if path == "/":
+        return json_response({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version",
+                                        *sorted(f"/apis/{g}" for g in discovery.group_versions() if g)]})
+    static = _static(path, st)
+    if static is False:
+        raise _not_found()
+    if static is not None:
+        if request.method != "GET":
+            raise _method_not_allowed(request.method)
+        return json_response(static)
+    segs = path.strip("/").split("/")
+    if segs[0] not in ("api", "apis"):
+        return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
+    target = parse_resource_path(segs)
+    try:
+        return await _resource(request, st, target)
+    except StoreError as err:
+        raise from_store_error(err, target.rt, target.name) from None
+
+
+@web.middleware
+async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    st: _State = request.app[_STATE]
+    if st.token is not None and request.path not in _OPEN_PATHS:
+        auth = request.headers.get("Authorization", "")
+        if not hmac.compare_digest(auth.encode(), f"Bearer {st.token}".encode()):
+            return json_response(status_body(401, "Unauthorized", "Unauthorized"), 401)
+    try:
+        return await handler(request)
+    except ApiError as err:
+        return json_response(err.body(), err.code)
+    except StoreError as err:
+        e = from_store_error(err, None, None)
+        return json_response(e.body(), e.code)
+    except (ConnectionResetError, web.HTTPException):
+        raise
+    except Exception as err:  # a bug: answer like the API server would, and keep the traceback
+        log.exception("kube api: %s %s failed", request.method, request.path)
+        return json_response(status_body(500, f"Internal error occurred: {err}", "InternalError"), 500)
+
+
+class KubeAPI:
+    """A running lab API server; `url` is what a kubeconfig's cluster.server points at.
+
+    `ca_pem` is the CA to trust for an https `url` (None for plain http).
+    """
+
+    def __init__(self, runner: web.AppRunner, host: str, port: int, ca_pem: bytes | None) -> None:
+        self._runner = runner
+        self.host = host
+        self.port = port
+        self.ca_pem = ca_pem
+        self.url = f"{'https' if ca_pem else 'http'}://{host}:{port}"
+
+    async def stop(self) -> None:
+        await self._runner.cleanup()
+
+
+async def start_kube_api(
+    store: Store,
+    logs: PodLogs,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    tls: bool | None = None,
+) -> KubeAPI:
+    """Start serving `store` on the running asyncio loop; port 0 picks a free port.
+
+    `tls` defaults to on when a token is set: kubectl never sends a bearer token
+    to a plain-http server. The CA to trust is `KubeAPI.ca_pem`.
+    """
+    use_tls = token is not None if tls is None else tls
+    cert = make_serving_cert(host) if use_tls else None
+    app = web.Application(middlewares=[_guard], client_max_size=64 * 1024 * 1024)
+    state = _State(store, logs, token)
+    app[_STATE] = state
+    app.router.add_route("*", "/{tail:.*}", _dispatch)
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=cert.server_context() if cert else None)
+    await site.start()
+    sockets = site._server.sockets if site._server else []  # the bound port when port=0
+    bound = sockets[0].getsockname()[1] if sockets else port
+    state.address = f"{host}:{bound}"
+    return KubeAPI(runner, host, bound, cert.ca_pem if cert else None)

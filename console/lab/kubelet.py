@@ -1,0 +1,672 @@
+"""Simulated kubelets: node status from the guest, read at start only.
+
+Facts from shared/reference/scale-up.md 5.1-5.5: capacity (online CPUs,
+MemTotal) is read when the kubelet starts and never again while it runs;
+after a restart the node is NotReady ("container runtime status check may not
+have completed yet") for one status period; a node whose kubelet stops posting
+goes Unknown after the grace period and gets the unreachable taint; a boot
+brings a new bootID and a `Rebooted` event; the static CPU manager refuses to
+start when the CPU set changed until its state file is removed.
+
+Reservations: kubespray's defaults for v1.21 (no kube/system reserved, hard
+eviction `memory.available<100Mi`), so allocatable cpu = capacity cpu and
+allocatable memory = capacity - 100Mi; the field report quotes capacity.
+
+One `Fleet` thread drives every kubelet (timers and work) and holds the only
+pod watch, so 5,000 nodes cost one thread; heartbeats can be switched off.
+The node-lifecycle controller's part (Unknown, unreachable/not-ready taints)
+is modelled here too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import itertools
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from console.lab.guestshell import cpu_list
+from console.lab.nodeexec import is_node_debug_pod
+from console.lab.recorder import EventRecorder, node_ref, object_ref
+from console.lab.store import NotFound, Obj, Store, WatchEvent, now_iso
+from console.lab.vm import Guest, GuestEventKind
+
+log = logging.getLogger(__name__)
+
+CPU_STATE = "/var/lib/kubelet/cpu_manager_state"
+MEMORY_STATE = "/var/lib/kubelet/memory_manager_state"
+CONFIG = "/var/lib/kubelet/config.yaml"
+FEATURE_GATES_ANNOTATION = "lab.console/kubelet-feature-gates"
+RESIZE_GATE = "InPlaceNodeResourceResize"
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+EVICTION_HARD_KIB = 102400  # memory.available<100Mi
+FAULTS = ("no-restart",)
+
+
+class _Timer:
+    __slots__ = ("args", "cancelled", "fn")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.fn, self.args, self.cancelled = fn, args, False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Fleet:
+    """One thread with a timer heap that runs every kubelet, and one pod watch for all of them."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._cv = threading.Condition()
+        self._heap: list[tuple[float, int, _Timer]] = []
+        self._seq = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._running = False
+        self._kubelets: dict[str, Kubelet] = {}
+        self._unsub: Callable[[], None] | None = None
+        self._index = itertools.count()
+
+    def start(self) -> None:
+        with self._cv:
+            if self._running:
+                return
+            self._running = True
+        self._unsub = self.store.subscribe("pods", self._on_pod_event)
+        self._thread = threading.Thread(target=self._run, name="lab-kubelets", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._unsub:
+            self._unsub()
+            self._unsub = None
+        with self._cv:
+            self._running = False
+            self._heap.clear()
+            self._cv.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(10)
+        self._thread = None
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> _Timer:
+        timer = _Timer(fn, args)
+        with self._cv:
+            heapq.heappush(self._heap, (time.monotonic() + max(0.0, delay), next(self._seq), timer))
+            self._cv.notify()
+        return timer
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> _Timer:
+        return self.call_later(0.0, fn, *args)
+
+    def run_sync(self, fn: Callable[..., Any], *args: Any, timeout: float = 10.0) -> Any:
+        """Run `fn` on the fleet thread and return its result (for callers on other threads)."""
+        if threading.current_thread() is self._thread:
+            return fn(*args)
+        done = threading.Event()
+        box: dict[str, Any] = {}
+
+        def call() -> None:
+            try:
+                box["result"] = fn(*args)
+            except BaseException as exc:  # handed back to the caller
+                box["error"] = exc
+            done.set()
+
+        self.call_soon(call)
+        if not done.wait(timeout):
+            raise TimeoutError("kubelet fleet did not answer")
+        if "error" in box:
+            raise box["error"]
+        return box.get("result")
+
+    def register(self, kubelet: Kubelet) -> int:
+        self._kubelets[kubelet.node_name] = kubelet
+        return next(self._index)
+
+    def unregister(self, kubelet: Kubelet) -> None:
+        if self._kubelets.get(kubelet.node_name) is kubelet:
+            del self._kubelets[kubelet.node_name]
+
+    def _on_pod_event(self, ev: WatchEvent) -> None:
+        # runs under the store lock: only look up and enqueue
+        if ev.type == "DELETED":
+            return
+        pod = ev.object
+        kubelet = self._kubelets.get(pod.get("spec", {}).get("nodeName") or "")
+        if kubelet is not None and pod.get("status", {}).get("phase", "Pending") == "Pending":
+            meta = pod["metadata"]
+            self.call_soon(kubelet._sync_pod, meta.get("namespace", "default"), meta["name"])
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while self._running and (not self._heap or self._heap[0][0] > time.monotonic()):
+                    wait = self._heap[0][0] - time.monotonic() if self._heap else None
+                    self._cv.wait(wait)
+                if not self._running:
+                    return
+                _, _, timer = heapq.heappop(self._heap)
+            if timer.cancelled:
+                continue
+            try:
+                timer.fn(*timer.args)
+            except Exception:  # one kubelet's bug must not stop the others
+                log.exception("kubelet fleet task %r failed", timer.fn)
+
+
+class Kubelet:
+    """The kubelet of one node, acting on the store; driven by a `Fleet`.
+
+    States: stopped (guest off or service stopped), starting (NotReady window),
+    running, crashloop (static CPU manager state mismatch; systemd retries
+    every `restart_sec`), dead (fault "no-restart").
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        node_name: str,
+        guest: Guest,
+        *,
+        fleet: Fleet | None = None,
+        recorder: EventRecorder | None = None,
+        reserved_cpu: str = "0",
+        reserved_memory_kib: int = 0,
+        eviction_hard_memory_kib: int = EVICTION_HARD_KIB,
+        max_pods: int = 110,
+        kubelet_version: str = "v1.21.6",
+        status_interval: float = 10.0,
+        heartbeat: bool = True,
+        node_monitor_grace: float = 2.0,
+        not_ready_seconds: float = 0.5,
+        restart_sec: float = 1.0,
+        cpu_manager_policy: str = "none",
+        in_place_resize: bool = False,
+        os_image: str = "Ubuntu 20.04.6 LTS",
+        kernel_version: str = "5.4.0-165-generic",
+        container_runtime_version: str = "containerd://1.4.12",
+        internal_ip: str | None = None,
+        record_events: bool = True,
+        ephemeral_storage_kib: int = 20470152,
+    ) -> None:
+        self.store = store
+        self.node_name = node_name
+        self.guest = guest
+        self._own_fleet = fleet is None
+        self.fleet = fleet or Fleet(store)
+        self.recorder = recorder or EventRecorder(store, "kubelet", node_name)
+        self._controller = EventRecorder(store, "node-controller")
+        self.reserved_cpu_milli = int(float(reserved_cpu.rstrip("m")) if reserved_cpu.endswith("m")
+                                      else float(reserved_cpu) * 1000)
+        self.reserved_memory_kib = reserved_memory_kib
+        self.eviction_hard_memory_kib = eviction_hard_memory_kib
+        self.max_pods = max_pods
+        self.kubelet_version = kubelet_version
+        self.status_interval = status_interval
+        self.heartbeat = heartbeat
+        self.node_monitor_grace = node_monitor_grace
+        self.not_ready_seconds = not_ready_seconds
+        self.restart_sec = restart_sec
+        self.os_image = os_image
+        self.kernel_version = kernel_version
+        self.container_runtime_version = container_runtime_version
+        self.record_events = record_events
+        self.ephemeral_storage_kib = ephemeral_storage_kib
+        self._internal_ip = internal_ip
+        self.machine_id = hashlib.md5(node_name.encode()).hexdigest()
+        self.state = "stopped"
+        self.service = "inactive"  # systemd's view: active | activating | failed | inactive
+        self.faults: set[str] = set()
+        self.journal: list[str] = []
+        self.capacity: dict[str, str] = {}
+        self.restarts = 0
+        # the host's persistent files the guest shell sees (survive reboots)
+        self.files: dict[str, str] = {
+            "/etc/hostname": node_name + "\n",
+            "/etc/machine-id": self.machine_id + "\n",
+            CONFIG: _config_yaml(cpu_manager_policy, in_place_resize, max_pods),
+        }
+        self._gen = 0
+        self._post_token = 0
+        self._timers: list[_Timer] = []
+        self._unsub_guest: Callable[[], None] | None = None
+        self._pod_seq = itertools.count(2)
+        self._index = 0
+
+    # -- public API (any thread) -----------------------------------------
+    def start(self) -> None:
+        """Attach to the guest and start the service (if the guest is running)."""
+        if self._own_fleet:
+            self.fleet.start()
+        self._index = self.fleet.register(self)
+        self._unsub_guest = self.guest.subscribe(self._on_guest_event)
+        self.fleet.call_soon(self._start, "start")
+
+    def stop(self) -> None:
+        """Detach the simulator (not a node event: use stop_service for `systemctl stop`)."""
+        if self._unsub_guest:
+            self._unsub_guest()
+            self._unsub_guest = None
+        self.fleet.unregister(self)
+        self._gen += 1
+        self._cancel_timers()
+        if self._own_fleet:
+            self.fleet.stop()
+
+    def restart(self, *, wait: bool = False) -> None:
+        """`systemctl restart kubelet`: reads capacity afresh; NotReady for `not_ready_seconds`.
+
+        `wait` returns once the new process started (or failed to), as a blocking systemctl does.
+        """
+        if wait:
+            self.fleet.run_sync(self._restart)
+        else:
+            self.fleet.call_soon(self._restart)
+
+    def stop_service(self) -> None:
+        self.fleet.call_soon(self._stop_service)
+
+    def start_service(self) -> None:
+        self.fleet.call_soon(self._start, "start")
+
+    def inject_fault(self, fault: str) -> None:
+        """"no-restart": the next (re)start never comes back (systemd gives up)."""
+        if fault not in FAULTS:
+            raise ValueError(f"unknown kubelet fault {fault!r}; known: {', '.join(FAULTS)}")
+        self.faults.add(fault)
+
+    def clear_fault(self, fault: str) -> None:
+        self.faults.discard(fault)
+
+    @property
+    def cpu_manager_policy(self) -> str:
+        m = re.search(r"^cpuManagerPolicy:\s*(\S+)", self.files.get(CONFIG, ""), re.M)
+        return m.group(1) if m else "none"
+
+    @property
+    def in_place_resize(self) -> bool:
+        return bool(re.search(rf"^\s+{RESIZE_GATE}:\s*true", self.files.get(CONFIG, ""), re.M))
+
+    def feature_gates(self) -> dict[str, bool]:
+        return {RESIZE_GATE: True} if self.in_place_resize else {}
+
+    def configz(self) -> dict[str, Any]:
+        """What GET /api/v1/nodes/<n>/proxy/configz returns for this kubelet."""
+        return {
+            "kubeletconfig": {
+                "cpuManagerPolicy": self.cpu_manager_policy,
+                "featureGates": self.feature_gates(),
+                "maxPods": self.max_pods,
+                "nodeStatusUpdateFrequency": f"{self.status_interval:g}s",
+                "evictionHard": {"memory.available": f"{self.eviction_hard_memory_kib // 1024}Mi"},
+            }
+        }
+
+    # -- guest -------------------------------------------------------------
+    def _on_guest_event(self, kind: GuestEventKind) -> None:
+        self.fleet.call_soon(self._guest_event, kind)
+
+    def _guest_event(self, kind: str) -> None:
+        if kind == "boot":
+            self._start("boot")
+        elif kind == "shutdown":
+            self._gen += 1
+            self._cancel_timers()
+            self.state, self.service = "stopped", "inactive"
+            self._silence()
+        elif self.in_place_resize and self.state == "running":
+            self._resize_in_place()
+
+    def _resize_in_place(self) -> None:
+        """KEP-3953: whole CPUs; memory changes under 100Mi are jitter."""
+        cpus = len(self.guest.online_cpus)
+        mem = self.guest.mem_total_kib
+        old_cpus = int(self.capacity.get("cpu", "0"))
+        old_mem = int(self.capacity.get("memory", "0Ki")[:-2] or 0)
+        if cpus == old_cpus and abs(mem - old_mem) < EVICTION_HARD_KIB:
+            return
+        self.capacity = self._read_capacity()
+        self._post(ready=True)
+
+    # -- lifecycle (fleet thread) -------------------------------------------
+    def _cancel_timers(self) -> None:
+        for t in self._timers:
+            t.cancel()
+        self._timers = []
+
+    def _later(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
+        self._timers.append(self.fleet.call_later(delay, fn, *args))
+        if len(self._timers) > 16:
+            self._timers = [t for t in self._timers if not t.cancelled]
+
+    def _restart(self) -> None:
+        self.restarts += 1
+        self._log("Stopping kubelet: The Kubernetes Node Agent...")
+        self._start("restart")
+
+    def _stop_service(self) -> None:
+        self._gen += 1
+        self._cancel_timers()
+        self._log("Stopped kubelet: The Kubernetes Node Agent.")
+        self.state, self.service = "stopped", "inactive"
+        self._silence()
+
+    def _start(self, why: str) -> None:
+        self._gen += 1
+        gen = self._gen
+        self._cancel_timers()
+        if not self.guest.running:
+            self.state, self.service = "stopped", "inactive"
+            return
+        if "no-restart" in self.faults:
+            self._log("kubelet.service: Main process exited, code=exited, status=1/FAILURE")
+            self._log("kubelet.service: Start request repeated too quickly.")
+            self._log("kubelet.service: Failed with result 'exit-code'.")
+            self.state, self.service = "dead", "failed"
+            self._silence()
+            return
+        self._log("Started kubelet: The Kubernetes Node Agent.")
+        self._event("Normal", "Starting", "Starting kubelet.")
+        error = self._check_cpu_manager()
+        if error:
+            self._log(f'"Failed to start ContainerManager" err="{error}"')
+            self._log("kubelet.service: Main process exited, code=exited, status=1/FAILURE")
+            self._event("Warning", "KubeletSetupFailed", f"Failed to start ContainerManager {error}")
+            if self.state != "crashloop":
+                self._silence()
+            self.state, self.service = "crashloop", "activating"
+            self._later(self.restart_sec, self._retry, gen)
+            return
+        self.capacity = self._read_capacity()
+        self.service = "active"
+        if self.not_ready_seconds > 0:
+            self.state = "starting"
+            self._post(ready=False)
+            self._later(self.not_ready_seconds, self._become_ready, gen)
+        else:
+            self._become_ready(gen)
+
+    def _retry(self, gen: int) -> None:
+        if gen == self._gen and self.state == "crashloop":
+            self._start("retry")
+
+    def _become_ready(self, gen: int) -> None:
+        if gen != self._gen:
+            return
+        self.state = "running"
+        self._post(ready=True)
+        for pod in self.store.pods_on_node(self.node_name):
+            if pod.get("status", {}).get("phase", "Pending") == "Pending":
+                meta = pod["metadata"]
+                self._sync_pod(meta.get("namespace", "default"), meta["name"])
+        if self.heartbeat and self.status_interval > 0:
+            self._later(self.status_interval, self._beat, gen)
+
+    def _beat(self, gen: int) -> None:
+        if gen != self._gen or self.state != "running":
+            return
+        self._post(ready=True, quiet=True)
+        self._later(self.status_interval, self._beat, gen)
+
+    def _silence(self) -> None:
+        """Stop posting; the node controller marks the node Unknown after the grace period."""
+        self._post_token += 1
+        self.fleet.call_later(self.node_monitor_grace, self._mark_unknown, self._post_token)
+
+    def _check_cpu_manager(self) -> str | None:
+        if self.cpu_manager_policy != "static":
+            return None
+        current = cpu_list(self.guest.online_cpus)
+        saved = self.files.get(CPU_STATE)
+        if saved:
+            try:
+                in_state = json.loads(saved).get("defaultCpuSet", "")
+            except ValueError:
+                return f"could not restore state from checkpoint: corrupted checkpoint {CPU_STATE}"
+            if in_state != current:
+                return (
+                    "start cpu manager error: [cpumanager] could not restore state from checkpoint: "
+                    f'current set of available CPUs "{current}" doesn\'t match with CPUs in state "{in_state}", '
+                    f'please drain this node and delete the CPU manager checkpoint file "{CPU_STATE}" '
+                    "before restarting Kubelet"
+                )
+        state = {"policyName": "static", "defaultCpuSet": current, "checksum": 0}
+        self.files[CPU_STATE] = json.dumps(state)
+        return None
+
+    def _read_capacity(self) -> dict[str, str]:
+        return {
+            "cpu": str(len(self.guest.online_cpus)),
+            "memory": f"{self.guest.mem_total_kib}Ki",
+            "pods": str(self.max_pods),
+            "ephemeral-storage": f"{self.ephemeral_storage_kib}Ki",
+            "hugepages-1Gi": "0",
+            "hugepages-2Mi": "0",
+        }
+
+    def _allocatable(self) -> dict[str, str]:
+        cap = self.capacity
+        cpu_milli = int(cap["cpu"]) * 1000 - self.reserved_cpu_milli
+        mem_kib = int(cap["memory"][:-2]) - self.reserved_memory_kib - self.eviction_hard_memory_kib
+        storage = self.ephemeral_storage_kib * 1024 * 9 // 10  # nodefs.available<10%
+        return {
+            "cpu": str(cpu_milli // 1000) if cpu_milli % 1000 == 0 else f"{cpu_milli}m",
+            "memory": f"{max(0, mem_kib)}Ki",
+            "pods": cap["pods"],
+            "ephemeral-storage": str(storage),
+            "hugepages-1Gi": "0",
+            "hugepages-2Mi": "0",
+        }
+
+    # -- node status ---------------------------------------------------------
+    @property
+    def internal_ip(self) -> str:
+        return self._internal_ip or f"10.0.{self._index // 250}.{self._index % 250 + 4}"
+
+    def _node_skeleton(self) -> Obj:
+        labels = {
+            "beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": self.node_name, "kubernetes.io/os": "linux",
+        }
+        cidr = f"10.{64 + self._index // 256}.{self._index % 256}.0/24"
+        return {
+            "metadata": {"name": self.node_name, "labels": labels, "annotations": {
+                "node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+            }},
+            "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
+            "status": {},
+        }
+
+    def _post(self, *, ready: bool, quiet: bool = False) -> None:
+        """Write this kubelet's node status (Ready, or NotReady right after a start)."""
+        self._post_token += 1
+        stamp = now_iso()
+        notes: dict[str, Any] = {}
+
+        def edit(node: Obj) -> None:
+            status = node.setdefault("status", {})
+            info = status.get("nodeInfo") or {}
+            notes["rebooted"] = bool(info.get("bootID")) and info.get("bootID") != self.guest.boot_id
+            notes["was_ready"] = _condition(node, "Ready").get("status")
+            annotations = node["metadata"].setdefault("annotations", {})
+            gates = ",".join(f"{k}={str(v).lower()}" for k, v in self.feature_gates().items())
+            if gates:
+                annotations[FEATURE_GATES_ANNOTATION] = gates
+            else:
+                annotations.pop(FEATURE_GATES_ANNOTATION, None)
+            status["capacity"] = dict(self.capacity)
+            status["allocatable"] = self._allocatable()
+            status["conditions"] = _conditions(node, ready, stamp)
+            status["addresses"] = [{"type": "InternalIP", "address": self.internal_ip},
+                                   {"type": "Hostname", "address": self.node_name}]
+            status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": 10250}}
+            status["nodeInfo"] = {
+                "machineID": self.machine_id, "systemUUID": self.guest.uuid, "bootID": self.guest.boot_id,
+                "kernelVersion": self.kernel_version, "osImage": self.os_image,
+                "containerRuntimeVersion": self.container_runtime_version,
+                "kubeletVersion": self.kubelet_version, "kubeProxyVersion": self.kubelet_version,
+                "operatingSystem": "linux", "architecture": "amd64",
+            }
+            status.setdefault("images", [])
+            _set_taints(node, ready=ready, unknown=False, stamp=stamp)
+
+        try:
+            self.store.mutate("nodes", None, self.node_name, edit)
+        except NotFound:
+            node = self._node_skeleton()
+            edit(node)
+            notes["was_ready"] = None
+            self.store.create("nodes", node)
+        if quiet:
+            return
+        if notes.get("rebooted"):
+            self._event("Warning", "Rebooted",
+                        f"Node {self.node_name} has been rebooted, boot id: {self.guest.boot_id}")
+        if ready:
+            if notes.get("was_ready") != "True":
+                self._event("Normal", "NodeReady", f"Node {self.node_name} status is now: NodeReady")
+        else:
+            self._event("Normal", "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")
+            if notes.get("was_ready") == "True":
+                self._event("Normal", "NodeNotReady", f"Node {self.node_name} status is now: NodeNotReady")
+
+    def _mark_unknown(self, token: int) -> None:
+        if token != self._post_token or self.state in ("running", "starting"):
+            return
+        stamp = now_iso()
+
+        def edit(node: Obj) -> None:
+            conds = node.setdefault("status", {}).setdefault("conditions", [])
+            for c in conds:
+                if c.get("status") != "Unknown":
+                    c["lastTransitionTime"] = stamp
+                c.update(status="Unknown", reason="NodeStatusUnknown", message="Kubelet stopped posting node status.")
+            _set_taints(node, ready=False, unknown=True, stamp=stamp)
+
+        try:
+            self.store.mutate("nodes", None, self.node_name, edit)
+        except NotFound:
+            return
+        if self.record_events:
+            self._controller.event(node_ref(self.node_name), "Normal", "NodeNotReady",
+                                   f"Node {self.node_name} status is now: NodeNotReady")
+
+    # -- pods ---------------------------------------------------------------
+    def _sync_pod(self, namespace: str, name: str) -> None:
+        """Start a Pending pod bound here (node-debug pods belong to NodeExec)."""
+        if self.state != "running":
+            return
+        try:
+            pod = self.store.get("pods", namespace, name)
+        except NotFound:
+            return
+        if (pod.get("spec", {}).get("nodeName") != self.node_name or is_node_debug_pod(pod)
+                or pod.get("status", {}).get("phase", "Pending") != "Pending"
+                or pod["metadata"].get("deletionTimestamp")):
+            return
+        stamp = now_iso()
+        ip = self._pod_ip()
+
+        def run(draft: Obj) -> None:
+            if draft.get("status", {}).get("phase", "Pending") != "Pending":
+                return
+            status = draft.setdefault("status", {})
+            status.update(phase="Running", hostIP=self.internal_ip, podIP=ip, podIPs=[{"ip": ip}],
+                          startTime=stamp)
+            status.setdefault("qosClass", "Burstable")
+            conds = [c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"]
+            for ctype in ("Initialized", "Ready", "ContainersReady"):
+                conds.append({"type": ctype, "status": "True", "lastProbeTime": None, "lastTransitionTime": stamp})
+            status["conditions"] = conds
+            status["containerStatuses"] = [
+                {"name": c["name"], "image": c.get("image", ""), "imageID": f"{c.get('image', '')}@sha256:" + "0" * 64,
+                 "containerID": "containerd://" + hashlib.sha256(f"{name}/{c['name']}".encode()).hexdigest(),
+                 "ready": True, "started": True, "restartCount": 0, "state": {"running": {"startedAt": stamp}},
+                 "lastState": {}}
+                for c in draft.get("spec", {}).get("containers") or []
+            ]
+
+        try:
+            updated = self.store.mutate("pods", namespace, name, run)
+        except NotFound:
+            return
+        if self.record_events:
+            for c in updated.get("spec", {}).get("containers") or []:
+                ref = object_ref(updated) | {"fieldPath": f"spec.containers{{{c['name']}}}"}
+                self.recorder.event(ref, "Normal", "Started", f"Started container {c['name']}")
+
+    def _pod_ip(self) -> str:
+        n = next(self._pod_seq) % 254 or 1
+        return f"10.{64 + self._index // 256}.{self._index % 256}.{n}"
+
+    # -- helpers ------------------------------------------------------------
+    def _event(self, type_: str, reason: str, message: str) -> None:
+        if self.record_events:
+            self.recorder.event(node_ref(self.node_name), type_, reason, message)
+
+    def _log(self, line: str) -> None:
+        self.journal.append(f"{time.strftime('%b %d %H:%M:%S')} {self.node_name} {line}")
+        del self.journal[:-500]
+
+
+def _config_yaml(policy: str, in_place_resize: bool, max_pods: int) -> str:
+    gates = f"featureGates:\n  {RESIZE_GATE}: true\n" if in_place_resize else "featureGates: {}\n"
+    return (
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+        f"cpuManagerPolicy: {policy}\n{gates}maxPods: {max_pods}\n"
+        "evictionHard:\n  memory.available: 100Mi\n  nodefs.available: 10%\n"
+    )
+
+
+def _condition(node: Obj, ctype: str) -> Obj:
+    for c in node.get("status", {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return c
+    return {}
+
+
+_PRESSURE = (
+    ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+    ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+)
+
+
+def _conditions(node: Obj, ready: bool, stamp: str) -> list[Obj]:
+    wanted = [(t, "False", r, m) for t, r, m in _PRESSURE]
+    if ready:
+        wanted.append(("Ready", "True", "KubeletReady", "kubelet is posting ready status"))
+    else:
+        wanted.append(("Ready", "False", "KubeletNotReady",
+                       "container runtime status check may not have completed yet"))
+    out = []
+    for ctype, status, reason, message in wanted:
+        old = _condition(node, ctype)
+        since = old.get("lastTransitionTime") if old.get("status") == status else stamp
+        out.append({"type": ctype, "status": status, "lastHeartbeatTime": stamp,
+                    "lastTransitionTime": since or stamp, "reason": reason, "message": message})
+    return out
+
+
+def _set_taints(node: Obj, *, ready: bool, unknown: bool, stamp: str) -> None:
+    """The node lifecycle controller's taints for NotReady (not-ready) and Unknown (unreachable)."""
+    spec = node.setdefault("spec", {})
+    keep = [t for t in spec.get("taints") or [] if t.get("key") not in (NOT_READY_TAINT, UNREACHABLE_TAINT)]
+    old = {(t.get("key"), t.get("effect")): t for t in spec.get("taints") or []}
+    if not ready:
+        key = UNREACHABLE_TAINT if unknown else NOT_READY_TAINT
+        keep.append({"key": key, "effect": "NoSchedule"})
+        prev = old.get((key, "NoExecute"), {})
+        keep.append({"key": key, "effect": "NoExecute", "timeAdded": prev.get("timeAdded", stamp)})
+    if keep:
+        spec["taints"] = keep
+    else:
+        spec.pop("taints", None)

@@ -1,0 +1,313 @@
+"""An unprivileged session libvirtd for the lab, and a tap on its QEMU monitor log.
+
+Why a daemon of our own: `qemu:///embed` only serves the process that opened it, but the lab's
+domains must be reachable from `virsh` and from the console in other processes. A *session*
+libvirtd run as `libvirt-qemu:kvm` (when we are root) owns its state under one directory and
+serves `qemu+unix:///session?socket=<dir>/run/libvirt/libvirt-sock`; root clients can connect.
+
+Why the tap: after `virsh setmem` on a guest without a balloon driver, libvirt keeps reporting the
+*actual* balloon size (live `<currentMemory>`, `info()[2]` and `memoryStats()['actual']` all stay
+at the boot size) — the *target* only exists in the QMP `balloon` command libvirt sends to QEMU.
+A real guest's balloon driver reads that target from the device; our simulated guest reads it from
+the daemon's debug log (filters `qemu.qemu_monitor` + `qemu.qemu_domain`), where every monitor
+command is logged with the monitor pointer and, on entry, the domain name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import grp
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+LIBVIRTD = "/usr/sbin/libvirtd"
+QEMU = "/usr/bin/qemu-system-x86_64"
+QEMU_DRIVER_MODULE = "/usr/lib/x86_64-linux-gnu/libvirt/connection-driver/libvirt_driver_qemu.so"
+DAEMON_USER, DAEMON_GROUP = "libvirt-qemu", "kvm"
+SOCKET_PATH_MAX = 107  # sun_path is 108 bytes including the NUL
+TAP_MAX_BYTES = 64 * 1024 * 1024  # truncate the debug log beyond this (libvirt appends with O_APPEND)
+
+_event_lock = threading.Lock()
+_event_thread: threading.Thread | None = None
+
+
+def ensure_event_loop() -> None:
+    """Register libvirt's default event implementation once per process and run it in a daemon thread.
+
+    Must happen before a connection that wants events is opened. Also silences libvirt's default
+    error handler (it prints every error to stderr, including expected lookups that fail); errors
+    still raise `libvirtError`.
+    """
+    global _event_thread
+    import libvirt
+
+    with _event_lock:
+        if _event_thread is not None:
+            return
+        libvirt.virEventRegisterDefaultImpl()
+        libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
+
+        def run() -> None:
+            while True:
+                libvirt.virEventRunDefaultImpl()
+
+        _event_thread = threading.Thread(target=run, name="libvirt-events", daemon=True)
+        _event_thread.start()
+
+
+def qemu_available() -> bool:
+    """True when a session libvirtd with the QEMU driver can run here."""
+    return all(os.path.exists(p) for p in (LIBVIRTD, QEMU, QEMU_DRIVER_MODULE))
+
+
+def _account_exists(user: str, group: str) -> bool:
+    try:
+        pwd.getpwnam(user)
+        grp.getgrnam(group)
+    except KeyError:
+        return False
+    return True
+
+
+def _traversable_by(path: Path, uid: int, gid: int) -> bool:
+    """Can uid:gid reach `path` (execute permission on it and every ancestor)?"""
+    for p in [path, *path.parents]:
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            continue
+        mode = st.st_mode
+        if st.st_uid == uid:
+            ok = mode & stat.S_IXUSR
+        elif st.st_gid == gid:
+            ok = mode & stat.S_IXGRP
+        else:
+            ok = mode & stat.S_IXOTH
+        if not ok:
+            return False
+    return True
+
+
+class SessionDaemon:
+    """A session libvirtd under `state_dir` (or a fresh /tmp dir the daemon user can reach)."""
+
+    def __init__(self, state_dir: Path, *, socket_timeout: float = 20.0) -> None:
+        self.state_dir = Path(state_dir)
+        self.socket_timeout = socket_timeout
+        self.base: Path | None = None  # the daemon's HOME; everything it writes is under it
+        self._own_tmp = False
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr = None
+
+    # -- paths -------------------------------------------------------------------------------
+    @property
+    def socket_path(self) -> Path:
+        assert self.base is not None, "daemon not started"
+        return self.base / "run" / "libvirt" / "libvirt-sock"
+
+    @property
+    def tap_path(self) -> Path:
+        assert self.base is not None, "daemon not started"
+        return self.base / "monitor-tap.log"
+
+    @property
+    def log_path(self) -> Path:
+        return self.state_dir / "libvirtd.log"
+
+    def uri(self, driver: str = "qemu") -> str:
+        if driver == "test":
+            return f"test+unix:///default?socket={self.socket_path}"
+        return f"qemu+unix:///session?socket={self.socket_path}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        # as root, drop to libvirt-qemu:kvm (created by libvirt-daemon-system); else run as ourselves
+        as_root = os.geteuid() == 0 and _account_exists(DAEMON_USER, DAEMON_GROUP)
+        uid, gid = (
+            (pwd.getpwnam(DAEMON_USER).pw_uid, grp.getgrnam(DAEMON_GROUP).gr_gid)
+            if as_root
+            else (os.getuid(), os.getgid())
+        )
+        base = self.state_dir / "libvirt"
+        sock_len = len(str(base / "run" / "libvirt" / "libvirt-sock"))
+        if not _traversable_by(self.state_dir, uid, gid) or sock_len > SOCKET_PATH_MAX:
+            # e.g. pytest's 0700 tmp dirs or /root: the daemon user could not reach its own files
+            base = Path(tempfile.mkdtemp(prefix="console-libvirt-", dir="/tmp"))
+            self._own_tmp = True
+        self.base = base
+        dirs = {name: base / name for name in ("config", "run", "cache", "data")}
+        for d in (base, *dirs.values(), dirs["config"] / "libvirt"):
+            d.mkdir(parents=True, exist_ok=True)
+        conf = dirs["config"] / "libvirt"
+        (conf / "libvirtd.conf").write_text(
+            # first matching filter wins; monitor sends (info) and "Entering monitor" lines (debug)
+            'log_filters="3:qemu.qemu_monitor_json 2:qemu.qemu_monitor 1:qemu.qemu_domain"\n'
+            f'log_outputs="1:file:{self.tap_path} 3:stderr"\n'
+        )
+        # QEMU's stdout/stderr to plain files: no virtlogd that would outlive the daemon
+        (conf / "qemu.conf").write_text('stdio_handler = "file"\n')
+        for d in (base, *dirs.values()):
+            os.chmod(d, 0o755)
+        os.chmod(dirs["run"], 0o700)
+        if as_root:
+            for root, subdirs, files in os.walk(base):
+                for name in [root, *(os.path.join(root, n) for n in subdirs + files)]:
+                    os.chown(name, uid, gid)
+        env = {
+            "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+            "HOME": str(base),
+            "XDG_CONFIG_HOME": str(dirs["config"]),
+            "XDG_RUNTIME_DIR": str(dirs["run"]),
+            "XDG_CACHE_HOME": str(dirs["cache"]),
+            "XDG_DATA_HOME": str(dirs["data"]),
+        }
+        argv = [LIBVIRTD, "--timeout", "0"]
+        if as_root:
+            argv = ["setpriv", "--reuid", DAEMON_USER, "--regid", DAEMON_GROUP, "--clear-groups", *argv]
+        self._stderr = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the daemon's lifetime
+        self._proc = subprocess.Popen(
+            argv,
+            env=env,
+            cwd=base,
+            stdin=subprocess.DEVNULL,
+            stdout=self._stderr,
+            stderr=self._stderr,
+            start_new_session=True,  # a Ctrl-C in the terminal must not kill it before we clean up
+        )
+        deadline = time.monotonic() + self.socket_timeout
+        while not self.socket_path.exists():
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"libvirtd exited with {self._proc.returncode}; see {self.log_path}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"libvirtd socket did not appear in {self.socket_timeout}s; see {self.log_path}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL; then end QEMU processes that belong to this daemon's directory."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        if self.base is not None:
+            for p in leftover_qemu(self.base):
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    p.kill()
+            psutil.wait_procs(leftover_qemu(self.base), timeout=5)
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+        if self._own_tmp and self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+            self._own_tmp = False
+
+
+def leftover_qemu(base: Path) -> list[psutil.Process]:
+    """QEMU processes whose command line points into `base` (their master key and log live there)."""
+    found = []
+    for p in psutil.process_iter(["name", "cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if (p.info["name"] or "").startswith("qemu-system") and any(str(base) in a for a in cmd):
+            found.append(p)
+    return found
+
+
+_ENTER = re.compile(r"Entering monitor \(mon=(0x[0-9a-f]+) vm=0x[0-9a-f]+ name=([^)\s]+)\)")
+_NEW = re.compile(r"QEMU_MONITOR_NEW: mon=(0x[0-9a-f]+)")
+_SEND = re.compile(r"QEMU_MONITOR_SEND_MSG: mon=(0x[0-9a-f]+) msg=(\{.*\})")
+
+
+class MonitorTap:
+    """Reads the daemon's monitor log incrementally: balloon targets per domain name, per QEMU process.
+
+    `generation(name)` counts QEMU processes seen for a domain (a new monitor = a new process);
+    `balloon_kib(name)` is the last balloon target sent to the current process, or None.
+    """
+
+    def __init__(self, path: Path, *, from_start: bool = False) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        # a reused state dir keeps the log of earlier runs: start at its end unless told otherwise
+        self._offset = 0 if from_start or not path.exists() else path.stat().st_size
+        self._partial = b""
+        self._mon_name: dict[str, str] = {}
+        self._fresh_mons: set[str] = set()
+        self._target: dict[str, int | None] = {}
+        self._generation: dict[str, int] = {}
+
+    def read(self) -> set[str]:
+        """Consume new log lines; return names whose balloon target or process changed."""
+        changed: set[str] = set()
+        with self._lock:
+            try:
+                size = self.path.stat().st_size
+            except FileNotFoundError:
+                return changed
+            if size < self._offset:  # truncated under us
+                self._offset, self._partial = 0, b""
+            if size == self._offset:
+                return changed
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                data = f.read(size - self._offset)
+            self._offset += len(data)
+            lines = (self._partial + data).split(b"\n")
+            self._partial = lines.pop()
+            for raw in lines:
+                self._line(raw.decode("utf-8", "replace"), changed)
+            if self._offset > TAP_MAX_BYTES and not self._partial:
+                with open(self.path, "r+b") as f:
+                    f.truncate(0)
+                self._offset = 0
+        return changed
+
+    def _line(self, line: str, changed: set[str]) -> None:
+        if m := _NEW.search(line):
+            self._fresh_mons.add(m.group(1))
+        elif m := _ENTER.search(line):
+            mon, name = m.groups()
+            self._mon_name[mon] = name
+            if mon in self._fresh_mons:  # first use of a new monitor: a new QEMU process for `name`
+                self._fresh_mons.discard(mon)
+                self._generation[name] = self._generation.get(name, 0) + 1
+                self._target[name] = None
+                changed.add(name)
+        elif "balloon" in line and (m := _SEND.search(line)):
+            mon, msg = m.groups()
+            name = self._mon_name.get(mon)
+            try:
+                cmd = json.loads(msg)
+            except ValueError:
+                return
+            if name and cmd.get("execute") == "balloon":
+                self._target[name] = int(cmd["arguments"]["value"]) // 1024
+                changed.add(name)
+
+    def balloon_kib(self, name: str) -> int | None:
+        with self._lock:
+            return self._target.get(name)
+
+    def generation(self, name: str) -> int:
+        with self._lock:
+            return self._generation.get(name, 0)

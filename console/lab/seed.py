@@ -1,0 +1,124 @@
+"""Turning a scenario into the lab's initial Kubernetes objects and VM specs."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from console.lab.scenarios import FLAVOR_BY_NAME, MASTER_TAINT, NodeSpec, PodSpec, Scenario
+from console.lab.vm import VMSpec
+
+Obj = dict[str, Any]
+
+# Nova integer ids: kube-worker02 is instance-0000335c, as in the field report.
+FIRST_DB_ID = 0x3358
+_UUID_NS = uuid.UUID("6f1c2a8e-8d1b-4c55-9a52-3b7d3c1e0a00")
+
+
+def server_id(scenario: str, node: str) -> str:
+    """Stable per scenario and node, so docs and logs read the same on every run."""
+    return str(uuid.uuid5(_UUID_NS, f"{scenario}/{node}"))
+
+
+def vm_specs(scenario: Scenario) -> list[VMSpec]:
+    return [
+        VMSpec(
+            server_id=server_id(scenario.name, n.name),
+            db_id=FIRST_DB_ID + 2 * i,
+            node_name=n.name,
+            compute_host=n.compute_host,
+            flavor=FLAVOR_BY_NAME[n.flavor],
+        )
+        for i, n in enumerate(scenario.nodes)
+    ]
+
+
+def namespace(name: str) -> Obj:
+    return {"metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}}, "spec": {}, "status": {"phase": "Active"}}
+
+
+def node_object(spec: NodeSpec, vm: VMSpec | None) -> Obj:
+    labels = {
+        "kubernetes.io/hostname": spec.name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/os": "linux",
+        "beta.kubernetes.io/arch": "amd64",
+        **dict(spec.labels),
+    }
+    node_spec: Obj = {}
+    if spec.role == "control-plane":
+        # the field report's v1.21 cluster labels and taints its control plane "master"
+        labels["node-role.kubernetes.io/master"] = ""
+        labels["node-role.kubernetes.io/control-plane"] = ""
+        node_spec["taints"] = [dict(MASTER_TAINT)]
+    if vm is not None:
+        node_spec["providerID"] = f"openstack:///{vm.server_id}"
+        labels["node.kubernetes.io/instance-type"] = vm.flavor.name
+    return {"metadata": {"name": spec.name, "labels": labels}, "spec": node_spec, "status": {}}
+
+
+def pod_object(spec: PodSpec) -> Obj:
+    container = {
+        "name": spec.name.split("-")[0],
+        "image": spec.image,
+        "resources": {"requests": {"cpu": spec.cpu, "memory": spec.memory}},
+    }
+    pod: Obj = {
+        "metadata": {"name": spec.name, "namespace": spec.namespace, "labels": dict(spec.labels) or {"app": spec.name}},
+        "spec": {
+            "containers": [container],
+            "schedulerName": "default-scheduler",
+            "restartPolicy": "Always",
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            ],
+        },
+        "status": {"phase": "Pending", "qosClass": "Burstable"},
+    }
+    if spec.node:
+        pod["spec"]["nodeName"] = spec.node
+    return pod
+
+
+def scale_objects(scenario: Scenario) -> tuple[list[Obj], list[Obj]]:
+    """Nodes with a posted status and pods already Running on them (no VMs, no kubelets)."""
+    nodes: list[Obj] = []
+    pods: list[Obj] = []
+    flags = ("AVX", "AVX2", "FMA3", "AVX512F", "AVX512BW")
+    for i in range(scenario.scale_nodes):
+        name = f"node-{i:05d}"
+        labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+        # a spread of CPU generations so label filters have something to find
+        for flag in flags[: 2 + i % 4]:
+            labels[f"feature.node.kubernetes.io/cpu-cpuid.{flag}"] = "true"
+        cap = {"cpu": "16", "memory": "65842860Ki", "pods": "110", "ephemeral-storage": "101445540Ki"}
+        nodes.append(
+            {
+                "metadata": {"name": name, "labels": labels},
+                "spec": {"providerID": f"openstack:///{server_id('scale', name)}"},
+                "status": {
+                    "capacity": cap,
+                    "allocatable": cap,
+                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                    "message": "kubelet is posting ready status"}],
+                    "nodeInfo": {"kubeletVersion": scenario.kubernetes_version,
+                                 "systemUUID": server_id("scale", name), "osImage": "Ubuntu 22.04.4 LTS",
+                                 "architecture": "amd64", "operatingSystem": "linux"},
+                },
+            }
+        )
+        for j in range(scenario.scale_pods_per_node):
+            pods.append(
+                {
+                    "metadata": {"name": f"app-{i:05d}-{j:02d}", "namespace": "default", "labels": {"app": f"app-{j % 10}"}},
+                    "spec": {
+                        "nodeName": name,
+                        "containers": [{"name": "app", "image": "registry.lab/app:1",
+                                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}],
+                    },
+                    "status": {"phase": "Running"},
+                }
+            )
+    return nodes, pods

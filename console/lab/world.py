@@ -1,0 +1,212 @@
+"""The embedded lab: one scenario's world, started and stopped as a unit.
+
+Wiring only: the store and the HTTP servers (on a background asyncio loop),
+libvirt with one domain per VM, the guests' kubelets, the scheduler, node
+exec, Nova, NFD. The state directory receives what other processes need.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from console.lab import seed
+from console.lab.loop import LoopThread
+from console.lab.podlogs import PodLogs
+from console.lab.scenarios import Scenario
+from console.lab.statedir import StateDir
+from console.lab.store import Store
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+
+class LabError(Exception):
+    """The lab could not start; the message says what is missing."""
+
+
+class Lab:
+    def __init__(
+        self,
+        scenario: Scenario,
+        state_dir: Path,
+        *,
+        libvirt: Literal["auto", "qemu", "test"] = "auto",
+        nova_timing: Any = None,
+    ) -> None:
+        self.scenario = scenario
+        self.state = StateDir(Path(state_dir))
+        self.libvirt_driver = libvirt
+        self.nova_timing = nova_timing
+        self.store = Store()
+        self.logs = PodLogs()
+        self.vms = seed.vm_specs(scenario)
+        self._loop = LoopThread()
+        self._stack: list[Callable[[], None]] = []  # undo actions, run in reverse on stop
+        self.kube_api: Any = None
+        self.openstack_api: Any = None
+        self.hypervisor: Any = None
+        self.nova: Any = None
+        self.kubelets: dict[str, Any] = {}
+        self.scheduler: Any = None
+        self.node_exec: Any = None
+        self.fleet: Any = None
+        self._token = "lab-" + secrets.token_urlsafe(24)
+        self._os_password = secrets.token_urlsafe(18)
+
+    # -- public facts ---------------------------------------------------
+    @property
+    def kube_url(self) -> str:
+        return self.kube_api.url if self.kube_api else ""
+
+    @property
+    def openstack_url(self) -> str:
+        return self.openstack_api.auth_url if self.openstack_api else ""
+
+    @property
+    def libvirt_uri(self) -> str:
+        return self.hypervisor.uri if self.hypervisor else ""
+
+    # -- lifecycle ------------------------------------------------------
+    def start(self, progress: Progress = lambda _msg: None) -> None:
+        t0 = time.monotonic()
+        self.state.prepare()
+        self._loop.start()
+        self._stack.append(self._loop.stop)
+        self._seed(progress)
+        if self.vms:
+            self._start_hypervisor(progress)
+        self._start_cluster_sims(progress)
+        self._start_servers(progress)
+        self.state.write_env(libvirt_uri=self.libvirt_uri)
+        self._wait_ready(progress)
+        self.state.mark_ready()
+        progress(f"ready after {time.monotonic() - t0:.1f}s")
+
+    def stop(self) -> None:
+        self.state.clear_ready()
+        while self._stack:
+            undo = self._stack.pop()
+            try:
+                undo()
+            except Exception:  # keep stopping the rest; the log says what failed
+                log.exception("lab: stopping %s failed", getattr(undo, "__qualname__", undo))
+
+    # -- parts ----------------------------------------------------------
+    def _seed(self, progress: Progress) -> None:
+        sc = self.scenario
+        for ns in sc.namespaces:
+            self.store.create("namespaces", seed.namespace(ns))
+        by_node = {vm.node_name: vm for vm in self.vms}
+        for spec in sc.nodes:
+            self.store.create("nodes", seed.node_object(spec, by_node.get(spec.name)))
+        if sc.scale_nodes:
+            progress(f"generating {sc.scale_nodes} nodes and {sc.scale_nodes * sc.scale_pods_per_node} pods")
+            nodes, pods = seed.scale_objects(sc)
+            self.store.bulk_load("nodes", nodes)
+            self.store.bulk_load("pods", pods)
+        for pod in sc.pods:
+            self.store.create("pods", seed.pod_object(pod))
+
+    def _start_hypervisor(self, progress: Progress) -> None:
+        from console.lab.libvirt_host import LibvirtHost
+
+        progress(f"starting libvirt ({self.libvirt_driver}) and {len(self.vms)} VMs")
+        self.hypervisor = LibvirtHost(self.state.root / "libvirt", driver=self.libvirt_driver)
+        try:
+            self.hypervisor.start()
+        except Exception as e:
+            raise LabError(f"libvirt did not start: {e}. Run ./dev lab to install libvirt and QEMU.") from e
+        self._stack.append(self.hypervisor.close)
+        for vm in self.vms:
+            self.hypervisor.define_from_flavor(vm, vm.flavor)
+            self.hypervisor.start(vm.server_id)
+
+    def _start_cluster_sims(self, progress: Progress) -> None:
+        from console.lab.kubelet import Fleet, Kubelet
+        from console.lab.nodeexec import NodeExec
+        from console.lab.scheduler import Scheduler
+
+        sc = self.scenario
+        self.fleet = Fleet(self.store)
+        self.fleet.start()
+        self._stack.append(self.fleet.stop)
+        specs = {n.name: n for n in sc.nodes}
+        guests = {}
+        for vm in self.vms:
+            guest = self.hypervisor.guest(vm.server_id)
+            guests[vm.node_name] = guest
+            kubelet = Kubelet(
+                self.store,
+                vm.node_name,
+                guest,
+                fleet=self.fleet,
+                kubelet_version=sc.kubernetes_version,
+                cpu_manager_policy="static" if specs[vm.node_name].cpu_manager_static else "none",
+            )
+            kubelet.start()
+            self.kubelets[vm.node_name] = kubelet
+            self._stack.append(kubelet.stop)
+        self.node_exec = NodeExec(self.store, self.logs, guests, self.kubelets)
+        self.node_exec.start()
+        self._stack.append(self.node_exec.stop)
+        self.scheduler = Scheduler(self.store, version=sc.kubernetes_version)
+        self.scheduler.start()
+        self._stack.append(self.scheduler.stop)
+
+    def _start_servers(self, progress: Progress) -> None:
+        from console.lab.cloudsyaml import write_clouds_yaml
+        from console.lab.kubeapi.server import start_kube_api
+        from console.lab.kubeconfig import write_kubeconfig
+        from console.lab.openstack.nova import Nova
+        from console.lab.openstack.server import start_openstack
+
+        progress("starting the Kubernetes and OpenStack APIs")
+        self.kube_api = self._loop.call(start_kube_api(self.store, self.logs, token=self._token))
+        self._stack.append(lambda: self._loop.call(self.kube_api.stop()))
+        write_kubeconfig(self.state.kubeconfig, self.kube_api.url, self._token, ca_pem=self.kube_api.ca_pem)
+        if self.vms:
+            self.nova = Nova(self.scenario.flavors, self.vms, self.hypervisor, self.nova_timing)
+            self._stack.append(self.nova.close)
+        else:
+            self.nova = Nova(self.scenario.flavors, [], _NoHypervisor(), self.nova_timing)
+        self.openstack_api = self._loop.call(start_openstack(self.nova, password=self._os_password))
+        self._stack.append(lambda: self._loop.call(self.openstack_api.stop()))
+        write_clouds_yaml(
+            self.state.clouds_yaml,
+            "lab",
+            auth_url=self.openstack_api.auth_url,
+            username="admin",
+            password=self._os_password,
+            project="admin",
+        )
+
+    def _wait_ready(self, progress: Progress, timeout: float = 60) -> None:
+        """Every VM node has posted a Ready status (the kubelets read their guests)."""
+        deadline = time.monotonic() + timeout
+        waiting = [vm.node_name for vm in self.vms]
+        while waiting and time.monotonic() < deadline:
+            waiting = [n for n in waiting if not _ready(self.store.get("nodes", None, n))]
+            if waiting:
+                time.sleep(0.05)
+        if waiting:
+            raise LabError(f"nodes never became Ready: {', '.join(waiting)}")
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    conds = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+
+class _NoHypervisor:
+    """The scale world has no VMs: Nova serves flavors only."""
+
+    uri = ""
+
+    def on_stopped_outside(self, callback: Callable[[str], None]) -> None:
+        pass
