@@ -1,0 +1,254 @@
+"""`console nfd ...`: NodeFeatureRule dry-runs, local-source previews, validation, host discovery."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+_OUTPUT_FIELDS = ("labels.", "annotations.", "extendedResources.", "taints[")
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser("nfd", help="node-feature-discovery previews (rules, feature files, hooks)",
+                              description="Preview what node-feature-discovery would do, per NFD version.")
+    sub = p.add_subparsers(dest="nfd_command", metavar="ACTION", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--nfd-version", default=None, help="NFD version to model (default: current, v0.19.0)")
+        sp.add_argument("--extra-label-ns", nargs="+", action="extend", default=[], metavar="NS",
+                        help="nfd-master -extra-label-ns entries")
+        sp.add_argument("--deny-label-ns", nargs="+", action="extend", default=[], metavar="NS",
+                        help="nfd-master -deny-label-ns entries (v0.13+)")
+        sp.add_argument("--label-whitelist", default=None, help="nfd-master -label-whitelist regexp")
+        sp.add_argument("--disable-auto-prefix", action="store_true", help="DisableAutoPrefix feature gate")
+
+    d = sub.add_parser("dryrun", help="evaluate NodeFeatureRules against NodeFeature objects")
+    d.add_argument("--rule", "-f", required=True, action="append", help="YAML with NodeFeatureRule document(s)")
+    d.add_argument("--nodefeature", "-n", required=True, action="append", help="YAML with NodeFeature document(s)")
+    d.add_argument("--enable-taints", action="store_true", help="nfd-master -enable-taints")
+    d.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    common(d)
+
+    lo = sub.add_parser("local", help="labels from feature files (features.d) and hooks (source.d)")
+    lo.add_argument("--features-dir", required=True)
+    lo.add_argument("--hooks-dir")
+    lo.add_argument("--hooks-enabled", choices=("true", "false"), default=None,
+                    help="sources.local.hooksEnabled (v0.12-v0.16; default: the version's default)")
+    lo.add_argument("--hook-timeout", type=float, default=10.0, help="seconds per hook (NFD itself has none)")
+    lo.add_argument("--hook-max-output", type=int, default=1024 * 1024, help="stdout bytes per hook")
+    lo.add_argument("--hook-env", action="append", default=[], metavar="KEY=VALUE", help="extra hook environment")
+    lo.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    common(lo)
+
+    va = sub.add_parser("validate", help="validate NodeFeatureRule file(s)")
+    va.add_argument("-f", "--rule", required=True, action="append")
+    va.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    common(va)
+
+    di = sub.add_parser("discover", help="this host's features in NFD's model")
+    di.add_argument("--root", default="/", help="filesystem root holding proc/ sys/ etc/ (or host-proc/ host-sys/)")
+    di.add_argument("--node-name", default=None)
+    di.add_argument("-o", "--output", choices=("labels", "json", "nodefeature"), default="labels")
+
+
+def _fail(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 1
+
+
+def _load_docs(paths: list[str], kind: str) -> list[dict[str, Any]]:
+    import yaml
+
+    docs: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                loaded = list(yaml.safe_load_all(f))
+        except OSError as exc:
+            raise ValueError(f"{path}: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{path}: invalid YAML: {exc}") from None
+        for doc in loaded:
+            if doc is None:
+                continue
+            if isinstance(doc, Mapping) and doc.get("kind") == "List":
+                docs.extend(doc.get("items") or [])
+            elif isinstance(doc, Mapping):
+                docs.append(dict(doc))
+            else:
+                raise ValueError(f"{path}: expected {kind} mapping documents, got {type(doc).__name__}")
+    for doc in docs:
+        if doc.get("kind") not in (None, kind):
+            name = (doc.get("metadata") or {}).get("name")
+            raise ValueError(f"expected kind {kind}, got {doc.get('kind')!r} ({name})")
+    if not docs:
+        raise ValueError(f"no {kind} documents in {', '.join(paths)}")
+    return docs
+
+
+def _config(args: argparse.Namespace, enable_taints: bool = False) -> Any:
+    from console.nfd.master import MasterConfig
+    from console.nfd.versions import parse_version
+
+    return MasterConfig(version=parse_version(args.nfd_version), extra_label_ns=frozenset(args.extra_label_ns),
+                        deny_label_ns=frozenset(args.deny_label_ns), label_whitelist=args.label_whitelist,
+                        disable_auto_prefix=args.disable_auto_prefix, enable_taints=enable_taints)
+
+
+def run(args: argparse.Namespace) -> int:
+    from console.nfd.rules import RuleError
+    from console.nfd.versions import UnsupportedVersion
+
+    handlers = {"dryrun": _dryrun, "local": _local, "validate": _validate, "discover": _discover}
+    try:
+        return handlers[args.nfd_command](args)
+    except (UnsupportedVersion, RuleError, ValueError) as exc:
+        return _fail(str(exc))
+
+
+def _dryrun(args: argparse.Namespace) -> int:
+    from console.nfd.master import compute_node_outcome
+    from console.nfd.rules import compile_rule_objects
+    from console.nfd.validation import validate_rule_object
+
+    config = _config(args, args.enable_taints)
+    rule_docs = _load_docs(args.rule, "NodeFeatureRule")
+    nf_docs = _load_docs(args.nodefeature, "NodeFeature")
+    errors, notes = [], []
+    for doc in rule_docs:
+        for issue in validate_rule_object(doc, config.version, config.policy()):
+            name = (doc.get("metadata") or {}).get("name")
+            line = f"NodeFeatureRule {name!r}: {issue}"
+            if issue.severity == "error" and not issue.field.startswith(_OUTPUT_FIELDS):
+                errors.append(line)
+            else:
+                notes.append(line)
+    if errors:
+        return _fail("invalid NodeFeatureRule:\n  " + "\n  ".join(errors))
+    compiled = compile_rule_objects(rule_docs, config.version)
+    outcome = compute_node_outcome(nf_docs, compiled, config=config)
+    result = outcome.raw.as_dict()
+    result.update({
+        "node_labels": outcome.labels,
+        "node_annotations": outcome.annotations,
+        "node_extendedResources": outcome.extended_resources,
+        "node_taints": [t.as_dict() for t in outcome.taints],
+        "rules": [r.as_dict() for r in outcome.rule_results],
+        "dropped": [d.as_dict() for d in outcome.dropped],
+        "warnings": outcome.warnings + notes,
+        "nfd_version": str(config.version),
+    })
+    if args.output == "json":
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        _print_dryrun(result)
+    for n in notes:
+        print(f"note: {n}", file=sys.stderr)
+    if outcome.rule_errors:
+        msgs = [f"rule {r.rule!r} in NodeFeatureRule {r.object!r}: {r.error}" for r in outcome.rule_errors]
+        print("error: evaluation failed (nfd-master would skip these rules):\n  " + "\n  ".join(msgs),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _kv(title: str, m: Mapping[str, str]) -> list[str]:
+    lines = [f"{title}:"]
+    lines += [f"  {k}={v}" for k, v in sorted(m.items())] or ["  (none)"]
+    return lines
+
+
+def _print_dryrun(r: Mapping[str, Any]) -> None:
+    out = [f"NFD {r['nfd_version']}", "Rules:"]
+    for rr in r["rules"]:
+        state = "ERROR " + rr["error"] if rr["error"] else ("matched" if rr["matched"] else "no match")
+        out.append(f"  {rr['object']}/{rr['rule']}: {state}")
+    out += _kv("Rule labels (raw)", r["labels"]) + _kv("Vars", r["vars"])
+    out += _kv("Annotations (raw)", r["annotations"]) + _kv("Extended resources (raw)", r["extendedResources"])
+    out.append("Taints (raw):")
+    out += [f"  {t['key']}={t.get('value', '')}:{t['effect']}" for t in r["taints"]] or ["  (none)"]
+    out += _kv("Node labels (as nfd-master writes them)", r["node_labels"])
+    if r["dropped"]:
+        out.append("Dropped:")
+        out += [f"  {d['key']}={d['value']}: {d['reason']}" for d in r["dropped"]]
+    out += [f"warning: {w}" for w in r["warnings"]]
+    print("\n".join(out))
+
+
+def _local(args: argparse.Namespace) -> int:
+    from console.nfd.local import local_source
+
+    env = None
+    if args.hook_env:
+        import os
+
+        env = dict(os.environ)
+        for item in args.hook_env:
+            k, sep, v = item.partition("=")
+            if not sep:
+                return _fail(f"--hook-env needs KEY=VALUE (got {item!r})")
+            env[k] = v
+    enabled = None if args.hooks_enabled is None else args.hooks_enabled == "true"
+    res = local_source(args.features_dir, args.hooks_dir, config=_config(args), hooks_enabled=enabled,
+                       hook_timeout=args.hook_timeout, hook_max_output=args.hook_max_output, hook_env=env)
+    if args.output == "json":
+        print(json.dumps(res.as_dict(), indent=2, sort_keys=True))
+        return 0
+    out = [f"NFD {res.version}", *_kv("Node labels", res.labels)]
+    for fname, elems in res.features.items():
+        out += _kv(f"Feature {fname}", elems)
+    if res.hooks:
+        out.append("Hooks:")
+        for h in res.hooks:
+            out.append(f"  {h.name}: " + (h.error or f"ok, exit 0, {len(h.labels)} key(s)"))
+            out += [f"    stderr: {line}" for line in h.stderr.splitlines()[:20]]
+    out += [f"warning: {w}" for w in res.warnings]
+    print("\n".join(out))
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from console.nfd.validation import validate_rule_object
+
+    config = _config(args)
+    docs = _load_docs(args.rule, "NodeFeatureRule")
+    report, bad = [], False
+    for doc in docs:
+        name = (doc.get("metadata") or {}).get("name")
+        issues = validate_rule_object(doc, config.version, config.policy())
+        errs = [i for i in issues if i.severity == "error"]
+        bad = bad or bool(errs)
+        report.append({"name": name, "valid": not errs, "issues": [i.__dict__ for i in issues]})
+    if args.output == "json":
+        print(json.dumps({"nfd_version": str(config.version), "objects": report}, indent=2))
+    else:
+        for r in report:
+            for i in r["issues"]:
+                stream = sys.stderr if i["severity"] == "error" else sys.stdout
+                print(f"{i['severity']}: rule {i['rule']!r}: {i['field']}: {i['message']}", file=stream)
+            print(f"NodeFeatureRule {r['name']!r} is {'valid' if r['valid'] else 'not valid'} for NFD {config.version}")
+    return 1 if bad else 0
+
+
+def _discover(args: argparse.Namespace) -> int:
+    from console.discovery import discover, discovery_labels
+    from console.nfd.model import make_node_feature
+
+    found = discover(args.root)
+    if args.output == "labels":
+        for k, v in sorted(discovery_labels(found).items()):
+            print(f"{k}={v}")
+    elif args.output == "json":
+        print(json.dumps({"features": found.features.to_api(), "labels": discovery_labels(found),
+                          "warnings": found.warnings}, indent=2, sort_keys=True))
+    else:
+        import socket
+
+        import yaml
+
+        node = args.node_name or found.node_name or socket.gethostname()
+        print(yaml.safe_dump(make_node_feature(node, found.features, discovery_labels(found)), sort_keys=False))
+    return 0

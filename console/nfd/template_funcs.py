@@ -1,0 +1,203 @@
+"""Functions available to NFD templates: Go builtins, and a Sprig subset for v0.18+."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from console.nfd.templates import NO_VALUE, TemplateError, go_format, truth
+
+
+def _basic(v: Any) -> tuple[str, Any]:
+    if isinstance(v, bool):
+        return "bool", v
+    if isinstance(v, int):
+        return "int", v
+    if isinstance(v, float):
+        return "float", v
+    if isinstance(v, str):
+        return "string", v
+    if v is None or v is NO_VALUE:
+        return "nil", None
+    raise TemplateError(f"invalid type for comparison: {go_format(v)}")
+
+
+def _eq(a: Any, *bs: Any) -> bool:
+    if not bs:
+        raise TypeError("missing argument for comparison")
+    ka, va = _basic(a)
+    for b in bs:
+        kb, vb = _basic(b)
+        if ka != kb and not {ka, kb} <= {"int", "float"}:
+            raise TemplateError(f"incompatible types for comparison: {ka} and {kb}")
+        if va == vb:
+            return True
+    return False
+
+
+def _cmp(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
+    def f(a: Any, b: Any) -> bool:
+        ka, va = _basic(a)
+        kb, vb = _basic(b)
+        if ka != kb and not {ka, kb} <= {"int", "float"}:
+            raise TemplateError(f"incompatible types for comparison: {ka} and {kb}")
+        if ka in ("bool", "nil"):
+            raise TemplateError(f"invalid type for comparison: {ka}")
+        return op(va, vb)
+    return f
+
+
+def _len(v: Any) -> int:
+    if isinstance(v, str | Mapping | Sequence):
+        return len(v)
+    raise TemplateError(f"len of type {type(v).__name__}")
+
+
+def _index(v: Any, *keys: Any) -> Any:
+    for k in keys:
+        if isinstance(v, Mapping):
+            v = v.get(k, NO_VALUE)
+        elif isinstance(v, Sequence):
+            if not isinstance(k, int) or not 0 <= k < len(v):
+                raise TemplateError(f"index out of range: {k}")
+            v = v[k]
+        else:
+            raise TemplateError(f"can't index item of type {type(v).__name__}")
+    return v
+
+
+_VERB_RE = re.compile(r"%([-+# 0]*)(\d*)(?:\.(\d+))?([vsdqtxXf%])")
+
+
+def _printf(fmt: str, *args: Any) -> str:
+    it = iter(args)
+
+    def rep(m: re.Match[str]) -> str:
+        flags, width, prec, verb = m.groups()
+        if verb == "%":
+            return "%"
+        try:
+            a = next(it)
+        except StopIteration:
+            return f"%!{verb}(MISSING)"
+        if verb == "q":
+            s = '"' + go_format(a).replace("\\", "\\\\").replace('"', '\\"') + '"'
+        elif verb in "dxX" and isinstance(a, int) and not isinstance(a, bool):
+            s = format(a, {"d": "d", "x": "x", "X": "X"}[verb])
+        elif verb == "f" and isinstance(a, int | float):
+            s = f"{a:.{prec or 6}f}"
+        else:
+            s = go_format(a)
+        if width:
+            s = s.ljust(int(width)) if "-" in flags else s.rjust(int(width), "0" if "0" in flags else " ")
+        return s
+    return _VERB_RE.sub(rep, fmt)
+
+
+def _print(*args: Any) -> str:
+    # fmt.Sprint adds spaces between operands when neither is a string
+    out = ""
+    for i, a in enumerate(args):
+        if i and not isinstance(a, str) and not isinstance(args[i - 1], str):
+            out += " "
+        out += go_format(a)
+    return out
+
+
+GO_BUILTINS: dict[str, Callable[..., Any]] = {
+    "and": lambda *a: a[-1],  # short-circuit handled by the executor
+    "or": lambda *a: a[-1],
+    "not": lambda a: not truth(a),
+    "len": _len,
+    "index": _index,
+    "print": _print,
+    "printf": _printf,
+    "println": lambda *a: " ".join(go_format(x) for x in a) + "\n",
+    "eq": _eq,
+    "ne": lambda a, b: not _eq(a, b),
+    "lt": _cmp(lambda a, b: a < b),
+    "le": _cmp(lambda a, b: a <= b),
+    "gt": _cmp(lambda a, b: a > b),
+    "ge": _cmp(lambda a, b: a >= b),
+}
+
+
+def _to_int(v: Any) -> int:
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    try:
+        return int(float(v)) if isinstance(v, float | str) else 0
+    except ValueError:
+        return 0
+
+
+def _default(d: Any, *given: Any) -> Any:
+    v = given[0] if given else None
+    return v if truth(v) else d
+
+
+def _regex_match(pattern: str, s: str) -> bool:
+    return re.search(pattern, s) is not None
+
+
+SPRIG: dict[str, Callable[..., Any]] = {
+    "lower": lambda s: go_format(s).lower(),
+    "upper": lambda s: go_format(s).upper(),
+    "title": lambda s: go_format(s).title(),
+    "trim": lambda s: go_format(s).strip(),
+    "trimAll": lambda c, s: go_format(s).strip(c),
+    "trimPrefix": lambda p, s: go_format(s).removeprefix(p),
+    "trimSuffix": lambda p, s: go_format(s).removesuffix(p),
+    "replace": lambda old, new, s: go_format(s).replace(old, new),
+    "contains": lambda sub, s: sub in go_format(s),
+    "hasPrefix": lambda p, s: go_format(s).startswith(p),
+    "hasSuffix": lambda p, s: go_format(s).endswith(p),
+    "repeat": lambda n, s: go_format(s) * n,
+    "trunc": lambda n, s: go_format(s)[:n] if n >= 0 else go_format(s)[n:],
+    "quote": lambda *a: " ".join('"' + go_format(x).replace('"', '\\"') + '"' for x in a),
+    "squote": lambda *a: " ".join("'" + go_format(x) + "'" for x in a),
+    "toString": go_format,
+    "default": _default,
+    "empty": lambda v: not truth(v),
+    "coalesce": lambda *a: next((x for x in a if truth(x)), None),
+    "ternary": lambda t, f, c: t if truth(c) else f,
+    "atoi": lambda s: _to_int(s),
+    "int": _to_int,
+    "int64": _to_int,
+    "add": lambda *a: sum(_to_int(x) for x in a),
+    "add1": lambda a: _to_int(a) + 1,
+    "sub": lambda a, b: _to_int(a) - _to_int(b),
+    "mul": lambda *a: __import__("math").prod(_to_int(x) for x in a),
+    "div": lambda a, b: _to_int(a) // _to_int(b),
+    "mod": lambda a, b: _to_int(a) % _to_int(b),
+    "max": lambda *a: max(_to_int(x) for x in a),
+    "min": lambda *a: min(_to_int(x) for x in a),
+    "list": lambda *a: list(a),
+    "first": lambda lst: lst[0] if lst else None,
+    "last": lambda lst: lst[-1] if lst else None,
+    "join": lambda sep, lst: sep.join(go_format(x) for x in lst),
+    "split": lambda sep, s: {f"_{i}": p for i, p in enumerate(go_format(s).split(sep))},
+    "splitList": lambda sep, s: go_format(s).split(sep),
+    "sortAlpha": lambda lst: sorted(go_format(x) for x in lst),
+    "uniq": lambda lst: list(dict.fromkeys(lst)),
+    "has": lambda item, lst: item in lst,
+    "keys": lambda *ms: [k for m in ms for k in m],
+    "hasKey": lambda m, k: k in m,
+    "get": lambda m, k: m.get(k, ""),
+    "dict": lambda *a: {go_format(a[i]): a[i + 1] if i + 1 < len(a) else "" for i in range(0, len(a), 2)},
+    "regexMatch": _regex_match,
+    "regexFind": lambda p, s: (m.group(0) if (m := re.search(p, s)) else ""),
+    "regexReplaceAll": lambda p, s, r: re.sub(p, re.sub(r"\$\{?(\w+)\}?", r"\\g<\1>", r), s),
+    "semverCompare": None,  # placeholder removed below; kept out to fail loudly
+}
+del SPRIG["semverCompare"]
+
+
+def function_map(sprig: bool) -> dict[str, Callable[..., Any]]:
+    funcs = dict(GO_BUILTINS)
+    if sprig:
+        funcs.update(SPRIG)
+    return funcs
