@@ -35,15 +35,36 @@ class CpuModel:
 
 
 _BASE_FLAGS = ("SSE4", "SSE42", "AESNI", "POPCNT", "CMPXCHG16B", "MOVBE", "RDRAND", "X87", "FXSR", "OSXSAVE")
-HASWELL = CpuModel("Intel", 6, 63, "Intel Xeon E5-2690 v3 (Haswell)",
-                   (*_BASE_FLAGS, "AVX", "AVX2", "FMA3", "BMI1", "BMI2", "F16C"))
-SKYLAKE = CpuModel("Intel", 6, 85, "Intel Xeon Gold 6148 (Skylake-SP)",
-                   (*HASWELL.flags, "ADX", "RDSEED", "AVX512F", "AVX512BW", "AVX512CD", "AVX512DQ", "AVX512VL"))
-ICELAKE = CpuModel("Intel", 6, 106, "Intel Xeon Platinum 8380 (Ice Lake-SP)",
-                   (*SKYLAKE.flags, "AVX512VNNI", "AVX512VBMI", "AVX512VBMI2", "AVX512BITALG",
-                    "AVX512VPOPCNTDQ", "AVX512IFMA", "GFNI", "VAES", "VPCLMULQDQ", "SHA"))
-ZEN3 = CpuModel("AMD", 25, 1, "AMD EPYC 7763 (Zen 3)",
-                (*HASWELL.flags, "ADX", "RDSEED", "SHA", "VAES", "VPCLMULQDQ"))
+HASWELL = CpuModel(
+    "Intel", 6, 63, "Intel Xeon E5-2690 v3 (Haswell)", (*_BASE_FLAGS, "AVX", "AVX2", "FMA3", "BMI1", "BMI2", "F16C")
+)
+SKYLAKE = CpuModel(
+    "Intel",
+    6,
+    85,
+    "Intel Xeon Gold 6148 (Skylake-SP)",
+    (*HASWELL.flags, "ADX", "RDSEED", "AVX512F", "AVX512BW", "AVX512CD", "AVX512DQ", "AVX512VL"),
+)
+ICELAKE = CpuModel(
+    "Intel",
+    6,
+    106,
+    "Intel Xeon Platinum 8380 (Ice Lake-SP)",
+    (
+        *SKYLAKE.flags,
+        "AVX512VNNI",
+        "AVX512VBMI",
+        "AVX512VBMI2",
+        "AVX512BITALG",
+        "AVX512VPOPCNTDQ",
+        "AVX512IFMA",
+        "GFNI",
+        "VAES",
+        "VPCLMULQDQ",
+        "SHA",
+    ),
+)
+ZEN3 = CpuModel("AMD", 25, 1, "AMD EPYC 7763 (Zen 3)", (*HASWELL.flags, "ADX", "RDSEED", "SHA", "VAES", "VPCLMULQDQ"))
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,11 @@ def vm_specs(scenario: Scenario) -> list[VMSpec]:
 
 
 def namespace(name: str) -> Obj:
-    return {"metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}}, "spec": {}, "status": {"phase": "Active"}}
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+        "spec": {},
+        "status": {"phase": "Active"},
+    }
 
 
 def node_object(spec: NodeSpec, vm: VMSpec | None) -> Obj:
@@ -71,8 +75,18 @@ def pod_object(spec: PodSpec) -> Obj:
             "schedulerName": "default-scheduler",
             "restartPolicy": "Always",
             "tolerations": [
-                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+                {
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
             ],
         },
         "status": {"phase": "Pending", "qosClass": "Burstable"},
@@ -101,22 +115,41 @@ def scale_objects(scenario: Scenario) -> tuple[list[Obj], list[Obj]]:
                 "status": {
                     "capacity": cap,
                     "allocatable": cap,
-                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                    "message": "kubelet is posting ready status"}],
-                    "nodeInfo": {"kubeletVersion": scenario.kubernetes_version,
-                                 "systemUUID": server_id("scale", name), "osImage": "Ubuntu 22.04.4 LTS",
-                                 "architecture": "amd64", "operatingSystem": "linux"},
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            "status": "True",
+                            "reason": "KubeletReady",
+                            "message": "kubelet is posting ready status",
+                        }
+                    ],
+                    "nodeInfo": {
+                        "kubeletVersion": scenario.kubernetes_version,
+                        "systemUUID": server_id("scale", name),
+                        "osImage": "Ubuntu 22.04.4 LTS",
+                        "architecture": "amd64",
+                        "operatingSystem": "linux",
+                    },
                 },
             }
         )
         for j in range(scenario.scale_pods_per_node):
             pods.append(
                 {
-                    "metadata": {"name": f"app-{i:05d}-{j:02d}", "namespace": "default", "labels": {"app": f"app-{j % 10}"}},
+                    "metadata": {
+                        "name": f"app-{i:05d}-{j:02d}",
+                        "namespace": "default",
+                        "labels": {"app": f"app-{j % 10}"},
+                    },
                     "spec": {
                         "nodeName": name,
-                        "containers": [{"name": "app", "image": "registry.lab/app:1",
-                                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}],
+                        "containers": [
+                            {
+                                "name": "app",
+                                "image": "registry.lab/app:1",
+                                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                            }
+                        ],
                     },
                     "status": {"phase": "Running"},
                 }

@@ -1,0 +1,54 @@
+import json
+
+import pytest
+
+from console.audit import AuditLog, redact
+from console.config import ConfigError, load
+
+
+def test_precedence_file_context_env_flags(tmp_path):
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("theme: light\nread_only: false\ncontexts:\n  prod: {read_only: true, theme: high-contrast}\n")
+    s = load(path=cfg, env={})
+    assert s.theme == "light" and s.read_only is False
+    s = load({"context": "prod"}, path=cfg, env={})
+    assert s.theme == "high-contrast" and s.read_only is True
+    s = load({"context": "prod"}, path=cfg, env={"CONSOLE_THEME": "dark"})
+    assert s.theme == "dark" and s.read_only is True
+    s = load({"context": "prod", "theme": "mine"}, path=cfg, env={"CONSOLE_THEME": "dark"})
+    assert s.theme == "mine"
+
+
+def test_env_clients(tmp_path):
+    s = load(path=tmp_path / "none.yaml", env={"CONSOLE_LIBVIRT_URI": "qemu:///system", "OS_CLOUD": "lab"})
+    assert s.libvirt_uris == ("qemu:///system",) and s.cloud == "lab"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("theme: [", "cannot read it"),
+        ("- a\n", "expected a mapping"),
+        ("colour: red\n", "unknown setting 'colour'"),
+        ("hook_store: s3\n", "hook_store must be one of configmap, directory"),
+    ],
+)
+def test_bad_config_names_file_and_key(tmp_path, text, message):
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError, match=message) as e:
+        load(path=cfg, env={})
+    assert str(cfg) in str(e.value)
+
+
+def test_audit_appends_redacted_json_lines(tmp_path):
+    log = AuditLog(tmp_path / "state" / "audit.log")
+    log.record("node.label", "node/kube-worker01", before={"a": "1"}, after={"a": "2", "token": "s3cret"})
+    log.record("nova.resize", "server/x", result="error", detail="No valid host")
+    entries = log.entries()
+    assert [e["action"] for e in entries] == ["node.label", "nova.resize"]
+    assert entries[0]["after"] == {"a": "2", "token": "***"} and "@" in entries[0]["who"]
+    assert "s3cret" not in log.path.read_text()
+    assert (log.path.stat().st_mode & 0o777) == 0o600
+    assert redact({"auth": {"password": "p"}, "x": [{"Token": 1}]}) == {"auth": "***", "x": [{"Token": "***"}]}
+    json.loads(log.path.read_text().splitlines()[1])
