@@ -5,6 +5,10 @@ domains must be reachable from `virsh` and from the console in other processes. 
 libvirtd run as `libvirt-qemu:kvm` (when we are root) owns its state under one directory and
 serves `qemu+unix:///session?socket=<dir>/run/libvirt/libvirt-sock`; root clients can connect.
 
+The daemon runs under a small keeper process (this file run as a script): a child subreaper that
+reaps the QEMU processes libvirtd daemonizes at once, and that stops libvirtd and kills our QEMU
+when the lab closes its control pipe — or dies without closing it (os._exit, SIGKILL).
+
 Why the tap: after `virsh setmem` on a guest without a balloon driver, libvirt keeps reporting the
 *actual* balloon size (live `<currentMemory>`, `info()[2]` and `memoryStats()['actual']` all stay
 at the boot size) — the *target* only exists in the QMP `balloon` command libvirt sends to QEMU.
@@ -16,15 +20,18 @@ command is logged with the monitor pointer and, on entry, the domain name.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import grp
 import json
 import os
 import pwd
 import re
+import select
 import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -108,7 +115,8 @@ class SessionDaemon:
         self.socket_timeout = socket_timeout
         self.base: Path | None = None  # the daemon's HOME; everything it writes is under it
         self._own_tmp = False
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._keeper: subprocess.Popen[bytes] | None = None
+        self._ctl_w: int | None = None  # closing it (or our death) tells the keeper to clean up
         self._stderr = None
 
     # -- paths -------------------------------------------------------------------------------
@@ -133,7 +141,18 @@ class SessionDaemon:
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
+        """libvirtd's pid (a child of the keeper process)."""
+        if self._keeper is None:
+            return None
+        with contextlib.suppress(psutil.NoSuchProcess):
+            for child in psutil.Process(self._keeper.pid).children():
+                if child.name() == "libvirtd":
+                    return child.pid
+        return None
+
+    @property
+    def keeper_pid(self) -> int | None:
+        return self._keeper.pid if self._keeper else None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -182,45 +201,58 @@ class SessionDaemon:
         if as_root:
             argv = ["setpriv", "--reuid", DAEMON_USER, "--regid", DAEMON_GROUP, "--clear-groups", *argv]
         self._stderr = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the daemon's lifetime
-        self._proc = subprocess.Popen(
-            argv,
-            env=env,
-            cwd=base,
-            stdin=subprocess.DEVNULL,
-            stdout=self._stderr,
-            stderr=self._stderr,
-            start_new_session=True,  # a Ctrl-C in the terminal must not kill it before we clean up
-        )
+        ctl_r, self._ctl_w = os.pipe()
+        try:
+            self._keeper = subprocess.Popen(
+                [sys.executable, __file__, "keeper", str(base), str(ctl_r), "1" if self._own_tmp else "0", *argv],
+                env=env,
+                cwd=base,
+                stdin=subprocess.DEVNULL,
+                stdout=self._stderr,
+                stderr=self._stderr,
+                pass_fds=(ctl_r,),
+                start_new_session=True,  # a Ctrl-C in the terminal must not kill it before we clean up
+            )
+        finally:
+            os.close(ctl_r)
         deadline = time.monotonic() + self.socket_timeout
         while not self.socket_path.exists():
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"libvirtd exited with {self._proc.returncode}; see {self.log_path}")
+            if self._keeper.poll() is not None:
+                rc = self._keeper.returncode
+                self.stop()
+                raise RuntimeError(f"libvirtd exited ({rc}); see {self.log_path}")
             if time.monotonic() > deadline:
                 self.stop()
                 raise TimeoutError(f"libvirtd socket did not appear in {self.socket_timeout}s; see {self.log_path}")
             time.sleep(0.05)
 
     def stop(self) -> None:
-        """SIGTERM, then SIGKILL; then end QEMU processes that belong to this daemon's directory."""
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+        """Tell the keeper to stop libvirtd (SIGTERM, then SIGKILL) and end QEMU left in our directory."""
+        if self._ctl_w is not None:
+            os.close(self._ctl_w)
+            self._ctl_w = None
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
             try:
-                proc.wait(timeout=10)
+                keeper.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-        if self.base is not None:
-            for p in leftover_qemu(self.base):
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    p.kill()
-            psutil.wait_procs(leftover_qemu(self.base), timeout=5)
+                keeper.kill()
+                keeper.wait(timeout=10)
+        if self.base is not None:  # normally the keeper did this already
+            _kill_all(leftover_qemu(self.base))
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
         if self._own_tmp and self.base is not None:
             shutil.rmtree(self.base, ignore_errors=True)
             self._own_tmp = False
+
+
+def _kill_all(procs: list[psutil.Process]) -> None:
+    for p in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.kill()
+    psutil.wait_procs(procs, timeout=5)
 
 
 def leftover_qemu(base: Path) -> list[psutil.Process]:
@@ -311,3 +343,61 @@ class MonitorTap:
     def generation(self, name: str) -> int:
         with self._lock:
             return self._generation.get(name, 0)
+
+
+def _keeper(base: Path, ctl_fd: int, remove_base: bool, argv: list[str]) -> int:
+    """Run libvirtd as our child and clean up after it, even when the lab process dies without close().
+
+    It is a child subreaper, so the QEMU processes libvirtd daemonizes become its children and are
+    reaped at once (PID 1 here reaps orphans ~1 s late, which made every virDomainDestroy take
+    ~1.5 s: libvirt polls until the process is gone). It stops everything when the control pipe
+    reaches EOF (the lab closed it, or the lab process died) or when libvirtd exits.
+    """
+    pr_set_child_subreaper = 36
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    stop = []
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    daemon = subprocess.Popen(argv)  # inherits env, cwd, stdout/stderr; reaped below, never via Popen.wait
+    alive = True
+
+    def reap() -> None:
+        nonlocal alive
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == daemon.pid:
+                alive = False
+
+    while alive and not stop:
+        ready, _, _ = select.select([ctl_fd, wake_r], [], [], 1.0)
+        with contextlib.suppress(BlockingIOError):
+            os.read(wake_r, 512)
+        reap()
+        if ctl_fd in ready:
+            break
+    if alive:
+        os.kill(daemon.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+            reap()
+        if alive:
+            os.kill(daemon.pid, signal.SIGKILL)
+    _kill_all(leftover_qemu(base))
+    reap()
+    if remove_base:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__" and len(sys.argv) > 5 and sys.argv[1] == "keeper":
+    sys.exit(_keeper(Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5:]))

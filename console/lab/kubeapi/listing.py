@@ -12,6 +12,7 @@ from collections import OrderedDict
 from typing import Any
 
 from aiohttp import web
+from aiohttp.client_exceptions import ClientConnectionResetError
 
 from console.lab.kubeapi import table
 from console.lab.kubeapi.encoding import accept_params, dumps, json_response, send_list
@@ -228,10 +229,9 @@ async def watch_objects(
                     out.append(line(*translated))
             if out:
                 await resp.write(b"".join(out))
-    except (ConnectionResetError, asyncio.CancelledError):
-        unsubscribe()
-        raise
-    finally:
+    except (ConnectionResetError, ClientConnectionResetError):
+        return resp  # the client went away: nothing to finish
+    finally:  # also on client disconnect (handler cancellation)
         unsubscribe()
     await resp.write_eof()
     return resp

@@ -236,7 +236,8 @@ async def start_kube_api(
     state = _State(store, logs, token)
     app[_STATE] = state
     app.router.add_route("*", "/{tail:.*}", _dispatch)
-    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+    # open watches end within a second of stop() instead of at their timeoutSeconds
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=cert.server_context() if cert else None)
     await site.start()

@@ -105,7 +105,8 @@ def seed(store: Store, logs: PodLogs) -> None:
     store.create("pods", make_pod("web-2", node_name="worker-2", labels={"app": "web", "tier": "front"}))
     store.create("pods", make_pod("db-1", node_name="worker-1", cpu="1", memory="1Gi", labels={"app": "db"}))
     store.create("pods", make_pod("big-1", cpu="8", memory="32Gi", labels={"app": "big"}))
-    store.create("pods", make_pod("coredns-1", namespace="kube-system", node_name="control-1", labels={"k8s-app": "dns"}))
+    store.create("pods", make_pod("coredns-1", namespace="kube-system", node_name="control-1",
+                                  labels={"k8s-app": "dns"}))
     w1 = store.get("nodes", None, "worker-1")
     store.create("events", event("worker-1.start", kind="Node", obj_name="worker-1", uid="worker-1",
                                  reason="Starting", message="Starting kubelet."))
@@ -124,7 +125,8 @@ def seed(store: Store, logs: PodLogs) -> None:
                                                "matchExpressions": {"nvidia": {"op": "Exists"}}}]}]},
     })
     store.create("nodefeatures.nfd.k8s-sigs.io", {
-        "metadata": {"name": "worker-1", "namespace": "nfd", "labels": {"nfd.node.kubernetes.io/node-name": "worker-1"}},
+        "metadata": {"name": "worker-1", "namespace": "nfd",
+                     "labels": {"nfd.node.kubernetes.io/node-name": "worker-1"}},
         "spec": {"features": {"flags": {}, "attributes": {}, "instances": {}}, "labels": {}},
     })
     logs.append("default", "web-1", "starting nginx\nlistening on :80\n")

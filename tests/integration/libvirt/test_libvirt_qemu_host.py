@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -249,3 +251,30 @@ def test_a_reachable_state_dir_holds_the_daemon_and_can_be_reused() -> None:
         assert "libvirt version" in (state / "libvirtd.log").read_text()
     finally:
         shutil.rmtree(state, ignore_errors=True)
+
+
+CRASHING_LAB = """
+import os, sys, uuid
+from pathlib import Path
+from console.lab.libvirt_host import LibvirtHost
+from console.lab.vm import Flavor, VMSpec
+flavor = Flavor("2", "m1.medium", 2, 4096)
+host = LibvirtHost(Path(sys.argv[1]), driver="qemu")
+host.start()
+vm = VMSpec(str(uuid.uuid4()), 0x8008, "w", "cmp001", flavor)
+host.define_from_flavor(vm, flavor)
+host.start(vm.server_id)
+print(host.daemon_dir, host.daemon_pid, flush=True)
+os._exit(3)  # no close(), no atexit: as if the lab process were killed
+"""
+
+
+def test_a_lab_process_that_dies_without_close_leaves_nothing_running(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASHING_LAB, str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 3, proc.stderr
+    daemon_dir, pid = proc.stdout.split()
+    wait_for(lambda: not leftover_qemu(Path(daemon_dir)), timeout=15, what="QEMU ended by the keeper")
+    wait_for(lambda: not psutil.pid_exists(int(pid)), timeout=15, what="libvirtd ended by the keeper")
+    wait_for(lambda: not Path(daemon_dir).exists(), timeout=15, what="daemon dir removed")
