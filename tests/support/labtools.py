@@ -13,15 +13,19 @@ from pathlib import Path
 from console.lab.world import Lab
 
 
-def lab_env(lab: Lab) -> dict[str, str]:
+def env_from_file(path: Path) -> dict[str, str]:
     """The process environment after `set -a; . DIR/env`."""
     env = dict(os.environ)
     # the `openstack` CLI is a test dependency installed next to this interpreter
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    for line in lab.state.env.read_text().splitlines():
+    for line in path.read_text().splitlines():
         key, _, value = line.partition("=")
         env[key] = shlex.split(value)[0] if value else ""
     return env
+
+
+def lab_env(lab: Lab) -> dict[str, str]:
+    return env_from_file(lab.state.env)
 
 
 def run(cmd: list[str], env: dict[str, str], *, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:

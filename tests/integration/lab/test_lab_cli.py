@@ -1,0 +1,93 @@
+"""`python -m console lab` as a user runs it: foreground, state dir, Ctrl-C."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from labtools import env_from_file, run, wait_for
+
+pytestmark = pytest.mark.lab
+
+
+def _serve(tmp_path, *extra):
+    state = tmp_path / "state"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "console", "lab", "--state-dir", str(state), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for(lambda: (state / "ready").exists() or proc.poll() is not None, 90, what="lab ready")
+    assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+    return proc, state
+
+
+def _stop(proc):
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    return out, err
+
+
+def _qemu_under(path) -> list[str]:
+    ps = subprocess.run(["pgrep", "-af", "qemu-system"], capture_output=True, text=True).stdout
+    return [line for line in ps.splitlines() if str(path) in line]
+
+
+def test_lab_serves_until_ctrl_c_and_cleans_up(tmp_path):
+    proc, state = _serve(tmp_path, "--scenario", "seed-resize", "--libvirt", "qemu")
+    env = env_from_file(state / "env")
+    try:
+        assert {"kubeconfig", "clouds.yaml", "env", "ready"} <= {p.name for p in state.iterdir()}
+        assert "kube-worker02" in run(["kubectl", "get", "nodes"], env).stdout
+        uri = env["CONSOLE_LIBVIRT_URI"]
+        listed = run(["virsh", "-c", uri, "list", "--name"], env).stdout.split()
+        assert sorted(listed) == ["instance-00003358", "instance-0000335a", "instance-0000335c"]
+    finally:
+        out, _ = _stop(proc)
+    assert "set -a; ." in out and str(state / "env") in out
+    assert not (state / "ready").exists()
+    time.sleep(0.5)
+    assert subprocess.run(["virsh", "-c", uri, "list"], capture_output=True).returncode != 0  # daemon gone
+
+
+def test_test_driver_fallback_runs_the_offline_field_report(tmp_path):
+    proc, state = _serve(tmp_path, "--scenario", "seed-resize", "--libvirt", "test")
+    env = env_from_file(state / "env")
+    try:
+        assert env["CONSOLE_LIBVIRT_URI"].startswith("test")
+        run(["openstack", "server", "resize", "--flavor", "m1.large", "--wait", "kube-worker02"], env, timeout=120)
+        run(["openstack", "server", "resize", "confirm", "kube-worker02"], env)
+
+        def capacity():
+            out = run(
+                [
+                    "kubectl",
+                    "get",
+                    "node",
+                    "kube-worker02",
+                    "-o",
+                    "jsonpath={.status.capacity.cpu}/{.status.capacity.memory}",
+                ],
+                env,
+            ).stdout
+            return out == "8/12268324Ki"
+
+        wait_for(capacity, 60, what="capacity 8/12268324Ki with the test driver")
+    finally:
+        _stop(proc)
+
+
+def test_unknown_scenario_is_a_clear_error(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "console", "lab", "--scenario", "nope", "--state-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "unknown scenario 'nope'; choose one of: default, seed-resize, seed-live, scale" in proc.stderr
