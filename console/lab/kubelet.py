@@ -502,8 +502,11 @@ class Kubelet:
                 annotations[FEATURE_GATES_ANNOTATION] = gates
             else:
                 annotations.pop(FEATURE_GATES_ANNOTATION, None)
-            status["capacity"] = dict(self.capacity)
-            status["allocatable"] = self._allocatable()
+            # extended resources (domain-prefixed names, e.g. from NFD) are kept, as a real kubelet keeps them
+            extended = {k: v for k, v in (status.get("capacity") or {}).items() if "/" in k}
+            extended_alloc = {k: v for k, v in (status.get("allocatable") or {}).items() if "/" in k}
+            status["capacity"] = {**extended, **self.capacity}
+            status["allocatable"] = {**extended_alloc, **self._allocatable()}
             status["conditions"] = _conditions(node, ready, stamp)
             status["addresses"] = [{"type": "InternalIP", "address": self.internal_ip},
                                    {"type": "Hostname", "address": self.node_name}]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from console.lab.vm import Flavor
+from console.nfd.versions import CURRENT as NFD_CURRENT
 
 FLAVORS: tuple[Flavor, ...] = (
     Flavor("1", "m1.tiny", 1, 512, 1),
@@ -68,6 +69,72 @@ ZEN3 = CpuModel("AMD", 25, 1, "AMD EPYC 7763 (Zen 3)", (*HASWELL.flags, "ADX", "
 
 
 @dataclass(frozen=True)
+class PciDevice:
+    """A PCI function as NFD's pci source reads it from sysfs (lower-case hex, class cut to 4 digits)."""
+
+    vendor: str
+    device: str
+    device_class: str
+    subsystem_vendor: str = "1af4"
+    subsystem_device: str = "1100"
+    sriov_totalvfs: int | None = None
+
+
+UBUNTU_2004 = """NAME="Ubuntu"
+VERSION="20.04.6 LTS (Focal Fossa)"
+ID=ubuntu
+ID_LIKE=debian
+PRETTY_NAME="Ubuntu 20.04.6 LTS"
+VERSION_ID="20.04"
+VERSION_CODENAME=focal
+UBUNTU_CODENAME=focal
+"""
+
+UBUNTU_2204 = """PRETTY_NAME="Ubuntu 22.04.4 LTS"
+NAME="Ubuntu"
+VERSION_ID="22.04"
+VERSION="22.04.4 LTS (Jammy Jellyfish)"
+VERSION_CODENAME=jammy
+ID=ubuntu
+ID_LIKE=debian
+UBUNTU_CODENAME=jammy
+"""
+
+
+@dataclass(frozen=True)
+class HostOs:
+    """The nodes' OS image: what NFD's kernel and system sources read (`/proc/sys/kernel/osrelease`, os-release)."""
+
+    kernel_release: str = "5.4.0-165-generic"
+    os_release: str = UBUNTU_2004
+
+    @property
+    def os_image(self) -> str:
+        """PRETTY_NAME, as the kubelet reports it in nodeInfo.osImage."""
+        for line in self.os_release.splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.partition("=")[2].strip('"')
+        return ""
+
+
+FOCAL = HostOs("5.4.0-165-generic", UBUNTU_2004)
+JAMMY_HWE = HostOs("6.8.0-57-generic", UBUNTU_2204)
+
+# The lab's NFD node groups: hooks and feature files live in ConfigMaps `nfd-hooks-<group>` and
+# `nfd-features-<group>` (namespace node-feature-discovery); a node's group is this label's value.
+NFD_GROUP_LABEL = "node.console.lab/group"
+
+
+@dataclass(frozen=True)
+class NfdGroup:
+    """Hooks (`source.d`) and feature files (`features.d`) shared by the nodes of one group."""
+
+    name: str
+    hooks: tuple[tuple[str, str], ...] = ()  # (file name, script text)
+    feature_files: tuple[tuple[str, str], ...] = ()  # (file name, content)
+
+
+@dataclass(frozen=True)
 class NodeSpec:
     name: str
     flavor: str
@@ -77,6 +144,15 @@ class NodeSpec:
     labels: tuple[tuple[str, str], ...] = ()
     # the node's kubelet uses the static CPU manager (its state file blocks a restart)
     cpu_manager_static: bool = False
+    # NFD facts beyond the image's defaults (console/lab/nfd_features.py): extra loaded kernel modules, PCI devices
+    kernel_modules: tuple[str, ...] = ()
+    pci_devices: tuple[PciDevice, ...] = ()
+
+    @property
+    def nfd_group(self) -> str:
+        """The NFD node group: the NFD_GROUP_LABEL label, else by role (`control-plane` / `workers`)."""
+        by_role = "control-plane" if self.role == "control-plane" else "workers"
+        return dict(self.labels).get(NFD_GROUP_LABEL) or by_role
 
 
 @dataclass(frozen=True)
@@ -104,13 +180,62 @@ class Scenario:
     scale_pods_per_node: int = 0
     namespaces: tuple[str, ...] = ("default", "kube-system", "node-feature-discovery")
     extra: dict[str, str] = field(default_factory=dict)
+    host_os: HostOs = FOCAL
+    nfd_groups: tuple[NfdGroup, ...] = ()
+
+
+# Field report 1's example hook: selected sysctl values read from the host's /proc. In the lab the
+# hook really runs on this machine (the lab's "guest"), so the values are this machine's.
+SYSCTL_HOOK = """#!/bin/sh
+# my-script: selected sysctl values as node labels (field report 1)
+for key in kernel.pid_max kernel.threads-max vm.max_map_count vm.swappiness; do
+  f=/proc/sys/$(echo "$key" | tr . /)
+  [ -r "$f" ] && echo "$key=$(cat "$f")"
+done
+exit 0
+"""
+
+WORKERS_INVENTORY_V08 = """rack=r1
+/lab.inventory=true
+"""
+
+WORKERS_INVENTORY = """# written by the site inventory CronJob in a real cluster
+# +expiry-time=2099-01-01T00:00:00Z
+example.com/rack=r1
+storage.tier=ssd
+# +no-label
+inventory.serial=LAB-0001
+"""
+
+CONTROL_PLANE_INVENTORY = """# written by the site inventory CronJob in a real cluster
+example.com/rack=r0
+"""
+
+_GROUP_WORKERS = ((NFD_GROUP_LABEL, "workers"),)
+_GROUP_CONTROL_PLANE = ((NFD_GROUP_LABEL, "control-plane"),)
+
+REPORT_NFD_GROUPS = (
+    NfdGroup("workers", hooks=(("my-script", SYSCTL_HOOK),), feature_files=(("inventory", WORKERS_INVENTORY_V08),)),
+    NfdGroup("control-plane", hooks=(("my-script", SYSCTL_HOOK),)),
+)
+
+DEFAULT_NFD_GROUPS = (
+    # hooks are gone since NFD v0.17: the leftover hook shows what the console warns about
+    NfdGroup("workers", hooks=(("my-script", SYSCTL_HOOK),), feature_files=(("inventory", WORKERS_INVENTORY),)),
+    NfdGroup("control-plane", feature_files=(("inventory", CONTROL_PLANE_INVENTORY),)),
+)
+
+# A NVIDIA A100 passed through to one worker (class 0302: the pci source labels class 03 devices)
+A100 = PciDevice("10de", "20b5", "0302", "10de", "1533")
 
 
 def _report_nodes(worker02_flavor: str) -> tuple[NodeSpec, ...]:
     return (
-        NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL),
-        NodeSpec("kube-worker01", "m1.medium", cpu=HASWELL, compute_host="cmp001"),
-        NodeSpec("kube-worker02", worker02_flavor, cpu=SKYLAKE, compute_host="cmp001"),
+        NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL, labels=_GROUP_CONTROL_PLANE),
+        NodeSpec("kube-worker01", "m1.medium", cpu=HASWELL, compute_host="cmp001", labels=_GROUP_WORKERS,
+                 kernel_modules=("vfio_pci",)),
+        NodeSpec("kube-worker02", worker02_flavor, cpu=SKYLAKE, compute_host="cmp001", labels=_GROUP_WORKERS,
+                 kernel_modules=("vfio_pci", "vhost_net")),
     )
 
 
@@ -121,6 +246,8 @@ SEED_RESIZE = Scenario(
     nfd_version="v0.8.2",
     nodes=_report_nodes("m1.medium"),
     pods=(PodSpec("nginx", "3", "5Gi"),),
+    host_os=FOCAL,
+    nfd_groups=REPORT_NFD_GROUPS,
 )
 
 SEED_LIVE = Scenario(
@@ -130,19 +257,24 @@ SEED_LIVE = Scenario(
     nfd_version="v0.8.2",
     nodes=_report_nodes("m1.large"),
     pods=(PodSpec("nginx-large", "9", "13Gi"),),
+    host_os=FOCAL,
+    nfd_groups=REPORT_NFD_GROUPS,
 )
 
 DEFAULT = Scenario(
     name="default",
     description="Both field reports in one cluster, with NFD labels for several CPU generations",
     kubernetes_version="v1.32.4",
-    nfd_version="v0.18.1",
+    nfd_version=str(NFD_CURRENT),
     nodes=(
-        NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL),
-        NodeSpec("kube-worker01", "m1.medium", cpu=HASWELL, compute_host="cmp001"),
-        NodeSpec("kube-worker02", "m1.medium", cpu=SKYLAKE, compute_host="cmp001"),
-        NodeSpec("kube-worker03", "m1.large", cpu=ICELAKE, compute_host="cmp002"),
-        NodeSpec("kube-worker04", "m1.large", cpu=ZEN3, compute_host="cmp002", cpu_manager_static=True),
+        NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL, labels=_GROUP_CONTROL_PLANE),
+        NodeSpec("kube-worker01", "m1.medium", cpu=HASWELL, compute_host="cmp001", labels=_GROUP_WORKERS),
+        NodeSpec("kube-worker02", "m1.medium", cpu=SKYLAKE, compute_host="cmp001", labels=_GROUP_WORKERS,
+                 kernel_modules=("vfio_pci", "vhost_net")),
+        NodeSpec("kube-worker03", "m1.large", cpu=ICELAKE, compute_host="cmp002", labels=_GROUP_WORKERS,
+                 kernel_modules=("vfio_pci",), pci_devices=(A100,)),
+        NodeSpec("kube-worker04", "m1.large", cpu=ZEN3, compute_host="cmp002", cpu_manager_static=True,
+                 labels=_GROUP_WORKERS, kernel_modules=("vhost_net",)),
     ),
     pods=(
         PodSpec("analytics-0", "6", "8Gi", node="kube-worker03", labels=(("app", "analytics"),)),
@@ -151,6 +283,8 @@ DEFAULT = Scenario(
         PodSpec("web-1", "500m", "512Mi", node="kube-worker02", labels=(("app", "web"),)),
         PodSpec("nginx", "3", "5Gi", labels=(("app", "nginx"),)),
     ),
+    host_os=JAMMY_HWE,
+    nfd_groups=DEFAULT_NFD_GROUPS,
 )
 
 

@@ -56,6 +56,7 @@ class Lab:
         self.scheduler: Any = None
         self.node_exec: Any = None
         self.fleet: Any = None
+        self.nfd: Any = None
         self._token = "lab-" + secrets.token_urlsafe(24)
         self._os_password = secrets.token_urlsafe(18)
 
@@ -82,6 +83,7 @@ class Lab:
         if self.vms:
             self._start_hypervisor(progress)
         self._start_cluster_sims(progress)
+        self._start_nfd(progress)
         self._start_servers(progress)
         self.state.write_env(libvirt_uri=self.libvirt_uri)
         self._wait_ready(progress)
@@ -147,6 +149,8 @@ class Lab:
                 guest,
                 fleet=self.fleet,
                 kubelet_version=sc.kubernetes_version,
+                os_image=sc.host_os.os_image,
+                kernel_version=sc.host_os.kernel_release,
                 cpu_manager_policy="static" if specs[vm.node_name].cpu_manager_static else "none",
             )
             kubelet.start()
@@ -158,6 +162,14 @@ class Lab:
         self.scheduler = Scheduler(self.store, version=sc.kubernetes_version)
         self.scheduler.start()
         self._stack.append(self.scheduler.stop)
+
+    def _start_nfd(self, progress: Progress) -> None:
+        from console.lab.nfd_sim import NfdSim
+
+        progress(f"starting NFD {self.scenario.nfd_version} (workers and master)")
+        self.nfd = NfdSim(self.store, self.scenario, self.state.root / "nfd")
+        self._stack.append(self.nfd.stop)
+        self.nfd.start()
 
     def _start_servers(self, progress: Progress) -> None:
         from console.lab.cloudsyaml import write_clouds_yaml

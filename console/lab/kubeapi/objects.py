@@ -161,6 +161,9 @@ async def update_object(
         raise ApiError(400, f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
     if rt.namespaced and meta.get("namespace") and meta["namespace"] != ns:
         raise ApiError(400, "the namespace of the provided object does not match the namespace sent on the request")
+    if rt.namespaced:
+        # the URL names the namespace; a body without one is still that object
+        body["metadata"] = {**meta, "namespace": ns}
 
     def build(draft: Obj) -> Obj:
         return _split_status(rt, sub, draft, body)

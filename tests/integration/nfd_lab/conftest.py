@@ -1,0 +1,34 @@
+"""The `default` lab for the NFD tests, started once per module, plus Kubernetes API helpers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from console.lab import scenarios
+from console.lab.world import Lab
+
+
+@pytest.fixture(scope="module")
+def default_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    lab = Lab(scenarios.get("default"), Path(tmp_path_factory.mktemp("lab-default-nfd")))
+    try:
+        t0 = time.monotonic()
+        lab.start()
+        lab.start_seconds = time.monotonic() - t0  # type: ignore[attr-defined]
+        yield lab
+    finally:
+        lab.stop()
+
+
+@pytest.fixture(scope="module")
+def kube(default_lab: Lab):
+    """A kubernetes ApiClient on the default lab (the same kubeconfig the console uses)."""
+    from kubernetes import config
+
+    client = config.new_client_from_config(config_file=str(default_lab.state.kubeconfig))
+    yield client
+    client.close()

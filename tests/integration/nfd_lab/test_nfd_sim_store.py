@@ -1,0 +1,192 @@
+"""NfdSim on a bare lab Store (no servers, no VMs): taints, extended resources, caching, gc, scale."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from console.lab import scenarios, seed
+from console.lab.nfd_sim import NF_RESOURCE, NFR_RESOURCE, NfdSim
+from console.lab.store import NotFound, Store
+from console.nfd import versions as V
+from console.nfd.master import MasterConfig
+
+NS = "node-feature-discovery"
+FNS = "feature.node.kubernetes.io"
+
+
+def make_store(sc: scenarios.Scenario) -> Store:
+    st = Store()
+    for ns in sc.namespaces:
+        st.create("namespaces", seed.namespace(ns))
+    for n in sc.nodes:
+        st.create("nodes", seed.node_object(n, None))
+    return st
+
+
+@pytest.fixture
+def world(tmp_path: Path):
+    sc = scenarios.get("default")
+    st = make_store(sc)
+    sim = NfdSim(st, sc, tmp_path / "nfd", debounce=0.02,
+                 master_config=MasterConfig(version=V.CURRENT, namespace=NS, enable_taints=True))
+    sim.start()
+    yield st, sim
+    sim.stop()
+
+
+def meta(st: Store, name: str) -> dict:
+    return st.get("nodes", None, name)["metadata"]
+
+
+def settle(sim: NfdSim) -> None:
+    assert sim.wait_idle(5.0)
+
+
+GPU_RULE = {
+    "metadata": {"name": "gpu"},
+    "spec": {"rules": [{
+        "name": "nvidia",
+        "labels": {"gpu.present": "true"},
+        "extendedResources": {"gpu.slots": "@pci.device.vendor"},  # not an attribute: dropped
+        "taints": [{"key": "example.com/gpu", "value": "true", "effect": "NoSchedule"}],
+        "matchFeatures": [{"feature": "pci.device", "matchExpressions": {"vendor": {"op": "In", "value": ["10de"]}}}],
+    }, {
+        "name": "slots",
+        "extendedResources": {"vfio.slots": "2"},
+        "matchFeatures": [{"feature": "kernel.loadedmodule", "matchExpressions": {"vfio_pci": {"op": "Exists"}}}],
+    }]},
+}
+
+
+def test_taints_and_extended_resources_follow_rules(world):
+    st, sim = world
+    st.create(NFR_RESOURCE, GPU_RULE)
+    settle(sim)
+    w3 = st.get("nodes", None, "kube-worker03")
+    assert w3["metadata"]["labels"][f"{FNS}/gpu.present"] == "true"
+    assert {"key": "example.com/gpu", "value": "true", "effect": "NoSchedule"} in w3["spec"]["taints"]
+    assert w3["metadata"]["annotations"]["nfd.node.kubernetes.io/taints"] == "example.com/gpu=true:NoSchedule"
+    assert w3["status"]["capacity"][f"{FNS}/vfio.slots"] == "2"
+    assert w3["status"]["allocatable"][f"{FNS}/vfio.slots"] == "2"
+    assert w3["metadata"]["annotations"]["nfd.node.kubernetes.io/extended-resources"] == "vfio.slots"
+    assert f"{FNS}/vfio.slots" in st.get("nodes", None, "kube-worker02")["status"]["capacity"]
+    assert "taints" not in st.get("nodes", None, "kube-worker02")["spec"]
+
+    # a kubelet status post rewrites capacity without the ER: the master puts it back
+    def kubelet_post(n):
+        n["status"]["capacity"] = {"cpu": "8"}
+        n["status"]["allocatable"] = {"cpu": "8"}
+    st.mutate("nodes", None, "kube-worker03", kubelet_post)
+    settle(sim)
+    assert st.get("nodes", None, "kube-worker03")["status"]["capacity"][f"{FNS}/vfio.slots"] == "2"
+
+    # a taint someone else set is kept when NFD's goes away
+    st.mutate("nodes", None, "kube-worker03",
+              lambda n: n["spec"]["taints"].append({"key": "other", "effect": "NoSchedule"}))
+    st.delete(NFR_RESOURCE, None, "gpu")
+    settle(sim)
+    w3 = st.get("nodes", None, "kube-worker03")
+    assert f"{FNS}/gpu.present" not in w3["metadata"]["labels"]
+    assert w3["spec"]["taints"] == [{"key": "other", "effect": "NoSchedule"}]
+    assert f"{FNS}/vfio.slots" not in w3["status"]["capacity"]
+    for key in ("taints", "extended-resources"):
+        assert f"nfd.node.kubernetes.io/{key}" not in w3["metadata"]["annotations"]
+
+
+def test_invalid_rule_is_reported_and_others_still_apply(world):
+    st, sim = world
+    st.create(NFR_RESOURCE, {"metadata": {"name": "a-bad"}, "spec": {"rules": "not a list"}})
+    st.create(NFR_RESOURCE, {"metadata": {"name": "b-good"}, "spec": {"rules": [
+        {"name": "all", "labels": {"everyone": "yes"}}]}})
+    settle(sim)
+    assert all(meta(st, n.name)["labels"].get(f"{FNS}/everyone") == "yes" for n in sim.scenario.nodes)
+    evs, _ = st.list("events", predicate=lambda e: e["reason"] == "InvalidRule")
+    assert [e["involvedObject"]["name"] for e in evs] == ["a-bad"]
+    assert "spec.rules must be a list" in evs[0]["message"]
+
+
+def test_hooks_run_once_per_group_and_configmap_version(tmp_path):
+    sc = scenarios.get("seed-resize")
+    st = make_store(sc)
+    sim = NfdSim(st, sc, tmp_path / "nfd", debounce=0.02)
+    sim.start()
+    try:
+        assert sim.stats["hook_runs"] == 2  # workers + control-plane, not one per node
+        # an unrelated change (a label edit on a node, an unrelated ConfigMap) runs no hook
+        st.mutate("nodes", None, "kube-worker01", lambda n: n["metadata"]["labels"].update(x="1"))
+        st.create("configmaps", {"metadata": {"name": "other", "namespace": NS}, "data": {}})
+        settle(sim)
+        assert sim.stats["hook_runs"] == 2
+        st.mutate("configmaps", NS, "nfd-features-workers", lambda c: c["data"].update(extra="k=v\n"))
+        settle(sim)
+        assert sim.stats["hook_runs"] == 3  # the group's local source is recomputed once
+        assert meta(st, "kube-worker02")["labels"][f"{FNS}/extra-k"] == "v"
+        assert f"{FNS}/extra-k" not in meta(st, "kube-controlplane01")["labels"]
+    finally:
+        sim.stop()
+    assert not (tmp_path / "nfd").exists()  # the materialised hook directories are removed
+
+
+def test_moving_a_node_to_another_group(world):
+    st, sim = world
+    assert meta(st, "kube-worker01")["labels"]["example.com/rack"] == "r1"
+    st.mutate("nodes", None, "kube-worker01",
+              lambda n: n["metadata"]["labels"].update({"node.console.lab/group": "control-plane"}))
+    settle(sim)
+    labels = meta(st, "kube-worker01")["labels"]
+    assert labels["example.com/rack"] == "r0" and f"{FNS}/storage.tier" not in labels
+
+
+def test_deleted_node_is_garbage_collected_and_relabelled_when_it_returns(world):
+    st, sim = world
+    node = st.get("nodes", None, "kube-worker04")
+    st.delete("nodes", None, "kube-worker04")
+    settle(sim)
+    with pytest.raises(NotFound):
+        st.get(NF_RESOURCE, NS, "kube-worker04")  # nfd-gc (v0.14+)
+    fresh = {"metadata": {"name": "kube-worker04", "labels": {"node.console.lab/group": "workers"}},
+             "spec": {}, "status": {}}
+    st.create("nodes", fresh)
+    settle(sim)
+    assert st.get(NF_RESOURCE, NS, "kube-worker04")
+    assert meta(st, "kube-worker04")["labels"][f"{FNS}/cpu-model.vendor_id"] == "AMD"
+    assert node["metadata"]["labels"][f"{FNS}/cpu-model.vendor_id"] == "AMD"
+
+
+def test_third_party_nodefeature_merges_in(world):
+    st, sim = world
+    st.create(NF_RESOURCE, {"metadata": {"name": "vendor-gpu-worker01", "namespace": "default",
+                                         "labels": {"nfd.node.kubernetes.io/node-name": "kube-worker01"}},
+                            "spec": {"labels": {"vendor.example.com/accelerator": "fpga"}}})
+    settle(sim)
+    assert meta(st, "kube-worker01")["labels"]["vendor.example.com/accelerator"] == "fpga"
+    st.delete(NF_RESOURCE, "default", "vendor-gpu-worker01")
+    settle(sim)
+    assert "vendor.example.com/accelerator" not in meta(st, "kube-worker01")["labels"]
+
+
+def test_scale_world_skips_synthetic_nodes_quickly(tmp_path):
+    sc = scenarios.get("scale", nodes=5000, pods_per_node=0)
+    st = Store()
+    for ns in sc.namespaces:
+        st.create("namespaces", seed.namespace(ns))
+    nodes, _ = seed.scale_objects(sc)
+    st.bulk_load("nodes", nodes)
+    t0 = time.monotonic()
+    sim = NfdSim(st, sc, tmp_path / "nfd")
+    sim.start()
+    took = time.monotonic() - t0
+    try:
+        print(f"\nNFD start on the 5000-node scale world: {took * 1000:.1f} ms")
+        assert took < 0.5
+        assert st.list(NF_RESOURCE)[0] == []
+        assert st.get("configmaps", NS, "nfd-version")["data"]["version"] == sc.nfd_version
+        st.create(NFR_RESOURCE, {"metadata": {"name": "r"}, "spec": {"rules": [{"name": "x", "labels": {"y": "1"}}]}})
+        settle(sim)
+        labels = st.get("nodes", None, "node-00003")["metadata"]["labels"]
+        assert f"{FNS}/y" not in labels and labels[f"{FNS}/cpu-cpuid.AVX512F"] == "true"
+    finally:
+        sim.stop()
