@@ -12,153 +12,58 @@ Reservations: kubespray's defaults for v1.21 (no kube/system reserved, hard
 eviction `memory.available<100Mi`), so allocatable cpu = capacity cpu and
 allocatable memory = capacity - 100Mi; the field report quotes capacity.
 
-One `Fleet` thread drives every kubelet (timers and work) and holds the only
-pod watch, so 5,000 nodes cost one thread; heartbeats can be switched off.
-The node-lifecycle controller's part (Unknown, unreachable/not-ready taints)
-is modelled here too.
+One `Fleet` thread (in `fleet`) drives every kubelet (timers and work) and
+holds the only pod watch, so 5,000 nodes cost one thread; heartbeats can be
+switched off. The node-lifecycle controller's part (Unknown, unreachable/not-ready
+taints) is modelled here too, with the node-object edits in `kubelet_status`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import heapq
 import itertools
 import json
-import logging
 import re
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from console.lab.guestshell import cpu_list
+# Fleet and the taint keys lived here before the split; they stay importable from here
+from console.lab.fleet import Fleet, Timer
+from console.lab.guestfs import cpu_list
+from console.lab.kubelet_status import (
+    NOT_READY_TAINT,
+    UNREACHABLE_TAINT,
+    condition,
+    conditions,
+    mark_unknown,
+    node_skeleton,
+    set_taints,
+)
 from console.lab.nodeexec import is_node_debug_pod
 from console.lab.recorder import EventRecorder, node_ref, object_ref
-from console.lab.store import NotFound, Obj, Store, WatchEvent, now_iso
+from console.lab.store import NotFound, Obj, Store, now_iso
 from console.lab.vm import Guest, GuestEventKind
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "CONFIG",
+    "CPU_STATE",
+    "EVICTION_HARD_KIB",
+    "FAULTS",
+    "FEATURE_GATES_ANNOTATION",
+    "NOT_READY_TAINT",
+    "RESIZE_GATE",
+    "UNREACHABLE_TAINT",
+    "Fleet",
+    "Kubelet",
+]
 
 CPU_STATE = "/var/lib/kubelet/cpu_manager_state"
-MEMORY_STATE = "/var/lib/kubelet/memory_manager_state"
 CONFIG = "/var/lib/kubelet/config.yaml"
 FEATURE_GATES_ANNOTATION = "lab.console/kubelet-feature-gates"
 RESIZE_GATE = "InPlaceNodeResourceResize"
-NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 EVICTION_HARD_KIB = 102400  # memory.available<100Mi
 FAULTS = ("no-restart",)
-
-
-class _Timer:
-    __slots__ = ("args", "cancelled", "fn")
-
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        self.fn, self.args, self.cancelled = fn, args, False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class Fleet:
-    """One thread with a timer heap that runs every kubelet, and one pod watch for all of them."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self._cv = threading.Condition()
-        self._heap: list[tuple[float, int, _Timer]] = []
-        self._seq = itertools.count()
-        self._thread: threading.Thread | None = None
-        self._running = False
-        self._kubelets: dict[str, Kubelet] = {}
-        self._unsub: Callable[[], None] | None = None
-        self._index = itertools.count()
-
-    def start(self) -> None:
-        with self._cv:
-            if self._running:
-                return
-            self._running = True
-        self._unsub = self.store.subscribe("pods", self._on_pod_event)
-        self._thread = threading.Thread(target=self._run, name="lab-kubelets", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        if self._unsub:
-            self._unsub()
-            self._unsub = None
-        with self._cv:
-            self._running = False
-            self._heap.clear()
-            self._cv.notify_all()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(10)
-        self._thread = None
-
-    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> _Timer:
-        timer = _Timer(fn, args)
-        with self._cv:
-            heapq.heappush(self._heap, (time.monotonic() + max(0.0, delay), next(self._seq), timer))
-            self._cv.notify()
-        return timer
-
-    def call_soon(self, fn: Callable[..., Any], *args: Any) -> _Timer:
-        return self.call_later(0.0, fn, *args)
-
-    def run_sync(self, fn: Callable[..., Any], *args: Any, timeout: float = 10.0) -> Any:
-        """Run `fn` on the fleet thread and return its result (for callers on other threads)."""
-        if threading.current_thread() is self._thread:
-            return fn(*args)
-        done = threading.Event()
-        box: dict[str, Any] = {}
-
-        def call() -> None:
-            try:
-                box["result"] = fn(*args)
-            except BaseException as exc:  # handed back to the caller
-                box["error"] = exc
-            done.set()
-
-        self.call_soon(call)
-        if not done.wait(timeout):
-            raise TimeoutError("kubelet fleet did not answer")
-        if "error" in box:
-            raise box["error"]
-        return box.get("result")
-
-    def register(self, kubelet: Kubelet) -> int:
-        self._kubelets[kubelet.node_name] = kubelet
-        return next(self._index)
-
-    def unregister(self, kubelet: Kubelet) -> None:
-        if self._kubelets.get(kubelet.node_name) is kubelet:
-            del self._kubelets[kubelet.node_name]
-
-    def _on_pod_event(self, ev: WatchEvent) -> None:
-        # runs under the store lock: only look up and enqueue
-        if ev.type == "DELETED":
-            return
-        pod = ev.object
-        kubelet = self._kubelets.get(pod.get("spec", {}).get("nodeName") or "")
-        if kubelet is not None and pod.get("status", {}).get("phase", "Pending") == "Pending":
-            meta = pod["metadata"]
-            self.call_soon(kubelet._sync_pod, meta.get("namespace", "default"), meta["name"])
-
-    def _run(self) -> None:
-        while True:
-            with self._cv:
-                while self._running and (not self._heap or self._heap[0][0] > time.monotonic()):
-                    wait = self._heap[0][0] - time.monotonic() if self._heap else None
-                    self._cv.wait(wait)
-                if not self._running:
-                    return
-                _, _, timer = heapq.heappop(self._heap)
-            if timer.cancelled:
-                continue
-            try:
-                timer.fn(*timer.args)
-            except Exception:  # one kubelet's bug must not stop the others
-                log.exception("kubelet fleet task %r failed", timer.fn)
 
 
 class Kubelet:
@@ -235,7 +140,7 @@ class Kubelet:
         }
         self._gen = 0
         self._post_token = 0
-        self._timers: list[_Timer] = []
+        self._timers: list[Timer] = []
         self._unsub_guest: Callable[[], None] | None = None
         self._pod_seq = itertools.count(2)
         self._index = 0
@@ -247,7 +152,7 @@ class Kubelet:
             self.fleet.start()
         self._index = self.fleet.register(self)
         self._unsub_guest = self.guest.subscribe(self._on_guest_event)
-        self.fleet.call_soon(self._start, "start")
+        self.fleet.call_soon(self._start)
 
     def stop(self) -> None:
         """Detach the simulator (not a node event: use stop_service for `systemctl stop`)."""
@@ -274,7 +179,7 @@ class Kubelet:
         self.fleet.call_soon(self._stop_service)
 
     def start_service(self) -> None:
-        self.fleet.call_soon(self._start, "start")
+        self.fleet.call_soon(self._start)
 
     def inject_fault(self, fault: str) -> None:
         """"no-restart": the next (re)start never comes back (systemd gives up)."""
@@ -315,7 +220,7 @@ class Kubelet:
 
     def _guest_event(self, kind: str) -> None:
         if kind == "boot":
-            self._start("boot")
+            self._start()
         elif kind == "shutdown":
             self._gen += 1
             self._cancel_timers()
@@ -349,7 +254,7 @@ class Kubelet:
     def _restart(self) -> None:
         self.restarts += 1
         self._log("Stopping kubelet: The Kubernetes Node Agent...")
-        self._start("restart")
+        self._start()
 
     def _stop_service(self) -> None:
         self._gen += 1
@@ -358,7 +263,7 @@ class Kubelet:
         self.state, self.service = "stopped", "inactive"
         self._silence()
 
-    def _start(self, why: str) -> None:
+    def _start(self) -> None:
         self._gen += 1
         gen = self._gen
         self._cancel_timers()
@@ -395,7 +300,7 @@ class Kubelet:
 
     def _retry(self, gen: int) -> None:
         if gen == self._gen and self.state == "crashloop":
-            self._start("retry")
+            self._start()
 
     def _become_ready(self, gen: int) -> None:
         if gen != self._gen:
@@ -470,21 +375,6 @@ class Kubelet:
     def internal_ip(self) -> str:
         return self._internal_ip or f"10.0.{self._index // 250}.{self._index % 250 + 4}"
 
-    def _node_skeleton(self) -> Obj:
-        labels = {
-            "beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
-            "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": self.node_name, "kubernetes.io/os": "linux",
-        }
-        cidr = f"10.{64 + self._index // 256}.{self._index % 256}.0/24"
-        return {
-            "metadata": {"name": self.node_name, "labels": labels, "annotations": {
-                "node.alpha.kubernetes.io/ttl": "0",
-                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-            }},
-            "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
-            "status": {},
-        }
-
     def _post(self, *, ready: bool, quiet: bool = False) -> None:
         """Write this kubelet's node status (Ready, or NotReady right after a start)."""
         self._post_token += 1
@@ -495,7 +385,7 @@ class Kubelet:
             status = node.setdefault("status", {})
             info = status.get("nodeInfo") or {}
             notes["rebooted"] = bool(info.get("bootID")) and info.get("bootID") != self.guest.boot_id
-            notes["was_ready"] = _condition(node, "Ready").get("status")
+            notes["was_ready"] = condition(node, "Ready").get("status")
             annotations = node["metadata"].setdefault("annotations", {})
             gates = ",".join(f"{k}={str(v).lower()}" for k, v in self.feature_gates().items())
             if gates:
@@ -507,7 +397,7 @@ class Kubelet:
             extended_alloc = {k: v for k, v in (status.get("allocatable") or {}).items() if "/" in k}
             status["capacity"] = {**extended, **self.capacity}
             status["allocatable"] = {**extended_alloc, **self._allocatable()}
-            status["conditions"] = _conditions(node, ready, stamp)
+            status["conditions"] = conditions(node, ready, stamp)
             status["addresses"] = [{"type": "InternalIP", "address": self.internal_ip},
                                    {"type": "Hostname", "address": self.node_name}]
             status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": 10250}}
@@ -519,12 +409,12 @@ class Kubelet:
                 "operatingSystem": "linux", "architecture": "amd64",
             }
             status.setdefault("images", [])
-            _set_taints(node, ready=ready, unknown=False, stamp=stamp)
+            set_taints(node, ready=ready, unknown=False, stamp=stamp)
 
         try:
             self.store.mutate("nodes", None, self.node_name, edit)
         except NotFound:
-            node = self._node_skeleton()
+            node = node_skeleton(self.node_name, self._index)
             edit(node)
             notes["was_ready"] = None
             self.store.create("nodes", node)
@@ -545,17 +435,8 @@ class Kubelet:
         if token != self._post_token or self.state in ("running", "starting"):
             return
         stamp = now_iso()
-
-        def edit(node: Obj) -> None:
-            conds = node.setdefault("status", {}).setdefault("conditions", [])
-            for c in conds:
-                if c.get("status") != "Unknown":
-                    c["lastTransitionTime"] = stamp
-                c.update(status="Unknown", reason="NodeStatusUnknown", message="Kubelet stopped posting node status.")
-            _set_taints(node, ready=False, unknown=True, stamp=stamp)
-
         try:
-            self.store.mutate("nodes", None, self.node_name, edit)
+            self.store.mutate("nodes", None, self.node_name, lambda node: mark_unknown(node, stamp))
         except NotFound:
             return
         if self.record_events:
@@ -628,48 +509,3 @@ def _config_yaml(policy: str, in_place_resize: bool, max_pods: int) -> str:
         "evictionHard:\n  memory.available: 100Mi\n  nodefs.available: 10%\n"
     )
 
-
-def _condition(node: Obj, ctype: str) -> Obj:
-    for c in node.get("status", {}).get("conditions") or []:
-        if c.get("type") == ctype:
-            return c
-    return {}
-
-
-_PRESSURE = (
-    ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-    ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-    ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-)
-
-
-def _conditions(node: Obj, ready: bool, stamp: str) -> list[Obj]:
-    wanted = [(t, "False", r, m) for t, r, m in _PRESSURE]
-    if ready:
-        wanted.append(("Ready", "True", "KubeletReady", "kubelet is posting ready status"))
-    else:
-        wanted.append(("Ready", "False", "KubeletNotReady",
-                       "container runtime status check may not have completed yet"))
-    out = []
-    for ctype, status, reason, message in wanted:
-        old = _condition(node, ctype)
-        since = old.get("lastTransitionTime") if old.get("status") == status else stamp
-        out.append({"type": ctype, "status": status, "lastHeartbeatTime": stamp,
-                    "lastTransitionTime": since or stamp, "reason": reason, "message": message})
-    return out
-
-
-def _set_taints(node: Obj, *, ready: bool, unknown: bool, stamp: str) -> None:
-    """The node lifecycle controller's taints for NotReady (not-ready) and Unknown (unreachable)."""
-    spec = node.setdefault("spec", {})
-    keep = [t for t in spec.get("taints") or [] if t.get("key") not in (NOT_READY_TAINT, UNREACHABLE_TAINT)]
-    old = {(t.get("key"), t.get("effect")): t for t in spec.get("taints") or []}
-    if not ready:
-        key = UNREACHABLE_TAINT if unknown else NOT_READY_TAINT
-        keep.append({"key": key, "effect": "NoSchedule"})
-        prev = old.get((key, "NoExecute"), {})
-        keep.append({"key": key, "effect": "NoExecute", "timeAdded": prev.get("timeAdded", stamp)})
-    if keep:
-        spec["taints"] = keep
-    else:
-        spec.pop("taints", None)

@@ -5,6 +5,8 @@ Follows shared/reference/scale-up.md §1 and §3.9: resize is a cold migration
 SOFT reboot keeps the persistent definition, HARD reboot and start regenerate it
 from the flavor, and the power-state sync stops a server whose guest was shut
 down outside Nova. Work runs in daemon threads because `Hypervisor` calls block.
+The workers are in `nova_transitions`, the mutable server/action records in
+`nova_records`.
 """
 
 from __future__ import annotations
@@ -12,9 +14,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Literal
 
 from console.lab.openstack.faults import (
@@ -24,7 +24,6 @@ from console.lab.openstack.faults import (
     Conflict,
     FaultKind,
     NotFound,
-    traceback_for,
 )
 from console.lab.openstack.model import (
     REBOOT_TASKS,
@@ -35,16 +34,25 @@ from console.lab.openstack.model import (
     ServerView,
     status_of,
 )
+from console.lab.openstack.nova_records import (
+    POWER_RUNNING,
+    POWER_SHUTDOWN,
+    ActionRecord,
+    ServerRecord,
+    new_request_id,
+    now,
+)
+from console.lab.openstack.nova_transitions import SYNC_STOP_MESSAGE, NovaTransitions
 from console.lab.vm import Flavor, Hypervisor, VMSpec
 
 log = logging.getLogger(__name__)
 
-POWER_NOSTATE, POWER_RUNNING, POWER_SHUTDOWN = 0, 1, 4
-SYNC_STOP_MESSAGE = "Instance shutdown by itself. Calling the stop API."
-
 __all__ = [
     "FAULT_KINDS",
     "NO_VALID_HOST",
+    "POWER_RUNNING",
+    "POWER_SHUTDOWN",
+    "SYNC_STOP_MESSAGE",
     "ActionEvent",
     "BadRequest",
     "Conflict",
@@ -55,66 +63,12 @@ __all__ = [
     "NovaTiming",
     "ServerFault",
     "ServerView",
+    "new_request_id",
     "status_of",
 ]
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def new_request_id() -> str:
-    return f"req-{uuid.uuid4()}"
-
-
-class _StopWorker(Exception):
-    """Ends a worker: Nova is closing, or the failure has been recorded."""
-
-
-class _Action:
-    def __init__(self, action: str, request_id: str, server_id: str, user_id: str | None, project_id: str | None):
-        self.action, self.request_id, self.server_id = action, request_id, server_id
-        self.user_id, self.project_id = user_id, project_id
-        self.start_time = self.updated_at = _now()
-        self.message: str | None = None
-        self.events: list[ActionEvent] = []
-
-    def view(self) -> InstanceAction:
-        return InstanceAction(self.action, self.request_id, self.server_id, self.user_id, self.project_id,
-                              self.start_time, self.updated_at, self.message, tuple(self.events))
-
-
-class _Server:
-    def __init__(self, vm: VMSpec, project_id: str, user_id: str, address: str | None):
-        self.vm = vm
-        self.vm_state = "active"
-        self.task_state: str | None = None
-        self.power_state = POWER_RUNNING
-        self.flavor = vm.flavor
-        self.old_flavor: Flavor | None = None
-        self.old_vm_state = "active"
-        self.migration_status: str | None = None
-        self.migration_seq = 0
-        self.progress = 0
-        self.fault: ServerFault | None = None
-        self.project_id, self.user_id = project_id, user_id
-        self.created = self.updated = _now()
-        self.addresses = (address,) if address else ()
-        self.actions: list[_Action] = []
-
-    def view(self) -> ServerView:
-        vm = self.vm
-        return ServerView(
-            id=vm.server_id, name=vm.node_name, db_id=vm.db_id, instance_name=vm.instance_name,
-            host=vm.compute_host, hypervisor_hostname=vm.compute_host, vm_state=self.vm_state,
-            task_state=self.task_state, power_state=self.power_state, flavor=self.flavor,
-            old_flavor=self.old_flavor, migration_status=self.migration_status, progress=self.progress,
-            fault=self.fault, project_id=self.project_id, user_id=self.user_id, created=self.created,
-            updated=self.updated, addresses=self.addresses,
-        )
-
-
-class Nova:
+class Nova(NovaTransitions):
     """Servers, flavors and instance actions of the lab cloud.
 
     Public methods validate synchronously (raising BadRequest / NotFound /
@@ -145,10 +99,10 @@ class Nova:
         self._notifier: threading.Thread | None = None
         self._faults: dict[str, FaultKind] = {}
         self._flavors: dict[str, Flavor] = {f.id: f for f in flavors}
-        self._servers: dict[str, _Server] = {}
+        self._servers: dict[str, ServerRecord] = {}
         for vm in servers:
-            s = _Server(vm, project_id, user_id, (addresses or {}).get(vm.server_id))
-            create = _Action("create", new_request_id(), vm.server_id, user_id, project_id)
+            s = ServerRecord(vm, project_id, user_id, (addresses or {}).get(vm.server_id))
+            create = ActionRecord("create", new_request_id(), vm.server_id, user_id, project_id)
             create.events.append(ActionEvent("compute__do_build_and_run_instance", s.created, s.created,
                                              "Success", None, vm.compute_host, None))
             s.actions.append(create)
@@ -334,161 +288,16 @@ class Nova:
         for t in threads:
             t.join(timeout)
 
-    # ---- workers -----------------------------------------------------------------------------------
-
-    def _run_resize(self, sid: str, flavor: Flavor, fault: FaultKind | None, action: _Action) -> None:
-        s = self._servers[sid]
-        old_flavor, was_active = s.flavor, s.old_vm_state == "active"
-        with self._event(action, "conductor_migrate_server") as ev:
-            self._sleep(self.timing.resize_prep)
-            if fault == "no-valid-host":
-                ev.fail("NoValidHost", NO_VALID_HOST)
-        if fault == "no-valid-host":
-            self._rollback_resize(sid, "error")
-            return
-        with self._event(action, "compute_prep_resize"):
-            self._set(sid, progress=10, migration_status="migrating")
-        with self._event(action, "compute_resize_instance") as ev:
-            if flavor.disk_gb < old_flavor.disk_gb:  # libvirt's migrate_disk_and_power_off refuses first
-                ev.fail("ResizeError", "Resize error: Unable to resize disk down.")
-                self._rollback_resize(sid, "error")
-                return
-            self._set(sid, task_state="resize_migrating", progress=20)
-            if self._hv.is_running(sid):
-                self._hv.stop(sid)
-            self._set(sid, power_state=POWER_SHUTDOWN, progress=40)
-            self._sleep(self.timing.resize_migrating)
-            if fault == "error":
-                message = "Resize error: Failed to migrate the instance disk: lab-injected fault"
-                ev.fail("ResizeError", message)
-                self._error_out(sid, message, ev.traceback, migration_status="error")
-                return
-            if fault == "stuck":
-                ev.stuck = True
-                return  # like a compute service that died mid-migration: RESIZE forever
-            self._set(sid, task_state="resize_migrated", progress=60, migration_status="post-migrating")
-            self._sleep(self.timing.resize_migrated)
-        with self._event(action, "compute_finish_resize"):
-            self._set(sid, task_state="resize_finish", progress=80)
-            self._hv.define_from_flavor(s.vm, flavor)
-            self._set(sid, flavor=flavor, old_flavor=old_flavor)
-            if was_active:
-                self._hv.start(sid)
-                self._set(sid, power_state=POWER_RUNNING)
-            self._sleep(self.timing.resize_finish)
-            self._set(sid, vm_state="resized", task_state=None, progress=100, migration_status="finished")
-        window = self.timing.resize_confirm_window
-        if window > 0:
-            self._spawn(self._auto_confirm, sid, self._servers[sid].migration_seq, window)
-
-    def _rollback_resize(self, sid: str, migration_status: str) -> None:
-        with self._lock:
-            s = self._servers[sid]
-            self._set(sid, vm_state=s.old_vm_state, task_state=None, progress=0, migration_status=migration_status)
-
-    def _auto_confirm(self, sid: str, seq: int, window: float) -> None:
-        self._sleep(window)
-        with self._lock:
-            s = self._servers[sid]
-            if s.migration_seq != seq or s.vm_state != "resized" or s.migration_status != "finished":
-                return
-        try:
-            self.confirm_resize(sid, auto=True)
-        except (Conflict, BadRequest) as exc:  # the user confirmed or reverted meanwhile
-            log.debug("auto-confirm of %s skipped: %s", sid, exc)
-
-    def _run_confirm(self, sid: str, action: _Action) -> None:
-        with self._event(action, "compute_confirm_resize"):
-            self._sleep(self.timing.confirm)
-            s = self._servers[sid]
-            self._set(sid, vm_state=s.old_vm_state, old_flavor=None, migration_status="confirmed")
-
-    def _run_revert(self, sid: str, action: _Action) -> None:
-        s = self._servers[sid]
-        with self._event(action, "compute_revert_resize"):
-            if self._hv.is_running(sid):
-                self._hv.stop(sid)
-            self._set(sid, power_state=POWER_SHUTDOWN)
-            self._sleep(self.timing.revert / 2)
-        with self._event(action, "compute_finish_revert_resize"):
-            old = s.old_flavor or s.flavor
-            self._hv.define_from_flavor(s.vm, old)
-            self._set(sid, flavor=old, old_flavor=None)
-            if s.old_vm_state == "active":
-                self._hv.start(sid)
-                self._set(sid, power_state=POWER_RUNNING)
-            self._sleep(self.timing.revert / 2)
-            self._set(sid, vm_state=s.old_vm_state, task_state=None, migration_status="reverted")
-
-    def _run_reboot(self, sid: str, kind: str, action: _Action) -> None:
-        with self._event(action, "compute_reboot_instance"):
-            if kind == "SOFT":
-                self._set(sid, task_state="reboot_pending")
-                self._set(sid, task_state="reboot_started")
-                try:
-                    self._hv.soft_reboot(sid)
-                except Exception as exc:  # Nova falls back to a hard reboot when the soft one fails
-                    log.warning("soft reboot of %s failed (%s); falling back to a hard reboot", sid, exc)
-                    self._hard_boot(sid)
-            else:
-                self._set(sid, task_state="reboot_pending_hard")
-                self._set(sid, task_state="reboot_started_hard")
-                self._hard_boot(sid)
-            self._sleep(self.timing.reboot)
-            self._set(sid, vm_state="active", task_state=None, power_state=POWER_RUNNING, fault=None)
-
-    def _run_start(self, sid: str, action: _Action) -> None:
-        with self._event(action, "compute_start_instance"):
-            self._hard_boot(sid)  # power_on is _hard_reboot in the libvirt driver
-            self._sleep(self.timing.power)
-            self._set(sid, vm_state="active", task_state=None, power_state=POWER_RUNNING)
-
-    def _run_stop(self, sid: str, action: _Action, already_stopped: bool | None) -> None:
-        with self._event(action, "compute_stop_instance"):
-            if not already_stopped and self._hv.is_running(sid):
-                self._hv.stop(sid)
-            self._sleep(self.timing.power)
-            self._set(sid, vm_state="stopped", task_state=None, power_state=POWER_SHUTDOWN)
-
-    def _hard_boot(self, sid: str) -> None:
-        s = self._servers[sid]
-        self._hv.define_from_flavor(s.vm, s.flavor)  # destroys + undefines first: hand edits are lost
-        self._hv.start(sid)
-        self._set(sid, power_state=POWER_RUNNING)
-
-    def _on_stopped_outside(self, server_id: str) -> None:
-        if server_id in self._servers and not self._closing.is_set():
-            self._spawn(self._power_sync, server_id)
-
-    def _power_sync(self, sid: str) -> None:
-        self._sleep(self.timing.power_sync)
-        if self._hv.is_running(sid):
-            return
-        with self._lock:
-            s = self._servers[sid]
-            if s.task_state is not None:
-                return  # Nova skips instances with a pending task
-            s.power_state = POWER_SHUTDOWN
-            if s.vm_state != "active":
-                self._touch(s)
-                return
-            log.warning("%s: %s", s.vm.instance_name, SYNC_STOP_MESSAGE)
-            s.task_state = "powering-off"
-            action = self._start_action(s, "stop", None, system=True)
-            action.message = SYNC_STOP_MESSAGE
-            self._touch(s)
-        self._run_stop(sid, action, already_stopped=True)
-
     # ---- plumbing ----------------------------------------------------------------------------------
 
-    def _get(self, server_id: str) -> _Server:
+    def _get(self, server_id: str) -> ServerRecord:
         s = self._servers.get(server_id)
         if s is None:
             raise NotFound(f"Instance {server_id} could not be found.")
         return s
 
     @staticmethod
-    def _check_state(s: _Server, method: str, *, vm_states: tuple[str, ...],
+    def _check_state(s: ServerRecord, method: str, *, vm_states: tuple[str, ...],
                      task_states: tuple[str | None, ...] = (None,)) -> None:
         # nova.api.openstack.common.raise_http_conflict_for_instance_invalid_state
         if s.vm_state not in vm_states:
@@ -496,31 +305,29 @@ class Nova:
         if s.task_state not in task_states:
             raise Conflict(f"Cannot '{method}' instance {s.vm.server_id} while it is in task_state {s.task_state}")
 
-    def _start_action(self, s: _Server, name: str, request_id: str | None, *, system: bool = False) -> _Action:
+    def _start_action(self, s: ServerRecord, name: str, request_id: str | None, *,
+                      system: bool = False) -> ActionRecord:
         # periodic tasks run with an admin context that has no user or project
         user, project = (None, None) if system else (self.user_id, self.project_id)
-        action = _Action(name, request_id or new_request_id(), s.vm.server_id, user, project)
+        action = ActionRecord(name, request_id or new_request_id(), s.vm.server_id, user, project)
         s.actions.append(action)
         return action
 
-    def _event(self, action: _Action, name: str) -> _EventScope:
-        return _EventScope(self, action, name, self._servers[action.server_id].vm.compute_host)
-
-    def _record_event(self, action: _Action, index: int | None, event: ActionEvent, failed: bool) -> int:
+    def _record_event(self, action: ActionRecord, index: int | None, event: ActionEvent, failed: bool) -> int:
         with self._lock:
             if index is None:
                 action.events.append(event)
                 index = len(action.events) - 1
             else:
                 action.events[index] = event
-            action.updated_at = _now()
+            action.updated_at = now()
             if failed:
                 action.message = "Error"
             self._touch(self._servers[action.server_id])
             return index
 
     def _error_out(self, sid: str, message: str, traceback: str | None, **extra: object) -> None:
-        fault = ServerFault(500, message, traceback or "", _now())
+        fault = ServerFault(500, message, traceback or "", now())
         self._set(sid, vm_state="error", task_state=None, fault=fault, **extra)
 
     def _set(self, sid: str, **changes: object) -> None:
@@ -530,9 +337,9 @@ class Nova:
                 setattr(s, key, value)
             self._touch(s)
 
-    def _touch(self, s: _Server) -> None:
+    def _touch(self, s: ServerRecord) -> None:
         """Called with the lock held after a change: wake waiters, tell subscribers."""
-        s.updated = _now()
+        s.updated = now()
         self._changed_cond.notify_all()
         if self._subscribers:
             self._notifications.put(s.view())
@@ -546,67 +353,3 @@ class Nova:
                     cb(view)
                 except Exception:
                     log.exception("nova subscriber failed")
-
-    def _sleep(self, seconds: float) -> None:
-        if seconds > 0 and self._closing.wait(seconds):
-            raise _StopWorker
-
-    def _spawn(self, fn: Callable[..., None], *args: object) -> None:
-        def run() -> None:
-            try:
-                fn(*args)
-            except _StopWorker:
-                log.debug("nova worker %s ended early", fn.__name__)
-            except Exception:
-                log.exception("nova worker %s failed", fn.__name__)
-            finally:
-                with self._lock:
-                    self._threads.discard(threading.current_thread())
-                    self._changed_cond.notify_all()
-
-        t = threading.Thread(target=run, name=f"nova-{fn.__name__}", daemon=True)
-        with self._lock:
-            self._threads.add(t)
-        t.start()
-
-
-class _EventScope:
-    """`with nova._event(action, "compute_resize_instance") as ev:` records start/finish/result.
-
-    Hypervisor exceptions inside the block put the server in ERROR with a fault, as
-    `_error_out_instance_on_exception` does, and end the worker.
-    """
-
-    def __init__(self, nova: Nova, action: _Action, name: str, host: str):
-        self.nova, self.action, self.name, self.host = nova, action, name, host
-        self.index: int | None = None
-        self.start = _now()
-        self.error: tuple[str, str] | None = None
-        self.traceback: str | None = None
-        self.stuck = False
-
-    def fail(self, exc_name: str, message: str) -> None:
-        self.error = (exc_name, message)
-        self.traceback = traceback_for(exc_name, message, self.name)
-
-    def __enter__(self) -> _EventScope:
-        self.index = self.nova._record_event(
-            self.action, None, ActionEvent(self.name, self.start, None, None, None, self.host, None), False)
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
-        if exc_type is _StopWorker or self.stuck:
-            return False
-        if exc is not None and not isinstance(exc, Exception):
-            return False
-        if exc is not None:
-            self.fail(f"{type(exc).__module__}.{type(exc).__qualname__}", str(exc))
-            log.warning("%s failed for %s: %s", self.name, self.action.server_id, exc)
-        result, details = ("Error", self.error[1]) if self.error else ("Success", None)
-        event = ActionEvent(self.name, self.start, _now(), result, self.traceback, self.host, details)
-        self.nova._record_event(self.action, self.index, event, self.error is not None)
-        if exc is not None:
-            self.nova._error_out(self.action.server_id, str(exc), self.traceback)
-            raise _StopWorker from exc  # stop the worker after recording the failure
-        return False
-
