@@ -1,0 +1,106 @@
+"""`console scale-up NODE`: the scale-up runbook headless (same engine and journal as the screen).
+
+Exit codes:
+  0  done: capacity matches and the planned Pending pods run
+  1  failed, rolled back / left in a safe state (message says what happened)
+  2  usage error or plan refused (unknown flavor, too small, not a scale-up, no VM found)
+  3  verification failed: the VM grew but capacity or pods are not as planned (message says why)
+  4  needs attention: failed in a state the runbook could not make safe (journal + message say where)
+  5  not confirmed (answered no, or stdin is not a TTY and --yes was not given)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from console.runbook.engine import EXIT_DECLINED, EXIT_USAGE
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("scale-up", help="scale a worker VM up (OpenStack resize or libvirt live) and verify",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("node", metavar="NODE")
+    p.add_argument("--flavor", help="OpenStack flavor name or id")
+    p.add_argument("--vcpus", type=int, help="target vCPUs (libvirt)")
+    p.add_argument("--memory", help="target memory, e.g. 16Gi (libvirt)")
+    p.add_argument("--method", choices=("openstack", "libvirt"))
+    p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    p.add_argument("--resume", metavar="RUN_ID", help="resume an unfinished run")
+    p.add_argument("--new", action="store_true", help="start a new run even if an unfinished one exists")
+    p.add_argument("--resize-timeout", type=float, default=300.0, help="seconds to wait for Nova (default 300)")
+    p.add_argument("--node-timeout", type=float, default=180.0, help="seconds to wait for the node (default 180)")
+    p.add_argument("--pods-timeout", type=float, default=60.0, help="seconds to wait for pods (default 60)")
+
+
+def _out(args: argparse.Namespace, doc: dict[str, Any], text: str) -> None:
+    print(json.dumps(doc, indent=1, default=str) if args.output == "json" else text)
+
+
+def run(args: argparse.Namespace) -> int:
+    from console.config import ConfigError
+    from console.config import load as load_settings
+    from console.runbook.scaleup import PlanRefused, ScaleUpRequest, parse_memory_mib
+    from console.runbook.session import Session, SessionError
+
+    def err(msg: str) -> None:
+        print(f"scale-up: {msg}", file=sys.stderr)
+
+    if not args.resume and not args.flavor and not (args.vcpus and args.memory):
+        err("give --flavor NAME, or --vcpus N and --memory SIZE")
+        return EXIT_USAGE
+    try:
+        settings = load_settings({"kubeconfig": args.kubeconfig, "context": args.context})
+        request = ScaleUpRequest(
+            node=args.node, flavor=args.flavor, vcpus=args.vcpus,
+            memory_mib=parse_memory_mib(args.memory) if args.memory else None, method=args.method,
+            resize_timeout=args.resize_timeout, node_timeout=args.node_timeout, pods_timeout=args.pods_timeout,
+        )
+        session = Session(settings)
+        plan, journal = session.plan(request, resume=args.resume, new=args.new)
+    except (PlanRefused, SessionError, ConfigError) as e:
+        err(str(e))
+        if args.output == "json":
+            print(json.dumps({"status": "refused", "message": str(e), "exit_code": EXIT_USAGE}))
+        return EXIT_USAGE
+    from console.runbook.scaleup import render_plan
+
+    if journal is not None:
+        print(f"scale-up: resuming run {journal.run_id}", file=sys.stderr)
+    if args.dry_run:
+        _out(args, {"dry_run": True, "plan": plan.to_dict()}, render_plan(plan))
+        return 0
+    print(render_plan(plan), file=sys.stderr)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            err("refusing to change anything without --yes when stdin is not a terminal")
+            return EXIT_DECLINED
+        answer = input(f"Scale {plan.node.name} ({plan.vm.name}) to {plan.target}? Type the node name to go on: ")
+        if answer.strip() != plan.node.name:
+            err("not confirmed; nothing changed")
+            return EXIT_DECLINED
+
+    def progress(ev: Any) -> None:
+        label = {"step-start": "…", "step-done": "✓", "step-skip": "↷", "step-failed": "✗", "step-progress": " ",
+                 "undo-start": "↺", "undo-done": "↺", "run-start": "▶", "run-done": "■"}.get(ev.kind, "·")
+        text = f"{ev.title} {ev.message}".strip() if ev.title else ev.message
+        print(f"[{ev.time[11:23]}] {label} {text}", file=sys.stderr, flush=True)
+
+    try:
+        result = session.run(plan, journal, on_event=progress)
+    except SessionError as e:
+        err(str(e))
+        return EXIT_USAGE
+    doc = {"run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,
+           "message": result.message, "journal": result.journal_path, "elapsed_s": round(result.elapsed, 3),
+           "infra_wait_s": round(result.infra_wait, 3), "overhead_s": round(result.overhead, 3),
+           "plan": plan.to_dict(), "steps": result.steps}
+    text = f"{result.status}: {result.message or 'scale-up done'} (run {result.run_id})"
+    _out(args, doc, text)
+    if result.exit_code:
+        err(f"{result.status}: {result.message}")
+    return result.exit_code

@@ -1,0 +1,171 @@
+"""OpenStack backend (openstacksdk): map node → server, flavors, resize / confirm / revert, soft reboot.
+
+Facts from shared/reference/scale-up.md §1-2: pass a Flavor object (a name is
+sent as an id → 400); at ≥2.47 `server.flavor` has no id, compare by name/
+vcpus/ram; NoValidHost returns the server to ACTIVE with the old flavor and no
+`fault` — the error is in the instance actions' events.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from console.infra.protocol import InfraError, NotMapped, VmDescription
+from console.kube.model import NodeInfo
+from console.runbook.plan import FlavorInfo
+
+
+@dataclass(frozen=True)
+class ServerState:
+    id: str
+    name: str
+    status: str  # ACTIVE | RESIZE | VERIFY_RESIZE | REVERT_RESIZE | ERROR | SHUTOFF | REBOOT ...
+    vm_state: str
+    task_state: str | None
+    flavor: str
+    vcpus: int
+    ram_mib: int
+    fault: str | None
+    instance_name: str | None
+    host: str
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    action: str
+    request_id: str
+    message: str | None
+    error: str | None  # last line of the failed event's traceback: "nova.exception.NoValidHost: ..."
+    start_time: str
+
+
+def server_id_from_provider(provider_id: str) -> str | None:
+    """openstack:///<uuid> or openstack://<region>/<uuid> → uuid."""
+    if provider_id.startswith("openstack://"):
+        tail = provider_id[len("openstack://"):].rsplit("/", 1)[-1]
+        return tail or None
+    return None
+
+
+class OpenStackBackend:
+    kind = "openstack"
+
+    def __init__(self, cloud: str | None = None, *, conn: Any = None) -> None:
+        self.cloud = cloud
+        self._conn = conn
+
+    @property
+    def conn(self) -> Any:
+        if self._conn is None:
+            import openstack
+
+            try:
+                self._conn = openstack.connect(cloud=self.cloud) if self.cloud else openstack.connect()
+            except Exception as e:  # config errors come in many classes; name the cloud and move on
+                raise InfraError(f"cannot connect to OpenStack cloud {self.cloud or '$OS_CLOUD'}: {e}") from e
+        return self._conn
+
+    def _call(self, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
+        from keystoneauth1.exceptions import ClientException
+        from openstack import exceptions
+
+        try:
+            return fn(*args, **kw)
+        except exceptions.SDKException as e:
+            raise InfraError(f"{what}: {e}") from e
+        except ClientException as e:  # connection refused, timeouts (keystoneauth)
+            raise InfraError(f"{what}: OpenStack API unreachable ({type(e).__name__}: {e})") from e
+
+    # -- mapping ---------------------------------------------------------------------------------
+    def find_server_id(self, node: NodeInfo) -> str:
+        sid = server_id_from_provider(node.provider_id)
+        if sid:
+            return sid
+        from openstack import exceptions
+
+        try:
+            server = self.conn.compute.find_server(node.name, ignore_missing=True)
+        except exceptions.SDKException as e:
+            raise InfraError(f"looking up server {node.name}: {e}") from e
+        if server is None:
+            raise NotMapped(f"no OpenStack server for node {node.name} (no providerID, no server of that name)")
+        return server.id
+
+    def server(self, server_id: str) -> ServerState:
+        s = self._call(f"reading server {server_id}", self.conn.compute.get_server, server_id)
+        flavor = s.flavor or {}
+        fault = (s.fault or {}).get("message") if isinstance(s.fault, dict) else None
+        name = flavor.get("original_name") or flavor.get("name") or flavor.get("id") or ""
+        return ServerState(
+            id=s.id, name=s.name, status=s.status, vm_state=s.vm_state or "", task_state=s.task_state,
+            flavor=name, vcpus=int(flavor.get("vcpus") or 0), ram_mib=int(flavor.get("ram") or 0),
+            fault=fault, instance_name=getattr(s, "instance_name", None), host=getattr(s, "compute_host", "") or "",
+        )
+
+    def describe(self, node: NodeInfo) -> VmDescription:
+        st = self.server(self.find_server_id(node))
+        return VmDescription(
+            backend="openstack", ref=st.id, name=st.name, running=st.status not in ("SHUTOFF", "ERROR"),
+            vcpus=st.vcpus, vcpus_max_live=st.vcpus, vcpus_config=st.vcpus, vcpus_max_config=st.vcpus,
+            memory_mib=st.ram_mib, memory_max_mib=st.ram_mib, memory_max_config_mib=st.ram_mib,
+            flavor=st.flavor, status=st.status, host=st.host, nova_server_id=st.id, instance_name=st.instance_name,
+        )
+
+    def flavors(self) -> list[FlavorInfo]:
+        items = self._call("listing flavors", lambda: list(self.conn.compute.flavors()))
+        return [FlavorInfo(f.name, int(f.vcpus), int(f.ram), id=f.id) for f in items]
+
+    def actions(self, server_id: str) -> list[ActionRecord]:
+        """Instance actions, newest first, with the error of a failed event."""
+        out = []
+        items = self._call("listing instance actions", lambda: list(self.conn.compute.server_actions(server_id)))
+        for a in items:
+            error = None
+            if a.message:
+                full = self._call("reading instance action", self.conn.compute.get_server_action,
+                                  a.request_id, server_id)
+                for ev in full.events or []:
+                    if ev.result == "Error" and ev.traceback:
+                        error = ev.traceback.strip().splitlines()[-1]
+            out.append(ActionRecord(a.action, a.request_id, a.message, error, str(a.start_time or "")))
+        out.sort(key=lambda r: r.start_time, reverse=True)
+        return out
+
+    # -- mutations -------------------------------------------------------------------------------
+    def resize(self, server_id: str, flavor: FlavorInfo) -> str | None:
+        """POST resize; returns the request id of the new instance action when it can be found."""
+        f = self._call(f"finding flavor {flavor.name}", self.conn.compute.find_flavor, flavor.id or flavor.name,
+                       ignore_missing=False)
+        before = {a.request_id for a in self.actions(server_id)}
+        self._call(f"resizing server {server_id} to {flavor.name}", self.conn.compute.resize_server, server_id, f)
+        new = [a for a in self.actions(server_id) if a.action == "resize" and a.request_id not in before]
+        return new[0].request_id if new else None
+
+    def confirm(self, server_id: str) -> None:
+        self._call("confirming the resize", self.conn.compute.confirm_server_resize, server_id)
+
+    def revert(self, server_id: str) -> None:
+        self._call("reverting the resize", self.conn.compute.revert_server_resize, server_id)
+
+    def soft_reboot(self, server_id: str) -> str | None:
+        before = {a.request_id for a in self.actions(server_id)}
+        self._call("soft-rebooting the server", self.conn.compute.reboot_server, server_id, "SOFT")
+        new = [a for a in self.actions(server_id) if a.action == "reboot" and a.request_id not in before]
+        return new[0].request_id if new else None
+
+    def wait(self, server_id: str, predicate: Any, timeout: float, *, interval: float = 0.1) -> ServerState:
+        """Poll the server (Nova has no watch) with backoff up to 1 s until `predicate(state)`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            st = self.server(server_id)
+            if predicate(st):
+                return st
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"server {st.name} still {st.status} (task {st.task_state or '-'}, flavor {st.flavor}) "
+                    f"after {timeout:g}s"
+                )
+            time.sleep(interval)
+            interval = min(interval * 1.5, 1.0)

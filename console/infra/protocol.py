@@ -1,0 +1,54 @@
+"""The scale-up backend protocol: what the runbook needs from OpenStack or libvirt.
+
+`describe` answers "what VM is behind this node and how big is it"; the
+backend-specific operations (resize/confirm/revert, raise maxima/restart/
+hot-add) are methods of each backend, each with a read-back the runbook uses
+as its idempotency check and verification.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from console.kube.model import NodeInfo
+from console.runbook.plan import FlavorInfo
+
+
+class InfraError(Exception):
+    """A backend call failed; the message is the backend's own, plus what we were doing."""
+
+
+class NotMapped(InfraError):
+    """No VM could be matched to the node."""
+
+
+@dataclass(frozen=True)
+class VmDescription:
+    backend: str  # "openstack" | "libvirt"
+    ref: str  # server id / domain name
+    name: str
+    running: bool
+    vcpus: int  # live current
+    vcpus_max_live: int
+    vcpus_config: int
+    vcpus_max_config: int
+    memory_mib: int  # live current (balloon)
+    memory_max_mib: int  # live maximum
+    memory_max_config_mib: int
+    flavor: str | None = None
+    status: str = ""  # Nova status or libvirt state
+    host: str = ""
+    nova_server_id: str | None = None
+    instance_name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ScaleBackend(Protocol):
+    kind: str
+
+    def describe(self, node: NodeInfo) -> VmDescription: ...
+
+    def flavors(self) -> list[FlavorInfo]: ...

@@ -1,0 +1,253 @@
+"""Node operations for the scale-up runbook: read, watch-wait, cordon/uncordon, drain.
+
+Blocking calls on the kubernetes client (run them in a worker thread). Waits use
+a watch on the one object (fieldSelector metadata.name), so a change is seen as
+soon as the API server sends it, not at the next poll.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from console.kube.model import NodeInfo, PodInfo
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+class NodeOpError(Exception):
+    """A node operation failed; the message says what and why."""
+
+
+def _core(api_client: Any) -> Any:
+    from kubernetes import client
+
+    return client.CoreV1Api(api_client)
+
+
+def _raw(api_client: Any, method: Callable[..., Any], *args: Any, **kw: Any) -> dict[str, Any]:
+    """Call a client method and return the JSON dict (skips the slow model deserialisation)."""
+    import json
+
+    resp = method(*args, _preload_content=False, **kw)
+    return json.loads(resp.data)
+
+
+def get_node(api_client: Any, name: str) -> NodeInfo:
+    return NodeInfo.from_api(get_node_raw(api_client, name))
+
+
+def get_node_raw(api_client: Any, name: str) -> dict[str, Any]:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return _raw(api_client, _core(api_client).read_node, name)
+    except ApiException as e:
+        if e.status == 404:
+            raise NodeOpError(f"node {name} not found") from e
+        raise NodeOpError(f"reading node {name}: {e.status} {e.reason}") from e
+
+
+def pods_on_node(api_client: Any, node: str) -> list[PodInfo]:
+    return [PodInfo.from_api(p) for p in pods_on_node_raw(api_client, node)]
+
+
+def pods_on_node_raw(api_client: Any, node: str) -> list[dict[str, Any]]:
+    data = _raw(api_client, _core(api_client).list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}")
+    return data.get("items") or []
+
+
+def get_pod_raw(api_client: Any, namespace: str, name: str) -> dict[str, Any] | None:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return _raw(api_client, _core(api_client).read_namespaced_pod, name, namespace)
+    except ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+
+
+def pending_pods(api_client: Any) -> list[PodInfo]:
+    data = _raw(api_client, _core(api_client).list_pod_for_all_namespaces, field_selector="status.phase=Pending")
+    return [PodInfo.from_api(p) for p in data.get("items") or [] if not (p.get("spec") or {}).get("nodeName")]
+
+
+def latest_failed_scheduling(api_client: Any, namespace: str, name: str) -> str | None:
+    """The newest FailedScheduling event message for a pod (why it is still Pending)."""
+    data = _raw(
+        api_client, _core(api_client).list_namespaced_event, namespace,
+        field_selector=f"involvedObject.name={name},involvedObject.kind=Pod,reason=FailedScheduling",
+    )
+    items = data.get("items") or []
+    if not items:
+        return None
+
+    def stamp(ev: dict[str, Any]) -> str:
+        meta = ev.get("metadata") or {}
+        return ev.get("lastTimestamp") or ev.get("eventTime") or meta.get("creationTimestamp") or ""
+
+    return max(items, key=stamp).get("message")
+
+
+def watch_until(
+    api_client: Any,
+    kind: str,
+    name: str,
+    predicate: Callable[[dict[str, Any] | None], bool],
+    timeout: float,
+    *,
+    namespace: str = "",
+) -> dict[str, Any] | None:
+    """Block until `predicate(obj)` holds for the node/pod `name` (obj None: deleted); return it.
+
+    Reads the object, then watches from its resourceVersion; re-lists when the
+    watch ends or expires (410). Raises TimeoutError with the last state seen.
+    """
+    from kubernetes import watch
+    from kubernetes.client.exceptions import ApiException
+
+    core = _core(api_client)
+    deadline = time.monotonic() + timeout
+    if kind == "node":
+        read, lister, args = core.read_node, core.list_node, ()
+    else:
+        read, lister, args = core.read_namespaced_pod, core.list_namespaced_pod, (namespace,)
+    last: dict[str, Any] | None = None
+    while True:
+        try:
+            last = _raw(api_client, read, name, *args)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+            last = None
+        if predicate(last):
+            return last
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"{kind} {name}: condition not met within {timeout:g}s")
+        rv = (last or {}).get("metadata", {}).get("resourceVersion")
+        w = watch.Watch()
+        try:
+            for ev in w.stream(
+                lister, *args, field_selector=f"metadata.name={name}", resource_version=rv,
+                timeout_seconds=max(1, int(remaining) + 1), _request_timeout=remaining + 5,
+            ):
+                obj = ev["raw_object"]
+                last = None if ev["type"] == "DELETED" else obj
+                if ev["type"] == "ERROR":
+                    break  # 410 Gone and friends: re-read and watch again
+                if predicate(last):
+                    return last
+                if time.monotonic() > deadline:
+                    break
+        except ApiException as e:
+            if e.status != 410:
+                raise
+        finally:
+            w.stop()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{kind} {name}: condition not met within {timeout:g}s")
+
+
+# -- cordon / drain ------------------------------------------------------------------------------
+
+
+def set_unschedulable(api_client: Any, name: str, value: bool) -> tuple[bool, bool]:
+    """Cordon (True) or uncordon (False) with optimistic concurrency; returns (before, after)."""
+    from kubernetes.client.exceptions import ApiException
+
+    core = _core(api_client)
+    for _ in range(5):
+        node = get_node_raw(api_client, name)
+        before = bool((node.get("spec") or {}).get("unschedulable"))
+        if before == value:
+            return before, value
+        patch = [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": node["metadata"]["resourceVersion"]},
+            {"op": "add", "path": "/spec/unschedulable", "value": value},
+        ]
+        try:
+            core.patch_node(name, patch, _content_type="application/json-patch+json")
+            return before, value
+        except ApiException as e:
+            if e.status not in (409, 422):
+                raise NodeOpError(f"{'cordon' if value else 'uncordon'} {name}: {e.status} {e.reason}") from e
+    raise NodeOpError(f"{'cordon' if value else 'uncordon'} {name}: the node kept changing (conflicts)")
+
+
+@dataclass(frozen=True)
+class DrainItem:
+    namespace: str
+    name: str
+    action: str  # evict | skip
+    why: str = ""
+
+
+def drain_plan(pods: list[dict[str, Any]]) -> list[DrainItem]:
+    """What a drain would do with each pod: DaemonSet and mirror pods stay, finished pods are ignored."""
+    items = []
+    for p in pods:
+        meta = p["metadata"]
+        ns, name = meta.get("namespace", "default"), meta["name"]
+        phase = (p.get("status") or {}).get("phase")
+        owners = meta.get("ownerReferences") or []
+        if phase in ("Succeeded", "Failed"):
+            items.append(DrainItem(ns, name, "skip", "finished"))
+        elif MIRROR_ANNOTATION in (meta.get("annotations") or {}):
+            items.append(DrainItem(ns, name, "skip", "static (mirror) pod"))
+        elif any(o.get("kind") == "DaemonSet" for o in owners):
+            items.append(DrainItem(ns, name, "skip", "DaemonSet pod"))
+        elif (meta.get("labels") or {}).get("app.kubernetes.io/managed-by") == "console":
+            items.append(DrainItem(ns, name, "skip", "console node-access pod"))
+        else:
+            why = "" if owners else "not managed by a controller: it will not return"
+            items.append(DrainItem(ns, name, "evict", why))
+    return items
+
+
+def drain(
+    api_client: Any,
+    node: str,
+    *,
+    timeout: float = 120.0,
+    on_progress: Callable[[str], None] = lambda _m: None,
+) -> list[DrainItem]:
+    """Evict the node's evictable pods through the Eviction API, retrying 429s (a PodDisruptionBudget)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core = _core(api_client)
+    plan = drain_plan(pods_on_node_raw(api_client, node))
+    todo = [i for i in plan if i.action == "evict"]
+    deadline = time.monotonic() + timeout
+    delay = 0.5
+    while todo:
+        blocked = []
+        for item in todo:
+            body = client.V1Eviction(metadata=client.V1ObjectMeta(name=item.name, namespace=item.namespace))
+            try:
+                core.create_namespaced_pod_eviction(item.name, item.namespace, body)
+                on_progress(f"evicted {item.namespace}/{item.name}")
+            except ApiException as e:
+                if e.status == 404:
+                    continue
+                if e.status == 429:  # a PodDisruptionBudget says not now
+                    blocked.append(item)
+                    continue
+                raise NodeOpError(f"evicting {item.namespace}/{item.name}: {e.status} {e.reason}") from e
+        todo = blocked
+        if todo:
+            if time.monotonic() + delay > deadline:
+                names = ", ".join(f"{i.namespace}/{i.name}" for i in todo)
+                raise NodeOpError(f"drain {node}: eviction still refused (PodDisruptionBudget) for {names}")
+            on_progress(f"waiting for PodDisruptionBudgets: {len(todo)} pod(s)")
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+    for item in plan:
+        if item.action == "evict":
+            watch_until(api_client, "pod", item.name, lambda o: o is None or o["spec"].get("nodeName") != node,
+                        max(1.0, deadline - time.monotonic()), namespace=item.namespace)
+    return plan

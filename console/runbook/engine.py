@@ -1,0 +1,245 @@
+"""The step engine: precondition → idempotency check → action → verification, journaled and audited.
+
+A screen or the CLI subscribes with `on_event(RunEvent)`; events arrive on the
+engine's thread (a TUI posts them as messages). Kinds: "run-start",
+"step-start", "step-skip" (effect already there / done in an earlier run),
+"step-progress", "step-done", "step-failed", "undo-start", "undo-done",
+"run-done" (status in data: done | failed | needs-attention | verify-failed).
+
+Crash-test hook: CONSOLE_RUNBOOK_CRASH_AFTER=<step-id> exits the process hard
+(os._exit(86)) right after that step is journaled done;
+<step-id>:acted exits after its action, before verification is journaled.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.audit import AuditLog
+from console.runbook.journal import Journal, now
+
+CRASH_ENV = "CONSOLE_RUNBOOK_CRASH_AFTER"
+
+# exit codes (also the CLI's)
+EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY, EXIT_ATTENTION, EXIT_DECLINED = 0, 1, 2, 3, 4, 5
+
+
+class StepFailed(Exception):
+    """A step failed. `safe`: the system is in a known good state after undo; else it needs attention."""
+
+    def __init__(self, message: str, *, safe: bool = True, verify: bool = False) -> None:
+        super().__init__(message)
+        self.message, self.safe, self.verify = message, safe, verify
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    run_id: str
+    kind: str
+    step: str = ""
+    title: str = ""
+    message: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+    time: str = field(default_factory=now)
+
+
+@dataclass
+class Context:
+    """What steps share: the journal (persisted facts), progress reporting, time spent waiting on infra."""
+
+    journal: Journal
+    emit: Callable[[str], None]
+    values: dict[str, Any] = field(default_factory=dict)  # live objects (clients, backends): not persisted
+    infra_wait: float = 0.0
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        return self.journal.doc["context"]
+
+    def remember(self, **facts: Any) -> None:
+        self.facts.update(facts)
+        self.journal.save()
+
+    def waiting(self) -> _Waiting:
+        return _Waiting(self)
+
+
+class _Waiting:
+    """`with ctx.waiting():` around infra calls, so the benchmark can subtract infra time."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def __enter__(self) -> None:
+        self.t0 = time.monotonic()
+
+    def __exit__(self, *exc: object) -> None:
+        self.ctx.infra_wait += time.monotonic() - self.t0
+
+
+Check = Callable[[Context], Any]
+
+
+@dataclass
+class Step:
+    id: str
+    title: str
+    action: Callable[[Context], dict[str, Any] | None]
+    done: Check | None = None  # idempotency: True when the effect is already there
+    precondition: Check | None = None  # returns a reason string when the step must not run
+    verify: Check | None = None  # returns a reason string when the effect is not there
+    undo: Callable[[Context], None] | None = None  # run (reverse order) when a later step fails
+    mutating: bool = True
+    audit_target: Callable[[Context], str] | None = None
+    describe: Callable[[Context], Any] | None = None  # "before"/"after" snapshot for the audit log
+
+    def as_plan(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "mutating": self.mutating}
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    status: str  # done | failed | needs-attention | verify-failed
+    exit_code: int
+    message: str
+    journal_path: str
+    elapsed: float
+    infra_wait: float
+    steps: list[dict[str, Any]]
+
+    @property
+    def overhead(self) -> float:
+        return self.elapsed - self.infra_wait
+
+
+class Engine:
+    def __init__(self, journal: Journal, steps: list[Step], *, audit: AuditLog | None = None,
+                 on_event: Callable[[RunEvent], None] | None = None, values: dict[str, Any] | None = None) -> None:
+        self.journal = journal
+        self.steps = steps
+        self.audit = audit or AuditLog.default()
+        self.on_event = on_event or (lambda _e: None)
+        self._current = ""
+        self.ctx = Context(journal, self._progress, values or {})
+        journal.set_steps([s.as_plan() for s in steps])
+
+    def _send(self, kind: str, step: Step | None = None, message: str = "", **data: Any) -> None:
+        self.on_event(RunEvent(self.journal.run_id, kind, step.id if step else "", step.title if step else "",
+                               message, data))
+
+    def _progress(self, message: str) -> None:
+        step = next((s for s in self.steps if s.id == self._current), None)
+        self._send("step-progress", step, message)
+
+    def _crash_hook(self, step: Step, phase: str) -> None:
+        want = os.environ.get(CRASH_ENV, "")
+        if want and want == (step.id if phase == "done" else f"{step.id}:{phase}"):
+            os._exit(86)
+
+    def _audit(self, step: Step, before: Any, after: Any, result: str, detail: str = "") -> None:
+        target = step.audit_target(self.ctx) if step.audit_target else self.journal.doc["node"]
+        self.audit.record(f"runbook.{self.journal.doc['kind']}.{step.id}", target, before=before, after=after,
+                          result=result, detail=detail or step.title, run_id=self.journal.run_id)
+
+    def run(self) -> RunResult:
+        t0 = time.monotonic()
+        self._send("run-start", None, f"run {self.journal.run_id}", steps=[s.as_plan() for s in self.steps])
+        completed: list[Step] = []
+        status, code, message = "done", EXIT_DONE, ""
+        for step in self.steps:
+            rec = self.journal.step(step.id)
+            if rec["status"] in ("done", "skipped"):
+                self._send("step-skip", step, "done in an earlier run")
+                completed.append(step)
+                continue
+            self._current = step.id
+            try:
+                self._run_step(step, rec)
+                completed.append(step)
+            except StepFailed as e:
+                self.journal.mark(step.id, "failed", message=e.message)
+                self._send("step-failed", step, e.message)
+                if e.verify:
+                    status, code = "verify-failed", EXIT_VERIFY
+                else:
+                    safe = self._undo(completed) and e.safe
+                    status, code = ("failed", EXIT_FAILED) if safe else ("needs-attention", EXIT_ATTENTION)
+                message = e.message
+                break
+        self.journal.finish(status, message)
+        elapsed = time.monotonic() - t0
+        self._send("run-done", None, message or "done", status=status, exit_code=code)
+        return RunResult(self.journal.run_id, status, code, message, str(self.journal.path), elapsed,
+                         self.ctx.infra_wait, self.journal.doc["steps"])
+
+    def _run_step(self, step: Step, rec: dict[str, Any]) -> None:
+        resumed = rec["status"] in ("started", "acted")
+        self._send("step-start", step, "resuming" if resumed else "")
+        if step.precondition:
+            why = step.precondition(self.ctx)
+            if why:
+                raise StepFailed(f"{step.title}: precondition not met: {why}")
+        if step.done and step.done(self.ctx):
+            self.journal.mark(step.id, "skipped", message="already in place")
+            self._send("step-skip", step, "already in place")
+            self._crash_hook(step, "done")
+            return
+        before = step.describe(self.ctx) if step.describe and step.mutating else None
+        self.journal.mark(step.id, "started")
+        try:
+            data = step.action(self.ctx) or {}
+        except StepFailed as e:
+            if step.mutating:
+                self._audit(step, before, None, "error", e.message)
+            raise
+        self.journal.mark(step.id, "acted", data=data)
+        self._crash_hook(step, "acted")
+        if step.verify:
+            why = step.verify(self.ctx)
+            if why:
+                if step.mutating:
+                    self._audit(step, before, None, "error", why)
+                raise StepFailed(f"{step.title}: {why}")
+        if step.mutating:
+            after = step.describe(self.ctx) if step.describe else data or None
+            self._audit(step, before, after, "ok")
+        self.journal.mark(step.id, "done")
+        self._send("step-done", step, "", **data)
+        self._crash_hook(step, "done")
+
+    def _undo(self, completed: list[Step]) -> bool:
+        """Undo completed steps in reverse; False when an undo failed (the state needs attention)."""
+        ok = True
+        for step in reversed(completed):
+            if not step.undo:
+                continue
+            self._send("undo-start", step, f"undoing: {step.title}")
+            try:
+                step.undo(self.ctx)
+                self.journal.mark(step.id, "undone")
+                self._audit(step, None, None, "undone", f"undo: {step.title}")
+                self._send("undo-done", step)
+            except StepFailed as e:
+                ok = False
+                self._send("step-failed", step, f"undo failed: {e.message}")
+        return ok
+
+
+def retry(fn: Callable[[], Any], *, timeout: float, first: float = 0.2, factor: float = 2.0, cap: float = 2.0,
+          retry_on: tuple[type[BaseException], ...] = (Exception,)) -> Any:
+    """Call `fn` until it returns without raising `retry_on`, with exponential backoff, for `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    delay = first
+    while True:
+        try:
+            return fn()
+        except retry_on:
+            if time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * factor, cap)

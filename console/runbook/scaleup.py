@@ -1,0 +1,175 @@
+"""The scale-up runbook: plan it (read-only), then build its steps for the engine.
+
+`prepare(request, ...)` reads the node, its pods, the Pending pods, the VM and
+the flavors, and returns a `ScaleUpPlan` (what will happen, which pods it makes
+fit, or why it is refused). `build_steps(plan, ...)` returns the engine steps
+(console/runbook/steps/). The CLI and the screen share both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from console.infra.protocol import InfraError, VmDescription
+from console.kube import nodes_ops
+from console.kube.model import NodeInfo
+from console.runbook.plan import FitAdvice, FlavorInfo, VmSize, advise, check_target
+
+
+class PlanRefused(Exception):
+    """The request cannot be planned (unknown flavor, too small, shrink, no VM found)."""
+
+
+@dataclass(frozen=True)
+class ScaleUpRequest:
+    node: str
+    flavor: str | None = None
+    vcpus: int | None = None
+    memory_mib: int | None = None
+    method: str | None = None  # openstack | libvirt; default: openstack with --flavor, else libvirt
+    resize_timeout: float = 300.0
+    node_timeout: float = 180.0
+    pods_timeout: float = 60.0
+
+    @property
+    def chosen_method(self) -> str:
+        return self.method or ("openstack" if self.flavor else "libvirt")
+
+
+@dataclass
+class ScaleUpPlan:
+    request: ScaleUpRequest
+    method: str
+    node: NodeInfo
+    vm: VmDescription
+    target: VmSize
+    flavor: FlavorInfo | None
+    current: VmSize
+    will_fit: list[str]  # Pending pods the target makes fit
+    still_pending: list[str]  # Pending pods it does not
+    advice: list[FitAdvice]
+    evictions: list[nodes_ops.DrainItem]
+    steps: list[dict[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    nova_server_id: str | None = None  # libvirt: the domain is Nova-managed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node.name, "method": self.method, "current": asdict(self.current),
+            "target": asdict(self.target), "flavor": self.flavor.name if self.flavor else None,
+            "vm": self.vm.to_dict(), "will_fit": self.will_fit, "still_pending": self.still_pending,
+            "evictions": [asdict(e) for e in self.evictions], "steps": self.steps, "notes": self.notes,
+            "reasons": {a.pods[0]: a.reason for a in self.advice},
+            "nova_server_id": self.nova_server_id,
+        }
+
+
+def parse_memory_mib(text: str) -> int:
+    """"16Gi", "16G", "16384Mi", "16384" (MiB) → MiB. virsh-style G means GiB."""
+    from kubernetes.utils import parse_quantity
+
+    t = text.strip()
+    if t.isdigit():
+        return int(t)
+    if t[-1:] in "KMGT" and not t.endswith("i"):
+        t += "i"  # virsh/openstack sizes are binary
+    try:
+        return math.ceil(parse_quantity(t) / 2**20)
+    except ValueError as e:
+        raise PlanRefused(f"cannot read memory size {text!r} (use e.g. 16Gi or 16384Mi)") from e
+
+
+def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: Any = None) -> ScaleUpPlan:
+    """Read everything, decide the target, refuse what cannot work. No mutation."""
+    try:
+        node = nodes_ops.get_node(api, request.node)
+    except nodes_ops.NodeOpError as e:
+        raise PlanRefused(str(e)) from e
+    method = request.chosen_method
+    pods_raw = nodes_ops.pods_on_node_raw(api, node.name)
+    from console.kube.model import PodInfo
+
+    pods = [PodInfo.from_api(p) for p in pods_raw]
+    pending = nodes_ops.pending_pods(api)
+    notes: list[str] = []
+    nova_id = None
+    if method == "openstack":
+        if openstack is None:
+            raise PlanRefused("OpenStack is not configured (set cloud in the config or OS_CLOUD)")
+        vm = openstack.describe(node)
+        flavors = openstack.flavors()
+        current = VmSize(vm.vcpus, vm.memory_mib)
+        if not request.flavor:
+            raise PlanRefused("--method openstack needs --flavor NAME")
+        flavor = next((f for f in flavors if request.flavor in (f.name, f.id)), None)
+        if flavor is None:
+            raise PlanRefused(f"unknown flavor {request.flavor!r}; flavors: {', '.join(f.name for f in flavors)}")
+        target = flavor.size
+        if flavor.vcpus < current.vcpus or flavor.ram_mib < current.memory_mib:
+            raise PlanRefused(f"flavor {flavor.name} ({target}) is smaller than the VM ({current}): not a scale-up")
+        if flavor.name == vm.flavor and vm.status == "ACTIVE":
+            notes.append(f"the server already has flavor {flavor.name}")
+    else:
+        if libvirt is None:
+            raise PlanRefused("libvirt is not configured (set libvirt_uris in the config or CONSOLE_LIBVIRT_URI)")
+        instance = None
+        if openstack is not None:
+            try:
+                st = openstack.server(openstack.find_server_id(node))
+                instance, nova_id = st.instance_name, st.id
+            except InfraError as e:
+                notes.append(f"no Nova server found ({e}); restarting through libvirt")
+        vm = libvirt.describe(node, instance)
+        if nova_id and vm.nova_server_id and vm.nova_server_id.lower() != nova_id.lower():
+            nova_id = None
+        flavors = openstack.flavors() if (openstack is not None and nova_id) else []
+        current = VmSize(vm.vcpus, vm.memory_mib)
+        if not (request.vcpus and request.memory_mib):
+            raise PlanRefused("--method libvirt needs --vcpus N and --memory SIZE")
+        target = VmSize(request.vcpus, request.memory_mib)
+        flavor = None
+        if target.vcpus < current.vcpus or target.memory_mib < current.memory_mib:
+            raise PlanRefused(f"target {target} is smaller than the VM ({current}): not a scale-up")
+    advice = []
+    will_fit, still = [], []
+    fits_now_count = 0
+    for p in pending:
+        a = advise(node, pods, p, vm=current, flavors=flavors)
+        advice.append(a)
+        if a.fits_now:
+            fits_now_count += 1
+            continue
+        (still if check_target(a, target) else will_fit).append(f"{p.namespace}/{p.name}")
+    if pending and not will_fit and fits_now_count < len(pending):
+        reasons = "; ".join(f"{a.pods[0]}: {check_target(a, target)}" for a in advice if not a.fits_now)
+        hint = next((a.target_reason for a in advice if not a.fits_now), "")
+        raise PlanRefused(f"{target} does not make any Pending pod fit on {node.name} ({reasons}). {hint}")
+    evictions = [e for e in nodes_ops.drain_plan(pods_raw) if e.action == "evict"]
+    plan = ScaleUpPlan(request, method, node, vm, target, flavor, current, will_fit, still, advice, evictions,
+                       notes=notes, nova_server_id=nova_id)
+    from console.runbook.steps import build_steps
+
+    plan.steps = [{"id": s.id, "title": s.title} for s in build_steps(plan, {})]
+    return plan
+
+
+def render_plan(plan: ScaleUpPlan) -> str:
+    lines = [f"Scale-up of {plan.node.name} ({plan.method}): {plan.current} → {plan.target}"
+             + (f" (flavor {plan.flavor.name})" if plan.flavor else "")]
+    lines.append(f"  VM: {plan.vm.name} [{plan.vm.status}] on {plan.vm.host}")
+    if plan.will_fit:
+        lines.append(f"  makes fit: {', '.join(plan.will_fit)}")
+    if plan.still_pending:
+        lines.append(f"  still too big: {', '.join(plan.still_pending)}")
+    for a in plan.advice:
+        lines.append(f"    {a.pods[0]}: {a.reason}")
+    if plan.evictions:
+        lines.append("  will evict: " + ", ".join(f"{e.namespace}/{e.name}" for e in plan.evictions))
+    for n in plan.notes:
+        lines.append(f"  note: {n}")
+    lines.append("  steps:")
+    for i, s in enumerate(plan.steps, 1):
+        lines.append(f"    {i}. {s['title']}")
+    return "\n".join(lines)

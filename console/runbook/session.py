@@ -1,0 +1,97 @@
+"""Wiring a scale-up run from Settings: kube client, backends, node access, journal, engine.
+
+Used by the CLI and meant for the screen: `Session(settings).plan(request)`
+then `.run(plan, journal, on_event=...)` in a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from console.audit import AuditLog
+from console.runbook.engine import Engine, RunEvent, RunResult
+from console.runbook.journal import Journal
+from console.runbook.scaleup import PlanRefused, ScaleUpPlan, ScaleUpRequest, prepare
+
+
+class SessionError(Exception):
+    """Cannot connect or resume; the message says what to fix."""
+
+
+class Session:
+    def __init__(self, settings: Any, *, audit: AuditLog | None = None) -> None:
+        from console.kube.connection import KubeConfigError, connect
+        from console.kube.nodeaccess import node_access
+
+        self.settings = settings
+        try:
+            self.api, self.target = connect(settings.kubeconfig, settings.context)
+        except KubeConfigError as e:
+            raise SessionError(str(e)) from e
+        self.audit = audit or AuditLog.default()
+        self.access = node_access(settings.node_access, self.api)
+        self._openstack: Any = None
+        self._libvirt: Any = None
+
+    @property
+    def openstack(self) -> Any:
+        if self._openstack is None and (self.settings.cloud or os.environ.get("OS_CLOUD")):
+            from console.infra.openstack import OpenStackBackend
+
+            self._openstack = OpenStackBackend(self.settings.cloud)
+        return self._openstack
+
+    @property
+    def libvirt(self) -> Any:
+        if self._libvirt is None:
+            from console.infra.libvirt import LibvirtBackend, libvirt_uris
+
+            uris = libvirt_uris(self.settings.libvirt_uris)
+            if uris:
+                self._libvirt = LibvirtBackend(uris)
+        return self._libvirt
+
+    def values(self) -> dict[str, Any]:
+        return {"api": self.api, "openstack": self.openstack, "libvirt": self.libvirt, "access": self.access}
+
+    def plan(self, request: ScaleUpRequest, *, resume: str | None = None,
+             new: bool = False) -> tuple[ScaleUpPlan, Journal | None]:
+        """The plan, and the journal of the run to resume (explicit, or an unfinished run for this node)."""
+        from console.infra.protocol import InfraError
+
+        journal = None
+        if resume:
+            try:
+                journal = Journal.load(resume)
+            except FileNotFoundError as e:
+                raise SessionError(str(e)) from e
+        elif not new:
+            found = Journal.unfinished("scale-up", request.node)
+            journal = found[-1] if found else None
+        if journal is not None:
+            request = ScaleUpRequest(**{**journal.doc["params"], **_timeouts(request)})
+        try:
+            plan = prepare(request, self.api, self.openstack, self.libvirt)
+        except InfraError as e:
+            raise PlanRefused(str(e)) from e
+        return plan, journal
+
+    def run(self, plan: ScaleUpPlan, journal: Journal | None = None, *,
+            on_event: Callable[[RunEvent], None] | None = None) -> RunResult:
+        from dataclasses import asdict
+
+        from console.runbook.steps import build_steps
+
+        if journal is None:
+            journal = Journal.create("scale-up", plan.node.name, asdict(plan.request), plan.steps)
+            journal.doc["context"]["plan"] = plan.to_dict()
+            journal.save()
+        steps = build_steps(plan, self.values())
+        return Engine(journal, steps, audit=self.audit, on_event=on_event, values=self.values()).run()
+
+
+def _timeouts(request: ScaleUpRequest) -> dict[str, float]:
+    return {"resize_timeout": request.resize_timeout, "node_timeout": request.node_timeout,
+            "pods_timeout": request.pods_timeout}

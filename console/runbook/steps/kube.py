@@ -1,0 +1,180 @@
+"""Steps on the Kubernetes side: cordon, drain, uncordon, vCPU onlining, kubelet restart, pod verification."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from console.kube import nodes_ops
+from console.kube.nodeaccess import NodeAccessError
+from console.runbook import verify
+from console.runbook.engine import Context, Step, StepFailed
+
+CPU_STATE = "/var/lib/kubelet/cpu_manager_state"
+MEMORY_STATE = "/var/lib/kubelet/memory_manager_state"
+KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
+GATES_ANNOTATION = "lab.console/kubelet-feature-gates"
+RESIZE_GATE = "InPlaceNodeResourceResize"
+
+
+def _api(ctx: Context) -> Any:
+    return ctx.values["api"]
+
+
+def _node(ctx: Context) -> str:
+    return ctx.journal.doc["node"]
+
+
+def _unschedulable(ctx: Context) -> bool:
+    return bool((nodes_ops.get_node_raw(_api(ctx), _node(ctx)).get("spec") or {}).get("unschedulable"))
+
+
+def cordon_and_drain(plan: Any) -> list[Step]:
+    node = plan.node.name
+
+    def cordon(ctx: Context) -> dict[str, Any]:
+        if "was_cordoned" not in ctx.facts:
+            ctx.remember(was_cordoned=_unschedulable(ctx))
+        nodes_ops.set_unschedulable(_api(ctx), node, True)
+        return {}
+
+    def already(ctx: Context) -> bool:
+        if "was_cordoned" not in ctx.facts:
+            ctx.remember(was_cordoned=_unschedulable(ctx))
+        return _unschedulable(ctx)
+
+    def undo_cordon(ctx: Context) -> None:
+        if not ctx.facts.get("was_cordoned"):
+            nodes_ops.set_unschedulable(_api(ctx), node, False)
+
+    def drain(ctx: Context) -> dict[str, Any]:
+        try:
+            with ctx.waiting():
+                items = nodes_ops.drain(_api(ctx), node, on_progress=ctx.emit)
+        except (nodes_ops.NodeOpError, TimeoutError) as e:
+            raise StepFailed(f"drain {node}: {e}") from e
+        return {"evicted": [f"{i.namespace}/{i.name}" for i in items if i.action == "evict"]}
+
+    def drained(ctx: Context) -> bool:
+        return not any(i.action == "evict" for i in nodes_ops.drain_plan(nodes_ops.pods_on_node_raw(_api(ctx), node)))
+
+    evict = ", ".join(f"{e.namespace}/{e.name}" for e in plan.evictions) or "nothing to evict"
+    return [
+        Step("cordon", f"cordon {node}", cordon, done=already, undo=undo_cordon,
+             audit_target=lambda _c: f"node/{node}", describe=lambda c: {"unschedulable": _unschedulable(c)}),
+        Step("drain", f"drain {node} ({evict})", drain, done=drained, audit_target=lambda _c: f"node/{node}"),
+    ]
+
+
+def uncordon(plan: Any) -> Step:
+    node = plan.node.name
+
+    def act(ctx: Context) -> dict[str, Any]:
+        if not ctx.facts.get("was_cordoned"):
+            nodes_ops.set_unschedulable(_api(ctx), node, False)
+        return {}
+
+    def done(ctx: Context) -> bool:
+        return bool(ctx.facts.get("was_cordoned")) or not _unschedulable(ctx)
+
+    return Step("uncordon", f"uncordon {node}", act, done=done, audit_target=lambda _c: f"node/{node}",
+                describe=lambda c: {"unschedulable": _unschedulable(c)})
+
+
+def verify_pods(plan: Any) -> Step:
+    pods = list(plan.will_fit)
+    timeout = plan.request.pods_timeout
+
+    def act(ctx: Context) -> dict[str, Any]:
+        with ctx.waiting():
+            problems = verify.wait_pods_running(_api(ctx), pods, timeout)
+        if problems:
+            raise StepFailed("; ".join(problems), verify=True)
+        return {"running": pods}
+
+    title = f"verify {', '.join(pods)} Running" if pods else "verify (no Pending pods planned)"
+    return Step("verify-pods", title, act, mutating=False)
+
+
+def _run(ctx: Context, script: str, what: str, timeout: float = 60.0) -> Any:
+    access = ctx.values["access"]
+    try:
+        with ctx.waiting():
+            return access.run(_node(ctx), script, timeout=timeout)
+    except NodeAccessError as e:
+        raise StepFailed(f"{what}: {e}") from e
+
+
+def online_cpus(plan: Any) -> Step:
+    n = plan.target.vcpus
+    want = f"0-{n - 1}" if n > 1 else "0"
+
+    def online_list(ctx: Context) -> str:
+        res = _run(ctx, "cat /sys/devices/system/cpu/online", "reading online CPUs")
+        return (res.output or "").strip()
+
+    def act(ctx: Context) -> dict[str, Any]:
+        script = (f"for i in $(seq 1 {n - 1}); do f=/sys/devices/system/cpu/cpu$i/online; "
+                  f"if [ -f $f ] && [ \"$(cat $f)\" = 0 ]; then echo 1 > $f; echo onlined cpu$i; fi; done; "
+                  "cat /sys/devices/system/cpu/online")
+        onlined: list[str] = []
+        deadline = time.monotonic() + 20.0
+        delay = 0.2
+        while True:  # hot-added vCPUs reach the guest a moment after libvirt returns: retry with backoff
+            res = _run(ctx, script, "onlining vCPUs")
+            if not res.ok:
+                raise StepFailed(f"onlining vCPUs failed (exit {res.exit_code}): {res.output.strip()[-300:]}")
+            onlined += re.findall(r"onlined (cpu\d+)", res.output)
+            lines = res.output.strip().splitlines()
+            if (lines and lines[-1] == want) or time.monotonic() > deadline:
+                return {"onlined": onlined, "online": lines[-1:] if lines else []}
+            ctx.emit(f"guest shows {lines[-1] if lines else '?'} online; waiting for the new vCPUs to appear")
+            with ctx.waiting():
+                time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    def check(ctx: Context) -> str | None:
+        got = online_list(ctx)
+        return None if got == want else f"guest shows CPUs {got or '?'} online, expected {want}"
+
+    return Step("online-cpus", f"online vCPUs {want} in the guest", act, done=lambda c: online_list(c) == want,
+                verify=check, audit_target=lambda c: f"node/{_node(c)}")
+
+
+def restart_kubelet(plan: Any) -> Step:
+    node = plan.node.name
+    vcpus, mem = plan.target.vcpus, plan.target.memory_mib
+    timeout = plan.request.node_timeout
+
+    def matches(ctx: Context) -> bool:
+        return verify.capacity_matches(nodes_ops.get_node_raw(_api(ctx), node), vcpus, mem)
+
+    def act(ctx: Context) -> dict[str, Any]:
+        raw = nodes_ops.get_node_raw(_api(ctx), node)
+        gates = (raw["metadata"].get("annotations") or {}).get(GATES_ANNOTATION, "")
+        cfg = _run(ctx, f"cat {KUBELET_CONFIG}", "reading the kubelet config").output
+        in_place = f"{RESIZE_GATE}=true" in gates or bool(re.search(rf"^\s+{RESIZE_GATE}:\s*true", cfg, re.M))
+        static_cpu = bool(re.search(r"^cpuManagerPolicy:\s*static", cfg, re.M))
+        static_mem = bool(re.search(r"^memoryManagerPolicy:\s*Static", cfg, re.M))
+        data: dict[str, Any] = {"in_place_resize": in_place, "cpu_manager_static": static_cpu}
+        if in_place:
+            ctx.emit(f"kubelet has {RESIZE_GATE}: waiting for it to re-read capacity, no restart")
+        else:
+            removes = [p for p, on in ((CPU_STATE, static_cpu), (MEMORY_STATE, static_mem)) if on]
+            script = (f"rm -f {' '.join(removes)}; " if removes else "") + "systemctl restart --no-block kubelet"
+            ctx.emit("restarting the kubelet" + (f" (removing {', '.join(removes)})" if removes else ""))
+            res = _run(ctx, script, "restarting the kubelet", timeout=30)
+            data["restart_exit"] = res.exit_code
+            data["log_cut"] = res.log_cut
+        try:
+            with ctx.waiting():
+                verify.wait_capacity(_api(ctx), node, vcpus, mem, timeout)
+        except TimeoutError as e:
+            raise StepFailed(f"the kubelet on {node} did not come back with the new capacity: {e}. "
+                             f"Check `journalctl -u kubelet` on the node.", safe=False) from e
+        return data
+
+    return Step("restart-kubelet", f"restart the kubelet on {node} so it reads {vcpus} CPU / {mem} MiB", act,
+                done=matches, audit_target=lambda _c: f"node/{node}",
+                describe=lambda c: verify.describe_capacity(nodes_ops.get_node_raw(_api(c), node)))

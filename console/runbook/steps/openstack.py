@@ -1,0 +1,123 @@
+"""OpenStack resize steps: resize → wait for VERIFY_RESIZE (or the error) → confirm → node back with new capacity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from console.infra.protocol import InfraError
+from console.runbook import verify
+from console.runbook.engine import Context, Step, StepFailed
+
+
+def _os(ctx: Context) -> Any:
+    return ctx.values["openstack"]
+
+
+def steps(plan: Any) -> list[Step]:
+    sid = plan.vm.ref
+    flavor = plan.flavor
+    node = plan.node.name
+    timeout = plan.request.resize_timeout
+
+    def server(ctx: Context) -> Any:
+        with ctx.waiting():
+            return _os(ctx).server(sid)
+
+    def snapshot(ctx: Context) -> dict[str, Any]:
+        st = server(ctx)
+        return {"status": st.status, "flavor": st.flavor, "vcpus": st.vcpus, "ram_mib": st.ram_mib}
+
+    def resize_done(ctx: Context) -> bool:
+        """Issued already? The server is resizing or resized to the target, or our request is in the actions."""
+        st = server(ctx)
+        if st.flavor == flavor.name or st.status in ("RESIZE", "VERIFY_RESIZE"):
+            return True
+        rid = ctx.facts.get("resize_request_id")
+        if ctx.journal.step("resize")["status"] in ("started", "acted"):
+            resizes = [a for a in _os(ctx).actions(sid) if a.action == "resize"]
+            if rid and any(a.request_id == rid for a in resizes):
+                return True
+            started = ctx.journal.step("resize")["started"] or ""
+            if any(a.start_time.replace("Z", "") >= started[:19] for a in resizes):
+                return True  # killed between the POST and writing its request id down
+        return False
+
+    def resize(ctx: Context) -> dict[str, Any]:
+        try:
+            with ctx.waiting():
+                rid = _os(ctx).resize(sid, flavor)
+        except InfraError as e:
+            raise StepFailed(str(e)) from e
+        ctx.remember(resize_request_id=rid)
+        return {"request_id": rid}
+
+    def undo_resize(ctx: Context) -> None:
+        st = server(ctx)
+        if st.status == "VERIFY_RESIZE":
+            ctx.emit("reverting the resize")
+            try:
+                with ctx.waiting():
+                    _os(ctx).revert(sid)
+                    _os(ctx).wait(sid, lambda s: s.status in ("ACTIVE", "SHUTOFF", "ERROR"), timeout)
+            except (InfraError, TimeoutError) as e:
+                raise StepFailed(f"revert failed: {e}", safe=False) from e
+
+    def wait_verify(ctx: Context) -> dict[str, Any]:
+        def settled(s: Any) -> bool:
+            if s.status == "VERIFY_RESIZE" or s.status == "ERROR":
+                return True
+            return s.status in ("ACTIVE", "SHUTOFF") and s.task_state is None  # done, or NoValidHost rollback
+
+        try:
+            with ctx.waiting():
+                st = _os(ctx).wait(sid, settled, timeout)
+        except TimeoutError as e:
+            st = server(ctx)
+            raise StepFailed(
+                f"the resize did not reach VERIFY_RESIZE: {e}. Nova cannot revert a server in {st.status} "
+                f"(task {st.task_state}); ask a cloud admin to check the compute service "
+                f"(openstack server event list {sid}) and reset the server state", safe=False) from e
+        if st.status == "VERIFY_RESIZE" and st.flavor == flavor.name:
+            return {"status": st.status}
+        if st.status == "ERROR":
+            raise StepFailed(f"the resize failed: server {st.name} is in ERROR: {st.fault or 'no fault message'}. "
+                             f"Recover with a hard reboot or reset-state (openstack server event list {sid})",
+                             safe=False)
+        if st.flavor == flavor.name:  # auto-confirmed (resize_confirm_window) or confirmed in an earlier run
+            return {"status": st.status, "auto_confirmed": True}
+        error = next((a.error or a.message for a in _os(ctx).actions(sid) if a.action == "resize"), None)
+        raise StepFailed(f"the resize to {flavor.name} failed and Nova rolled back to {st.flavor} "
+                         f"(server {st.status}): {error or 'no error recorded in the instance actions'}")
+
+    def confirmed(ctx: Context) -> bool:
+        st = server(ctx)
+        return st.status in ("ACTIVE", "SHUTOFF") and st.flavor == flavor.name
+
+    def confirm(ctx: Context) -> dict[str, Any]:
+        try:
+            with ctx.waiting():
+                _os(ctx).confirm(sid)
+                _os(ctx).wait(sid, lambda s: s.status in ("ACTIVE", "SHUTOFF", "ERROR"), timeout)
+        except (InfraError, TimeoutError) as e:
+            raise StepFailed(f"confirming the resize: {e}", safe=False) from e
+        return {}
+
+    def node_back(ctx: Context) -> dict[str, Any]:
+        try:
+            with ctx.waiting():
+                _, waited = verify.wait_capacity(ctx.values["api"], node, flavor.vcpus, flavor.ram_mib,
+                                                 plan.request.node_timeout)
+        except TimeoutError as e:
+            raise StepFailed(str(e), verify=True) from e
+        return {"waited_s": round(waited, 3)}
+
+    target = f"server/{sid}"
+    return [
+        Step("resize", f"resize server {plan.vm.name} to {flavor.name} ({flavor.size})", resize, done=resize_done,
+             undo=undo_resize, audit_target=lambda _c: target, describe=snapshot),
+        Step("wait-verify-resize", "wait for VERIFY_RESIZE with the new flavor", wait_verify, mutating=False),
+        Step("confirm-resize", "confirm the resize", confirm, done=confirmed, audit_target=lambda _c: target,
+             describe=snapshot),
+        Step("wait-node", f"wait for {node} Ready with cpu {flavor.vcpus} / ~{flavor.ram_mib} MiB", node_back,
+             mutating=False),
+    ]
