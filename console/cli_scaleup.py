@@ -103,4 +103,7 @@ def run(args: argparse.Namespace) -> int:
     _out(args, doc, text)
     if result.exit_code:
         err(f"{result.status}: {result.message}")
+    if result.status == "needs-attention":
+        err(f"journal: {result.journal_path}; resume with: python -m console scale-up {plan.node.name} "
+            f"--resume {result.run_id}")
     return result.exit_code

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from console.infra.protocol import InfraError, NotMapped, VmDescription
+from console.infra.sizes import FlavorInfo
 from console.kube.model import NodeInfo
-from console.runbook.plan import FlavorInfo
 
 TOPOLOGY_ERROR = "CPU topology doesn't match"
 

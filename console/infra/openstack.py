@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.infra.protocol import InfraError, NotMapped, VmDescription
+from console.infra.sizes import FlavorInfo
 from console.kube.model import NodeInfo
-from console.runbook.plan import FlavorInfo
 
 
 @dataclass(frozen=True)
@@ -155,8 +155,17 @@ class OpenStackBackend:
         new = [a for a in self.actions(server_id) if a.action == "reboot" and a.request_id not in before]
         return new[0].request_id if new else None
 
+    def hard_reboot(self, server_id: str) -> None:
+        """Nova regenerates the domain from the server's flavor and starts it (the way out of ERROR)."""
+        self._call("hard-rebooting the server", self.conn.compute.reboot_server, server_id, "HARD")
+
+    def reset_state(self, server_id: str, state: str = "active") -> None:
+        """Admin os-resetState: clears a task that will never finish (a compute service that died mid-resize)."""
+        self._call(f"resetting the server state to {state} (admin only)", self.conn.compute.reset_server_state,
+                   server_id, state)
+
     def wait(self, server_id: str, predicate: Any, timeout: float, *, interval: float = 0.1) -> ServerState:
-        """Poll the server (Nova has no watch) with backoff up to 1 s until `predicate(state)`."""
+        """Poll the server (Nova has no watch) with backoff up to 0.5 s until `predicate(state)`."""
         deadline = time.monotonic() + timeout
         while True:
             st = self.server(server_id)
@@ -168,4 +177,4 @@ class OpenStackBackend:
                     f"after {timeout:g}s"
                 )
             time.sleep(interval)
-            interval = min(interval * 1.5, 1.0)
+            interval = min(interval * 1.5, 0.5)

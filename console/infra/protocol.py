@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from console.infra.sizes import FlavorInfo
 from console.kube.model import NodeInfo
-from console.runbook.plan import FlavorInfo
 
 
 class InfraError(Exception):

@@ -70,9 +70,51 @@ def get_pod_raw(api_client: Any, namespace: str, name: str) -> dict[str, Any] | 
         raise
 
 
-def pending_pods(api_client: Any) -> list[PodInfo]:
+def pending_pods(api_client: Any, node: NodeInfo | None = None) -> list[PodInfo]:
+    """Unbound Pending pods; with `node`, only those whose node selector and required affinity allow it."""
     data = _raw(api_client, _core(api_client).list_pod_for_all_namespaces, field_selector="status.phase=Pending")
-    return [PodInfo.from_api(p) for p in data.get("items") or [] if not (p.get("spec") or {}).get("nodeName")]
+    return [PodInfo.from_api(p) for p in data.get("items") or []
+            if not (p.get("spec") or {}).get("nodeName") and (node is None or selects_node(p, node))]
+
+
+def _expr_matches(expr: dict[str, Any], labels: dict[str, str]) -> bool:
+    key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
+    if op == "In":
+        return labels.get(key) in values
+    if op == "NotIn":
+        return labels.get(key) not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op in ("Gt", "Lt") and key in labels and values:
+        try:
+            a, b = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return a > b if op == "Gt" else a < b
+    return False
+
+
+def selects_node(pod: dict[str, Any], node: NodeInfo) -> bool:
+    """Whether the pod's nodeSelector and required node affinity allow `node` (taints aside)."""
+    spec = pod.get("spec") or {}
+    labels = dict(node.labels)
+    labels.setdefault("kubernetes.io/hostname", node.name)
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        return True
+
+    def term_ok(term: dict[str, Any]) -> bool:
+        fields = {"metadata.name": node.name}
+        return (all(_expr_matches(e, labels) for e in term.get("matchExpressions") or [])
+                and all(_expr_matches(e, fields) for e in term.get("matchFields") or []))
+
+    return any(term_ok(t) for t in terms)  # terms are ORed, expressions within a term ANDed
 
 
 def latest_failed_scheduling(api_client: Any, namespace: str, name: str) -> str | None:

@@ -29,11 +29,24 @@ EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY, EXIT_ATTENTION, EXIT_DECLINED =
 
 
 class StepFailed(Exception):
-    """A step failed. `safe`: the system is in a known good state after undo; else it needs attention."""
+    """A step failed.
 
-    def __init__(self, message: str, *, safe: bool = True, verify: bool = False) -> None:
+    `safe`: after undoing the completed steps the system is in a known good state (else: needs attention).
+    `verify`: the change is in place but verification failed (no undo).
+    `resumable`: stop where we are, undo nothing, keep the journal open (an API that is down, a node to fix
+    by hand): the next run for the node resumes here.
+    """
+
+    def __init__(self, message: str, *, safe: bool = True, verify: bool = False, resumable: bool = False) -> None:
         super().__init__(message)
-        self.message, self.safe, self.verify = message, safe, verify
+        self.message, self.safe, self.verify, self.resumable = message, safe, verify, resumable
+
+
+def describe_error(e: BaseException) -> str:
+    """One line for an error a step did not expect: HTTP status and reason when it has them, else its text."""
+    status, reason = getattr(e, "status", None), getattr(e, "reason", None)
+    text = f"HTTP {status} {reason}" if isinstance(status, int) and reason else (str(e).strip().splitlines() or [""])[0]
+    return f"{type(e).__name__}: {text[:300]}" if text else type(e).__name__
 
 
 @dataclass(frozen=True)
@@ -92,7 +105,8 @@ class Step:
     done: Check | None = None  # idempotency: True when the effect is already there
     precondition: Check | None = None  # returns a reason string when the step must not run
     verify: Check | None = None  # returns a reason string when the effect is not there
-    undo: Callable[[Context], None] | None = None  # run (reverse order) when a later step fails
+    # run (reverse order) when a later step fails; may return a sentence saying what it did
+    undo: Callable[[Context], str | None] | None = None
     mutating: bool = True
     audit_target: Callable[[Context], str] | None = None
     describe: Callable[[Context], Any] | None = None  # "before"/"after" snapshot for the audit log
@@ -159,17 +173,29 @@ class Engine:
                 continue
             self._current = step.id
             try:
-                self._run_step(step, rec)
+                try:
+                    self._run_step(step, rec)
+                except StepFailed:
+                    raise
+                except Exception as e:  # an API/I-O error the step did not expect: stop here, resumable
+                    raise StepFailed(f"{step.title}: {describe_error(e)}", resumable=True) from e
                 completed.append(step)
             except StepFailed as e:
                 self.journal.mark(step.id, "failed", message=e.message)
                 self._send("step-failed", step, e.message)
+                message = e.message
                 if e.verify:
                     status, code = "verify-failed", EXIT_VERIFY
+                elif e.resumable:
+                    status, code = "needs-attention", EXIT_ATTENTION
+                    message += (f". Nothing was rolled back; once that is fixed, run the scale-up of "
+                                f"{self.journal.doc['node']} again to resume run {self.journal.run_id}")
                 else:
-                    safe = self._undo(completed) and e.safe
+                    safe, undone = self._undo(completed)
+                    safe = safe and e.safe
                     status, code = ("failed", EXIT_FAILED) if safe else ("needs-attention", EXIT_ATTENTION)
-                message = e.message
+                    if undone:
+                        message += ". Rolled back: " + "; ".join(undone)
                 break
         self.journal.finish(status, message)
         elapsed = time.monotonic() - t0
@@ -185,6 +211,9 @@ class Engine:
             if why:
                 raise StepFailed(f"{step.title}: precondition not met: {why}")
         if step.done and step.done(self.ctx):
+            if resumed and step.mutating:  # acted in a run that was killed before it could record it
+                self._audit(step, None, step.describe(self.ctx) if step.describe else None, "ok",
+                            f"{step.title} (done by an earlier, interrupted run; recorded on resume)")
             self.journal.mark(step.id, "skipped", message="already in place")
             self._send("step-skip", step, "already in place")
             self._crash_hook(step, "done")
@@ -212,22 +241,32 @@ class Engine:
         self._send("step-done", step, "", **data)
         self._crash_hook(step, "done")
 
-    def _undo(self, completed: list[Step]) -> bool:
-        """Undo completed steps in reverse; False when an undo failed (the state needs attention)."""
-        ok = True
+    def _undo(self, completed: list[Step]) -> tuple[bool, list[str]]:
+        """Undo completed steps in reverse: (False when an undo failed — the state needs attention, what was done)."""
+        ok, said = True, []
         for step in reversed(completed):
             if not step.undo:
                 continue
+            self._current = step.id
             self._send("undo-start", step, f"undoing: {step.title}")
             try:
-                step.undo(self.ctx)
-                self.journal.mark(step.id, "undone")
-                self._audit(step, None, None, "undone", f"undo: {step.title}")
-                self._send("undo-done", step)
+                try:
+                    what = step.undo(self.ctx)
+                except StepFailed:
+                    raise
+                except Exception as e:  # an API error while undoing: report it, keep undoing the rest
+                    raise StepFailed(f"undo of {step.title}: {describe_error(e)}", safe=False) from e
+                self.journal.mark(step.id, "undone", message=what or "")
+                self._audit(step, None, what, "undone", f"undo: {step.title}")
+                self._send("undo-done", step, what or "")
+                if what:
+                    said.append(what)
             except StepFailed as e:
                 ok = False
+                said.append(f"undo failed: {e.message}")
+                self.journal.mark(step.id, "failed", message=f"undo failed: {e.message}")
                 self._send("step-failed", step, f"undo failed: {e.message}")
-        return ok
+        return ok, said
 
 
 def retry(fn: Callable[[], Any], *, timeout: float, first: float = 0.2, factor: float = 2.0, cap: float = 2.0,

@@ -29,6 +29,10 @@ VERSION = 1
 UNFINISHED = ("running", "needs-attention")  # auto-resumed; "failed" runs were rolled back
 
 
+class JournalError(Exception):
+    """A journal file exists but cannot be used (corrupt, not a runbook journal); the message names it."""
+
+
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -62,11 +66,19 @@ class Journal:
 
     @classmethod
     def load(cls, run_id: str, directory: Path | None = None) -> Journal:
+        if not run_id or "/" in run_id or run_id.startswith("."):
+            raise JournalError(f"{run_id!r} is not a run id (runs are named like scale-up-NODE-TIME-XXXX)")
         path = (directory or runbooks_dir()) / f"{run_id}.json"
         try:
-            return cls(path, json.loads(path.read_text()))
+            doc = json.loads(path.read_text())
         except FileNotFoundError:
             raise FileNotFoundError(f"no runbook journal {path}") from None
+        except (OSError, ValueError) as e:
+            raise JournalError(f"runbook journal {path} cannot be read ({e}); move it aside and check the VM "
+                               f"and node by hand before starting a new run") from e
+        if not isinstance(doc, dict) or doc.get("version") != VERSION or not isinstance(doc.get("steps"), list):
+            raise JournalError(f"{path} is not a version-{VERSION} runbook journal; move it aside")
+        return cls(path, doc)
 
     @classmethod
     def unfinished(cls, kind: str, node: str, directory: Path | None = None) -> list[Journal]:

@@ -23,34 +23,27 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from console.infra.sizes import FlavorInfo, GiB, MiB, VmSize, fmt_mem
 from console.kube.model import NodeInfo, PodInfo
 
-MiB = 2**20
-GiB = 2**30
+__all__ = [
+    "FitAdvice",
+    "FlavorFit",
+    "FlavorInfo",
+    "GiB",
+    "MiB",
+    "VmSize",
+    "advise",
+    "check_target",
+    "fmt_cpu",
+    "fmt_mem",
+    "overhead_fraction",
+    "predicted_allocatable",
+]
+
 DEFAULT_OVERHEAD_FRACTION = 0.04  # Ubuntu 20.04 guest at 4 GiB: 163772 KiB of 4 GiB
 MAX_PLAUSIBLE_OVERHEAD = 0.08
 MEM_STEP_MIB = 1024  # targets are rounded up to whole GiB, like flavors and `virsh setmem 16G`
-
-
-@dataclass(frozen=True)
-class VmSize:
-    vcpus: int
-    memory_mib: int
-
-    def __str__(self) -> str:
-        return f"{self.vcpus} vCPU / {fmt_mem(self.memory_mib * MiB)}"
-
-
-@dataclass(frozen=True)
-class FlavorInfo:
-    name: str
-    vcpus: int
-    ram_mib: int
-    id: str = ""
-
-    @property
-    def size(self) -> VmSize:
-        return VmSize(self.vcpus, self.ram_mib)
 
 
 @dataclass(frozen=True)
@@ -100,13 +93,6 @@ class FitAdvice:
 
 def fmt_cpu(millis: int) -> str:
     return str(millis // 1000) if millis % 1000 == 0 else f"{millis / 1000:.1f}".rstrip("0").rstrip(".")
-
-
-def fmt_mem(n: int) -> str:
-    if n >= GiB:
-        s = f"{n / GiB:.1f}"
-        return (s[:-2] if s.endswith(".0") else s) + "Gi"
-    return f"{n / MiB:.0f}Mi"
 
 
 def _requests(pods: Iterable[PodInfo]) -> tuple[int, int]:

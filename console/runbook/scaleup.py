@@ -92,7 +92,7 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
     from console.kube.model import PodInfo
 
     pods = [PodInfo.from_api(p) for p in pods_raw]
-    pending = nodes_ops.pending_pods(api)
+    pending = nodes_ops.pending_pods(api, node)  # only pods whose node selector/affinity allow this node
     notes: list[str] = []
     nova_id = None
     if method == "openstack":

@@ -12,7 +12,7 @@ from typing import Any
 
 from console.audit import AuditLog
 from console.runbook.engine import Engine, RunEvent, RunResult
-from console.runbook.journal import Journal
+from console.runbook.journal import Journal, JournalError
 from console.runbook.scaleup import PlanRefused, ScaleUpPlan, ScaleUpRequest, prepare
 
 
@@ -65,8 +65,12 @@ class Session:
         if resume:
             try:
                 journal = Journal.load(resume)
-            except FileNotFoundError as e:
+            except (FileNotFoundError, JournalError) as e:
                 raise SessionError(str(e)) from e
+            if journal.doc.get("node") != request.node:
+                raise SessionError(f"run {resume} is for node {journal.doc.get('node')}, not {request.node}")
+            if journal.doc.get("status") == "done":
+                raise SessionError(f"run {resume} is already done; nothing to resume")
         elif not new:
             found = Journal.unfinished("scale-up", request.node)
             journal = found[-1] if found else None

@@ -44,9 +44,11 @@ def cordon_and_drain(plan: Any) -> list[Step]:
             ctx.remember(was_cordoned=_unschedulable(ctx))
         return _unschedulable(ctx)
 
-    def undo_cordon(ctx: Context) -> None:
-        if not ctx.facts.get("was_cordoned"):
-            nodes_ops.set_unschedulable(_api(ctx), node, False)
+    def undo_cordon(ctx: Context) -> str:
+        if ctx.facts.get("was_cordoned"):
+            return f"{node} left cordoned, as it was before the run"
+        nodes_ops.set_unschedulable(_api(ctx), node, False)
+        return f"{node} uncordoned"
 
     def drain(ctx: Context) -> dict[str, Any]:
         try:
@@ -87,11 +89,13 @@ def verify_pods(plan: Any) -> Step:
     timeout = plan.request.pods_timeout
 
     def act(ctx: Context) -> dict[str, Any]:
+        # a resumed run re-plans when some pods may already run: verify what the run planned at its start
+        want = (ctx.facts.get("plan") or {}).get("will_fit", pods)
         with ctx.waiting():
-            problems = verify.wait_pods_running(_api(ctx), pods, timeout)
+            problems = verify.wait_pods_running(_api(ctx), want, timeout)
         if problems:
             raise StepFailed("; ".join(problems), verify=True)
-        return {"running": pods}
+        return {"running": want}
 
     title = f"verify {', '.join(pods)} Running" if pods else "verify (no Pending pods planned)"
     return Step("verify-pods", title, act, mutating=False)
@@ -151,6 +155,7 @@ def restart_kubelet(plan: Any) -> Step:
         return verify.capacity_matches(nodes_ops.get_node_raw(_api(ctx), node), vcpus, mem)
 
     def act(ctx: Context) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout  # one budget for the restart and the node's return
         raw = nodes_ops.get_node_raw(_api(ctx), node)
         gates = (raw["metadata"].get("annotations") or {}).get(GATES_ANNOTATION, "")
         cfg = _run(ctx, f"cat {KUBELET_CONFIG}", "reading the kubelet config").output
@@ -164,15 +169,16 @@ def restart_kubelet(plan: Any) -> Step:
             removes = [p for p, on in ((CPU_STATE, static_cpu), (MEMORY_STATE, static_mem)) if on]
             script = (f"rm -f {' '.join(removes)}; " if removes else "") + "systemctl restart --no-block kubelet"
             ctx.emit("restarting the kubelet" + (f" (removing {', '.join(removes)})" if removes else ""))
-            res = _run(ctx, script, "restarting the kubelet", timeout=30)
+            res = _run(ctx, script, "restarting the kubelet", timeout=max(1.0, min(30.0, timeout / 2)))
             data["restart_exit"] = res.exit_code
             data["log_cut"] = res.log_cut
         try:
             with ctx.waiting():
-                verify.wait_capacity(_api(ctx), node, vcpus, mem, timeout)
+                verify.wait_capacity(_api(ctx), node, vcpus, mem, max(1.0, deadline - time.monotonic()))
         except TimeoutError as e:
             raise StepFailed(f"the kubelet on {node} did not come back with the new capacity: {e}. "
-                             f"Check `journalctl -u kubelet` on the node.", safe=False) from e
+                             f"Check `journalctl -u kubelet` on the node and start it (`systemctl start kubelet`)",
+                             resumable=True) from e
         return data
 
     return Step("restart-kubelet", f"restart the kubelet on {node} so it reads {vcpus} CPU / {mem} MiB", act,

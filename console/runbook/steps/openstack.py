@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from console.infra.protocol import InfraError
+from console.kube import nodes_ops
+from console.kube.model import NodeInfo
 from console.runbook import verify
 from console.runbook.engine import Context, Step, StepFailed
 
@@ -51,16 +53,52 @@ def steps(plan: Any) -> list[Step]:
         ctx.remember(resize_request_id=rid)
         return {"request_id": rid}
 
-    def undo_resize(ctx: Context) -> None:
+    def node_ready(ctx: Context) -> None:
+        try:
+            with ctx.waiting():
+                nodes_ops.watch_until(ctx.values["api"], "node", node,
+                                      lambda o: o is not None and NodeInfo.from_api(o).ready == "True",
+                                      plan.request.node_timeout)
+        except TimeoutError as e:
+            raise StepFailed(f"server {plan.vm.name} is back but node {node} is not Ready: {e}", safe=False) from e
+
+    def recover(ctx: Context, st: Any) -> str:
+        """Back to the old flavor, running: revert a finished resize, hard-reboot an ERROR, reset a stuck task."""
+        os_ = _os(ctx)
+        try:
+            with ctx.waiting():
+                if st.status == "VERIFY_RESIZE":
+                    ctx.emit("reverting the resize")
+                    os_.revert(sid)
+                    how = "reverted the resize"
+                else:
+                    if st.status != "ERROR" and st.task_state:  # stuck in a task Nova will never finish
+                        ctx.emit(f"server stuck in {st.status} (task {st.task_state}): resetting its state")
+                        os_.reset_state(sid, "active")
+                        how = f"reset the server stuck in {st.status} ({st.task_state}) and hard-rebooted it"
+                    else:
+                        how = "hard-rebooted the server out of ERROR"
+                    ctx.emit("hard reboot through Nova (regenerates the VM from its flavor)")
+                    os_.hard_reboot(sid)
+                back = os_.wait(sid, lambda s: s.status in ("ACTIVE", "SHUTOFF", "ERROR") and s.task_state is None,
+                                timeout)
+        except (InfraError, TimeoutError) as e:
+            raise StepFailed(f"recovering server {plan.vm.name} failed: {e}; ask a cloud admin to check it "
+                             f"(openstack server event list {sid})", safe=False) from e
+        if back.status == "ERROR":
+            raise StepFailed(f"server {plan.vm.name} is still in ERROR after recovery: {back.fault or '-'}",
+                             safe=False)
+        if back.status == "ACTIVE":
+            node_ready(ctx)
+        return f"{how}: server {back.name} is {back.status} with flavor {back.flavor}"
+
+    def undo_resize(ctx: Context) -> str | None:
         st = server(ctx)
-        if st.status == "VERIFY_RESIZE":
-            ctx.emit("reverting the resize")
-            try:
-                with ctx.waiting():
-                    _os(ctx).revert(sid)
-                    _os(ctx).wait(sid, lambda s: s.status in ("ACTIVE", "SHUTOFF", "ERROR"), timeout)
-            except (InfraError, TimeoutError) as e:
-                raise StepFailed(f"revert failed: {e}", safe=False) from e
+        if st.status == "ACTIVE" and st.task_state is None and st.flavor != flavor.name:
+            return None  # Nova rolled back by itself (NoValidHost)
+        if st.status in ("ACTIVE", "SHUTOFF") and st.task_state is None:
+            return None
+        return recover(ctx, st)
 
     def wait_verify(ctx: Context) -> dict[str, Any]:
         def settled(s: Any) -> bool:
@@ -72,17 +110,14 @@ def steps(plan: Any) -> list[Step]:
             with ctx.waiting():
                 st = _os(ctx).wait(sid, settled, timeout)
         except TimeoutError as e:
-            st = server(ctx)
-            raise StepFailed(
-                f"the resize did not reach VERIFY_RESIZE: {e}. Nova cannot revert a server in {st.status} "
-                f"(task {st.task_state}); ask a cloud admin to check the compute service "
-                f"(openstack server event list {sid}) and reset the server state", safe=False) from e
+            raise StepFailed(f"the resize did not reach VERIFY_RESIZE: {e} (raise --resize-timeout if the cloud "
+                             f"is just slow; openstack server event list {sid} shows where it stopped)") from e
+        except InfraError as e:
+            raise StepFailed(f"waiting for VERIFY_RESIZE: {e}", resumable=True) from e
         if st.status == "VERIFY_RESIZE" and st.flavor == flavor.name:
             return {"status": st.status}
         if st.status == "ERROR":
-            raise StepFailed(f"the resize failed: server {st.name} is in ERROR: {st.fault or 'no fault message'}. "
-                             f"Recover with a hard reboot or reset-state (openstack server event list {sid})",
-                             safe=False)
+            raise StepFailed(f"the resize failed: server {st.name} went to ERROR: {st.fault or 'no fault message'}")
         if st.flavor == flavor.name:  # auto-confirmed (resize_confirm_window) or confirmed in an earlier run
             return {"status": st.status, "auto_confirmed": True}
         error = next((a.error or a.message for a in _os(ctx).actions(sid) if a.action == "resize"), None)

@@ -1,4 +1,8 @@
-"""One lab per scenario per module; the CLI runs in a subprocess with the lab's env and XDG_STATE_HOME in tmp."""
+"""Labs for the scale-up tests and a `scale_up` runner: the CLI in a subprocess with the lab's env.
+
+One lab per module. The crash and fault modules use a scenario with one worker per case
+(`worker_scenario`), so every case starts from a fresh VM without resetting the world.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,18 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from labtools import lab_env
 
 from console.lab import scenarios
+from console.lab.scenarios import NodeSpec, Scenario
 from console.lab.world import Lab
 
 
-def _start(name: str, root: Path) -> Iterator[Lab]:
-    lab = Lab(scenarios.get(name), root)
+def _start(scenario: Scenario, root: Path) -> Iterator[Lab]:
+    lab = Lab(scenario, root)
     try:
         lab.start()
         yield lab
@@ -26,24 +32,88 @@ def _start(name: str, root: Path) -> Iterator[Lab]:
 
 @pytest.fixture(scope="module")
 def resize_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from _start("seed-resize", tmp_path_factory.mktemp("scaleup-resize"))
+    yield from _start(scenarios.get("seed-resize"), tmp_path_factory.mktemp("scaleup-resize"))
 
 
 @pytest.fixture(scope="module")
 def live_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from _start("seed-live", tmp_path_factory.mktemp("scaleup-live"))
+    yield from _start(scenarios.get("seed-live"), tmp_path_factory.mktemp("scaleup-live"))
+
+
+def worker_scenario(name: str, flavor: str, workers: list[str], flavors: dict[str, str] | None = None) -> Scenario:
+    """A control plane and one worker VM per name on `flavor` (or `flavors[name]`), no pods: cases add their own."""
+    base = scenarios.SEED_RESIZE
+    group = (("node.console.lab/group", "workers"),)
+    nodes = (base.nodes[0], *(NodeSpec(w, (flavors or {}).get(w, flavor), labels=group) for w in workers))
+    return Scenario(name=name, description=f"{len(workers)} workers on {flavor}", kubernetes_version="v1.21.6",
+                    nfd_version=base.nfd_version, nodes=nodes, nfd_groups=base.nfd_groups)
+
+
+def start_lab(scenario: Scenario, root: Path) -> Iterator[Lab]:
+    yield from _start(scenario, root)
+
+
+def add_case_pods(lab: Lab, node: str, cpu: str, memory: str) -> str:
+    """A pod on `node` the drain must evict, and a Pending pod only `node` may take once it is bigger."""
+    def pod(name: str, spec: dict[str, Any], cpu_: str, mem_: str) -> dict[str, Any]:
+        return {
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": name},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{name}-rs",
+                                              "uid": f"uid-{name}", "controller": True}]},
+            "spec": {"containers": [{"name": "app", "image": "nginx:1.21",
+                                     "resources": {"requests": {"cpu": cpu_, "memory": mem_}}}],
+                     "schedulerName": "default-scheduler", **spec},
+            "status": {"phase": "Pending"},
+        }
+
+    lab.store.create("pods", pod(f"fill-{node}", {"nodeName": node}, "100m", "64Mi"))
+    want = f"want-{node}"
+    lab.store.create("pods", pod(want, {"nodeSelector": {"kubernetes.io/hostname": node}}, cpu, memory))
+    return want
+
+
+def server_id(lab: Lab, node: str) -> str:
+    return next(vm.server_id for vm in lab.vms if vm.node_name == node)
+
+
+def nova_actions(lab: Lab, node: str, name: str) -> list[Any]:
+    return [a for a in lab.nova.actions(server_id(lab, node)) if a.action == name]
+
+
+def journals(state: Path) -> list[dict[str, Any]]:
+    d = state / "console" / "runbooks"
+    return [json.loads(p.read_text()) for p in sorted(d.glob("*.json"))] if d.exists() else []
+
+
+def audit_entries(state: Path) -> list[dict[str, Any]]:
+    p = state / "console" / "audit.log"
+    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()] if p.exists() else []
+
+
+TRANSCRIPT: list[str] = []  # every CLI output of the session, for the no-secrets check
 
 
 def _scale_up(lab: Lab, state: Path, *args: str, extra_env: dict[str, str] | None = None,
-             timeout: float = 150) -> tuple[int, dict, str]:
+              timeout: float = 150) -> tuple[int, dict, str]:
     env = lab_env(lab) | {"XDG_STATE_HOME": str(state)} | (extra_env or {})
     proc = subprocess.run([sys.executable, "-m", "console", "scale-up", *args, "-o", "json"], env=env,
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    TRANSCRIPT.append(proc.stdout + proc.stderr)
     try:
         doc = json.loads(proc.stdout) if proc.stdout.strip() else {}
     except ValueError:
         doc = {}
     return proc.returncode, doc, proc.stderr
+
+
+def scale_up_popen(lab: Lab, state: Path, *args: str) -> subprocess.Popen:
+    env = lab_env(lab) | {"XDG_STATE_HOME": str(state)}
+    return subprocess.Popen([sys.executable, "-m", "console", "scale-up", *args, "-o", "json"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+
+
+def journal_step(journal: dict[str, Any], step: str) -> dict[str, Any]:
+    return next(s for s in journal["steps"] if s["id"] == step)
 
 
 def node_obj(lab: Lab, name: str = "kube-worker02") -> dict:
@@ -58,3 +128,26 @@ def pod_obj(lab: Lab, name: str) -> dict:
 def scale_up():
     """Run `python -m console scale-up ... -o json`; returns (exit code, JSON doc, stderr)."""
     return _scale_up
+
+
+class Helpers:
+    """The helpers above, for test modules (conftest is not importable under --import-mode=importlib)."""
+
+    worker_scenario = staticmethod(worker_scenario)
+    start_lab = staticmethod(start_lab)
+    add_case_pods = staticmethod(add_case_pods)
+    server_id = staticmethod(server_id)
+    nova_actions = staticmethod(nova_actions)
+    journals = staticmethod(journals)
+    journal_step = staticmethod(journal_step)
+    audit_entries = staticmethod(audit_entries)
+    node_obj = staticmethod(node_obj)
+    pod_obj = staticmethod(pod_obj)
+    scale_up = staticmethod(_scale_up)
+    scale_up_popen = staticmethod(scale_up_popen)
+    transcript = TRANSCRIPT
+
+
+@pytest.fixture(scope="session")
+def h() -> type[Helpers]:
+    return Helpers

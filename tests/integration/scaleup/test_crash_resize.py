@@ -1,0 +1,58 @@
+"""The console killed at each step boundary of the OpenStack resize runbook, then rerun.
+
+For each step, `CONSOLE_RUNBOOK_CRASH_AFTER=<step>` kills the CLI (exit 86) right after
+the step is journaled done, and `<step>:acted` right after a mutating step's action,
+before it is verified and journaled. A plain rerun must find the unfinished run,
+resume it and finish, and the server must have been resized exactly once.
+One worker VM per case in one lab.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.lab
+
+STEPS = ["cordon", "drain", "resize", "wait-verify-resize", "confirm-resize", "wait-node", "uncordon", "verify-pods"]
+MUTATING = ["cordon", "drain", "resize", "confirm-resize", "uncordon"]
+CASES = [f"{s}:acted" for s in MUTATING] + STEPS
+WORKERS = {case: f"crr{i:02d}" for i, case in enumerate(CASES)}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, h):
+    yield from h.start_lab(h.worker_scenario("crash-resize", "m1.medium", list(WORKERS.values())),
+                           tmp_path_factory.mktemp("crash-resize"))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_killed_run_resumes_and_resizes_once(lab, tmp_path, h, case):
+    node = WORKERS[case]
+    want = h.add_case_pods(lab, node, "3", "5Gi")
+    step = case.split(":")[0]
+
+    code, _doc, err = h.scale_up(lab, tmp_path, node, "--flavor", "m1.large", "--yes",
+                                 extra_env={"CONSOLE_RUNBOOK_CRASH_AFTER": case})
+    assert code == 86, f"the run was not killed at {case}: exit {code}\n{err}"
+    [journal] = h.journals(tmp_path)
+    assert journal["status"] == "running"
+    assert h.journal_step(journal, step)["status"] == ("acted" if case.endswith(":acted") else "done")
+
+    code, doc, err = h.scale_up(lab, tmp_path, node, "--flavor", "m1.large", "--yes")
+    assert code == 0, err
+    assert f"resuming run {journal['run_id']}" in err
+    assert doc["run_id"] == journal["run_id"]
+    assert len(h.journals(tmp_path)) == 1
+
+    assert len(h.nova_actions(lab, node, "resize")) == 1
+    assert len(h.nova_actions(lab, node, "confirmResize")) == 1
+    server = lab.nova.server(h.server_id(lab, node))
+    assert (server.status, server.flavor.name) == ("ACTIVE", "m1.large")
+    n = h.node_obj(lab, node)
+    assert n["status"]["capacity"]["cpu"] == "8" and not n["spec"].get("unschedulable")
+    pod = h.pod_obj(lab, want)
+    assert pod["status"]["phase"] == "Running" and pod["spec"]["nodeName"] == node
+    # every mutation is in the audit log once, the interrupted one included
+    done = [e["action"].rsplit(".", 1)[1] for e in h.audit_entries(tmp_path)
+            if e.get("run_id") == journal["run_id"] and e["result"] == "ok"]
+    assert sorted(done) == sorted(MUTATING)

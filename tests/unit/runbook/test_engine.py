@@ -1,0 +1,268 @@
+"""The step engine on a toy world (a dict, or a JSON file for the crash tests): order, idempotency,
+preconditions, verification, undo, failure kinds, resume from every recorded status, audit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from console.audit import AuditLog
+from console.runbook.engine import (
+    EXIT_ATTENTION,
+    EXIT_DONE,
+    EXIT_FAILED,
+    EXIT_VERIFY,
+    Engine,
+    Step,
+    StepFailed,
+    describe_error,
+    retry,
+)
+from console.runbook.journal import Journal
+
+
+class World:
+    """A toy system: named flags, and a log of every mutation the steps send."""
+
+    def __init__(self) -> None:
+        self.flags: dict[str, bool] = {}
+        self.calls: list[str] = []
+
+    def step(self, sid: str, **kw) -> Step:
+        def act(ctx):
+            self.calls.append(sid)
+            self.flags[sid] = True
+            return {"set": sid}
+
+        def undo(ctx):
+            self.calls.append(f"undo-{sid}")
+            self.flags[sid] = False
+            return f"{sid} undone"
+
+        kw.setdefault("done", lambda ctx: self.flags.get(sid, False))
+        kw.setdefault("undo", undo)
+        kw.setdefault("describe", lambda ctx: {sid: self.flags.get(sid, False)})
+        return Step(sid, f"step {sid}", kw.pop("action", act), **kw)
+
+
+@pytest.fixture
+def env(tmp_path):
+    audit = AuditLog(tmp_path / "audit.log")
+
+    def make(steps: list[Step], journal: Journal | None = None, events: list | None = None) -> Engine:
+        j = journal or Journal.create("toy", "node-1", {"x": 1}, [s.as_plan() for s in steps], directory=tmp_path)
+        return Engine(j, steps, audit=audit, on_event=(events.append if events is not None else None))
+
+    return make, audit
+
+
+def test_runs_in_order_journals_and_audits_mutations(env):
+    make, audit = env
+    w = World()
+    events: list = []
+    steps = [w.step("a"), w.step("b"), w.step("check", mutating=False, undo=None)]
+    res = make(steps, events=events).run()
+    assert (res.status, res.exit_code) == ("done", EXIT_DONE)
+    assert w.calls == ["a", "b", "check"]
+    assert [s["status"] for s in res.steps] == ["done", "done", "done"]
+    assert [e["action"] for e in audit.entries()] == ["runbook.toy.a", "runbook.toy.b"]
+    first = audit.entries()[0]
+    assert first["before"] == {"a": False} and first["after"] == {"a": True} and first["run_id"] == res.run_id
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "run-start" and kinds[-1] == "run-done"
+    assert kinds.count("step-start") == 3 and kinds.count("step-done") == 3
+    assert Journal.load(res.run_id, Path(res.journal_path).parent).doc["status"] == "done"
+
+
+def test_effect_already_there_is_skipped_not_repeated(env):
+    make, audit = env
+    w = World()
+    w.flags["a"] = True
+    res = make([w.step("a"), w.step("b")]).run()
+    assert w.calls == ["b"]
+    assert [s["status"] for s in res.steps] == ["skipped", "done"]
+    assert [e["action"] for e in audit.entries()] == ["runbook.toy.b"]
+
+
+def test_precondition_failure_undoes_completed_steps_in_reverse(env):
+    make, _ = env
+    w = World()
+    steps = [w.step("a"), w.step("b"), w.step("c", precondition=lambda ctx: "the VM is off")]
+    res = make(steps).run()
+    assert (res.status, res.exit_code) == ("failed", EXIT_FAILED)
+    assert "step c: precondition not met: the VM is off" in res.message
+    assert "Rolled back: b undone; a undone" in res.message
+    assert w.calls == ["a", "b", "undo-b", "undo-a"]
+    assert [s["status"] for s in res.steps] == ["undone", "undone", "failed"]
+
+
+def test_failed_verification_is_audited_as_error_and_rolled_back(env):
+    make, audit = env
+    w = World()
+    steps = [w.step("a"), w.step("b", verify=lambda ctx: "capacity still 2 CPU", undo=None)]
+    res = make(steps).run()
+    assert res.exit_code == EXIT_FAILED and "capacity still 2 CPU" in res.message
+    assert [(e["action"], e["result"]) for e in audit.entries()] == [
+        ("runbook.toy.a", "ok"), ("runbook.toy.b", "error"), ("runbook.toy.a", "undone")]
+
+
+def test_verify_failure_keeps_the_change(env):
+    make, _ = env
+    w = World()
+
+    def pods(ctx):
+        raise StepFailed("default/nginx still Pending: Insufficient cpu", verify=True)
+
+    res = make([w.step("a"), w.step("pods", action=pods, mutating=False)]).run()
+    assert (res.status, res.exit_code) == ("verify-failed", EXIT_VERIFY)
+    assert "undo-a" not in w.calls and w.flags["a"]
+
+
+def test_resumable_failure_stops_without_undo_and_says_how_to_resume(env):
+    make, _ = env
+    w = World()
+
+    def api_down(ctx):
+        raise StepFailed("waiting for VERIFY_RESIZE: OpenStack API unreachable", resumable=True)
+
+    res = make([w.step("a"), w.step("wait", action=api_down)]).run()
+    assert (res.status, res.exit_code) == ("needs-attention", EXIT_ATTENTION)
+    assert "Nothing was rolled back" in res.message and res.run_id in res.message
+    assert w.calls == ["a"]
+
+
+def test_unexpected_error_is_reported_and_the_run_stays_resumable(env, tmp_path):
+    make, _ = env
+    w = World()
+    boom = {"on": True}
+
+    def flaky(ctx):
+        if boom["on"]:
+            raise ConnectionRefusedError("[Errno 111] Connection refused")
+        w.calls.append("b")
+        w.flags["b"] = True
+
+    steps = [w.step("a"), w.step("b", action=flaky)]
+    res = make(steps).run()
+    assert res.exit_code == EXIT_ATTENTION and "ConnectionRefusedError: [Errno 111] Connection refused" in res.message
+    assert w.calls == ["a"]
+    j = Journal.unfinished("toy", "node-1", tmp_path)
+    assert [x.run_id for x in j] == [res.run_id]
+    boom["on"] = False
+    res2 = make([w.step("a"), w.step("b", action=flaky)], journal=j[0]).run()
+    assert res2.exit_code == EXIT_DONE and w.calls == ["a", "b"]
+
+
+def test_failed_undo_needs_attention(env):
+    make, _ = env
+    w = World()
+
+    def bad_undo(ctx):
+        raise StepFailed("revert failed: 409 Conflict")
+
+    steps = [w.step("a", undo=bad_undo), w.step("b", precondition=lambda ctx: "no")]
+    res = make(steps).run()
+    assert (res.status, res.exit_code) == ("needs-attention", EXIT_ATTENTION)
+    assert "undo failed: revert failed: 409 Conflict" in res.message
+
+
+@pytest.mark.parametrize(("status", "effect_there", "acts", "audited"), [
+    ("pending", False, True, True),
+    ("started", False, True, True),   # killed before the action reached the world: send it
+    ("started", True, False, True),   # killed after the action, before "acted": check finds it, no repeat
+    ("acted", True, False, True),
+    ("failed", False, True, True),
+    ("undone", False, True, True),
+    ("done", True, False, False),     # recorded done: not even checked again
+    ("skipped", True, False, False),
+])
+def test_resume_from_each_recorded_status(env, status, effect_there, acts, audited):
+    make, audit = env
+    w = World()
+    w.flags["a"] = True
+    w.flags["b"] = effect_there
+    checked = []
+    steps = [w.step("a"), w.step("b", done=lambda ctx: checked.append(1) or w.flags["b"]), w.step("c")]
+    j = Journal.create("toy", "node-1", {}, [s.as_plan() for s in steps], directory=audit.path.parent)
+    j.mark("a", "done")
+    j.mark("b", status)
+    res = make(steps, journal=j).run()
+    assert res.exit_code == EXIT_DONE
+    assert ("b" in w.calls) == acts
+    assert bool(checked) == (status not in ("done", "skipped"))
+    b_audit = [e for e in audit.entries() if e["action"] == "runbook.toy.b"]
+    assert bool(b_audit) == audited
+    if status in ("started", "acted") and effect_there:
+        assert "earlier, interrupted run" in b_audit[0]["detail"]
+
+
+CRASH_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from console.audit import AuditLog
+    from console.runbook.engine import Engine, Step
+    from console.runbook.journal import Journal
+
+    d = Path(sys.argv[1]); world = d / "world.json"
+    state = json.loads(world.read_text()) if world.exists() else {"flags": {}, "calls": []}
+
+    def save():
+        world.write_text(json.dumps(state))
+
+    def step(sid):
+        def act(ctx):
+            state["calls"].append(sid); state["flags"][sid] = True; save()
+        return Step(sid, sid, act, done=lambda ctx: state["flags"].get(sid, False))
+
+    steps = [step("a"), step("b"), step("c")]
+    found = Journal.unfinished("toy", "n", d)
+    j = found[0] if found else Journal.create("toy", "n", {}, [s.as_plan() for s in steps], directory=d)
+    res = Engine(j, steps, audit=AuditLog(d / "audit.log")).run()
+    sys.exit(res.exit_code)
+""")
+
+
+@pytest.mark.parametrize("crash", ["a:acted", "a", "b:acted", "b", "c:acted", "c"])
+def test_killed_at_each_boundary_resumes_without_repeating(tmp_path, crash):
+    script = tmp_path / "toy.py"
+    script.write_text(CRASH_SCRIPT)
+    env = dict(os.environ, CONSOLE_RUNBOOK_CRASH_AFTER=crash)
+    first = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True)
+    assert first.returncode == 86, first.stderr
+    env.pop("CONSOLE_RUNBOOK_CRASH_AFTER")
+    second = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr
+    state = json.loads((tmp_path / "world.json").read_text())
+    assert state["calls"] == ["a", "b", "c"]  # each mutation sent exactly once across both processes
+    [journal] = [json.loads(p.read_text()) for p in tmp_path.glob("toy-*.json")]
+    assert journal["status"] == "done"
+    audited = sorted(json.loads(line)["action"] for line in (tmp_path / "audit.log").read_text().splitlines())
+    assert audited == ["runbook.toy.a", "runbook.toy.b", "runbook.toy.c"]
+
+
+def test_retry_backs_off_until_success_or_timeout():
+    tries = []
+
+    def flaky():
+        tries.append(1)
+        if len(tries) < 3:
+            raise TimeoutError("not yet")
+        return "ok"
+
+    assert retry(flaky, timeout=5, first=0.01) == "ok" and len(tries) == 3
+    with pytest.raises(TimeoutError):
+        retry(lambda: (_ for _ in ()).throw(TimeoutError("never")), timeout=0.05, first=0.01)
+
+
+def test_describe_error_prefers_http_status():
+    class ApiError(Exception):
+        status, reason = 503, "Service Unavailable"
+
+    assert describe_error(ApiError("HTTP response headers: ...long...")) == "ApiError: HTTP 503 Service Unavailable"
+    assert describe_error(OSError("line one\nline two")) == "OSError: line one"
