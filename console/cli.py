@@ -14,18 +14,32 @@ import sys
 SUBCOMMANDS = {
     "lab": "console.cli_lab",
     "nfd": "console.cli_nfd",
+    "scale-up": "console.cli_scaleup",
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from console import config
+
     parser = argparse.ArgumentParser(
         prog="console",
         description="Terminal console for Kubernetes clusters on VMs.",
+        epilog=f"config file: {config.config_path()} (YAML; precedence: defaults < file < per-context < "
+        f"CONSOLE_* environment < flags)\n{config.__doc__.split(chr(10), 2)[2]}"
+        "    key_overrides: {nodes-filter: f}  # remap keys by binding id (press ? in the console to see ids)\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--lab", action="store_true", help="open the console on a freshly started embedded lab")
     parser.add_argument("--scenario", default="default", help="lab scenario with --lab (default: default)")
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     parser.add_argument("--context", help="kube context to use (default: the kubeconfig's current context)")
+    parser.add_argument(
+        "--theme", help="colour theme: dark, light, high-contrast or one in $XDG_DATA_HOME/console/themes"
+    )
+    parser.add_argument(
+        "--read-only", action="store_true", default=None, help="hide every action that changes something"
+    )
+    parser.add_argument("--nfd-version", help="NFD version to assume for label naming (default: detected)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in SUBCOMMANDS.values():
         importlib.import_module(module).add_parser(sub)

@@ -3,17 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+
+def _flags(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "kubeconfig": args.kubeconfig,
+        "context": args.context,
+        "theme": getattr(args, "theme", None),
+        "read_only": getattr(args, "read_only", None),
+        "nfd_version": getattr(args, "nfd_version", None),
+    }
 
 
 def run_tui(args: argparse.Namespace) -> int:
-    from console.kube.connection import KubeConfigError
+    from console.config import ConfigError, load
 
+    try:
+        settings = load(_flags(args))
+    except ConfigError as e:
+        print(f"console: {e}", file=sys.stderr)
+        return 1
     lab = None
-    kubeconfig, context = args.kubeconfig, args.context
+    label = ""
     if args.lab:
         from console.lab import scenarios
         from console.lab.world import Lab, LabError
@@ -26,21 +43,37 @@ def run_tui(args: argparse.Namespace) -> int:
             print(f"console: the lab did not start: {e}", file=sys.stderr)
             lab.stop()
             return 1
-        kubeconfig, context = str(lab.state.kubeconfig), None
-    try:
-        from console.kube.cluster import Cluster
-        from console.tui.app import ConsoleApp
+        from dataclasses import replace
 
-        try:
-            cluster = Cluster(kubeconfig, context)
-        except KubeConfigError as e:
-            print(f"console: {e}", file=sys.stderr)
-            return 1
-        cluster.start()
-        ConsoleApp(cluster, subtitle=f"lab: {args.scenario}" if lab else "").run()
-        cluster.stop()
-        return 0
+        # the lab's clouds.yaml is this process's OpenStack config, as `. DIR/env` would make it
+        os.environ["OS_CLIENT_CONFIG_FILE"] = str(lab.state.clouds_yaml)
+        settings = replace(
+            settings, kubeconfig=str(lab.state.kubeconfig), context=None, cloud="lab", libvirt_uris=(lab.libvirt_uri,)
+        )
+        label = f"lab: {args.scenario}"
+    try:
+        return open_console(settings, label=label)
     finally:
         if lab is not None:
             lab.stop()
             shutil.rmtree(lab.state.root, ignore_errors=True)
+
+
+def open_console(settings: Any, *, label: str = "") -> int:
+    from console.kube.cluster import Cluster
+    from console.kube.connection import KubeConfigError
+    from console.kube.vms import OpenStackServers
+    from console.tui.app import ConsoleApp
+
+    try:
+        cluster = Cluster(settings.kubeconfig, settings.context)
+    except KubeConfigError as e:
+        print(f"console: {e}", file=sys.stderr)
+        return 1
+    cluster.start()
+    vms = OpenStackServers(settings.cloud) if settings.cloud else None
+    try:
+        ConsoleApp(cluster, None, settings, vms=vms, label=label).run()
+    finally:
+        cluster.stop()
+    return 0

@@ -52,6 +52,7 @@ class NodeInfo:
     provider_id: str
     taints: tuple[dict[str, str], ...] = ()
     annotations: dict[str, str] = field(default_factory=dict)
+    conditions: tuple[tuple[str, str, str], ...] = ()  # (type, status, reason) as the kubelet posted them
 
     @property
     def status(self) -> str:
@@ -83,6 +84,9 @@ class NodeInfo:
             provider_id=spec.get("providerID", ""),
             taints=tuple(spec.get("taints") or ()),
             annotations=meta.get("annotations") or {},
+            conditions=tuple(
+                (c.get("type", ""), c.get("status", ""), c.get("reason", "")) for c in status.get("conditions") or ()
+            ),
         )
 
 

@@ -1,26 +1,297 @@
-"""The Textual application: wiring only."""
+"""The Textual application: wiring only — gateways in, screens out, workers report by messages."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
 
+from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
 
-from console.kube.cluster import Cluster
-from console.tui.screens.nodes import NodesScreen
+from console.config import Settings
+from console.kube.events import Events
+from console.kube.nodetable import node_rows
+from console.kube.vms import BackingVM, match_nodes
+from console.tui.command_grammar import Command, CommandError, parse_command
+from console.tui.commands import ConsoleCommands
+from console.tui.errors import explain
+from console.tui.messages import ApiProbed, ClusterView, ContextsListed, ContextSwitched, NodesChanged, VMsLoaded
+from console.tui.themes import DEFAULT_THEME, FALLBACK_COLORS, domain_defaults, load_themes
+
+VM_REFRESH_SECONDS = 30.0
 
 
 class ConsoleApp(App[None]):
     TITLE = "console"
+    CSS = """
+    Screen { background: $background; }
+    .status-line {
+        height: 1; padding: 0 1; color: $text-muted; background: $surface; text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    """
+    # the default (root) screen's CSS_PATH is not loaded by Textual for get_default_screen(): load it here
+    CSS_PATH: ClassVar = [Path(__file__).parent / "screens" / "nodes.tcss"]
+    COMMANDS: ClassVar = App.COMMANDS | {ConsoleCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit", id="quit"),
+        Binding("colon", "command_bar", "Cmd", id="command-bar"),
+        Binding("question_mark", "help", "Help", id="help"),
+        Binding("ctrl+p", "command_palette", "Palette", show=False, id="palette"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="quit-now"),
     ]
 
-    def __init__(self, cluster: Cluster, *, subtitle: str = "") -> None:
+    def __init__(
+        self,
+        kube: Any,
+        infra: Any = None,
+        settings: Settings | None = None,
+        *,
+        vms: Any = None,
+        clock: Callable[[], float] = time.time,
+        label: str = "",
+        kube_factory: Callable[[str | None, str | None], Any] | None = None,
+        refresh_interval: float = 0.25,
+        vm_refresh: float = VM_REFRESH_SECONDS,
+    ) -> None:
         super().__init__()
-        self.cluster = cluster
-        self.sub_title = subtitle or cluster.target.context
+        self.kube = kube
+        self.infra = infra
+        self.settings = settings or Settings()
+        self.vms = vms  # OpenStackServers-like: list() -> {server id: BackingVM}; None hides VM columns
+        self.clock = clock
+        self.label = label
+        self.kube_factory = kube_factory
+        self.refresh_interval = refresh_interval
+        self.vm_refresh = vm_refresh
+        self.view = ClusterView.empty()
+        self.events: Events | None = None
+        self.servers: dict[str, BackingVM] = {}
+        self.flavors: list[Any] = []
+        self.api_error: str | None = None
+        self._vm_generation = 0
+        self._computing = False
+        self._last_generation: tuple[int, ...] | None = None
+
+    # -- lifecycle -------------------------------------------------------
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return domain_defaults(FALLBACK_COLORS)
+
+    def get_default_screen(self) -> Screen[Any]:
+        from console.tui.screens.nodes import NodesScreen
+
+        return NodesScreen()
 
     def on_mount(self) -> None:
-        self.push_screen(NodesScreen(self.cluster))
+        self._install_themes()
+        if self.settings.key_overrides:
+            self.set_keymap(dict(self.settings.key_overrides))
+        self._update_subtitle()
+        self._start_events()
+        self.probe_api()
+        self.set_interval(self.refresh_interval, self.maybe_recompute)
+        if self.vms is not None:
+            self.refresh_vms()
+            self.set_interval(self.vm_refresh, self.refresh_vms)
+
+    def _install_themes(self) -> None:
+        found = load_themes(getattr(self, "theme_dirs", None))
+        for theme in found.themes.values():
+            self.register_theme(theme)
+        for err in found.errors:
+            self.notify(f"theme skipped: {err}", severity="warning", timeout=10)
+        wanted = self.settings.theme or DEFAULT_THEME
+        if wanted in found.themes or wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            fallback = DEFAULT_THEME if DEFAULT_THEME in found.themes else "textual-dark"
+            self.notify(f"theme {wanted!r} not found; using {fallback}. Themes: {', '.join(sorted(found.themes))}",
+                        severity="warning", timeout=10)
+            self.theme = fallback
+
+    def _update_subtitle(self) -> None:
+        parts = [self.label or getattr(self.kube.target, "context", "")]
+        if self.settings.read_only:
+            parts.append("read-only")
+        self.sub_title = " · ".join(p for p in parts if p)
+
+    def _start_events(self) -> None:
+        core = getattr(self.kube, "core", None)
+        if core is not None:
+            self.events = Events(core)
+            self.events.start()
+
+    def on_unmount(self) -> None:
+        if self.events is not None:
+            self.events.stop()
+
+    # -- data, off the UI thread -----------------------------------------
+    def maybe_recompute(self) -> None:
+        gen = (self.kube.nodes.generation, self.kube.pods.generation, self._vm_generation, id(self.kube))
+        if gen == self._last_generation or self._computing or not self.kube.nodes.synced.is_set():
+            return
+        self._computing = True
+        self.compute_view(gen)
+
+    @work(thread=True, exclusive=True, group="view", exit_on_error=False)
+    def compute_view(self, gen: tuple[int, ...]) -> None:
+        try:
+            snap = self.kube.snapshot()
+            vms = match_nodes(snap.nodes.values(), self.servers) if self.servers else None
+            rows = node_rows(snap, vms)
+            by_node = snap.pods_by_node()
+            pending = sorted(
+                (p for p in by_node.get("", ()) if p.phase == "Pending"), key=lambda p: (p.namespace, p.name)
+            )
+            view = ClusterView(snap, rows, {r.name: r for r in rows}, by_node, pending, gen)
+        finally:
+            self._computing = False
+        self.post_message(NodesChanged(view))
+
+    def on_nodes_changed(self, message: NodesChanged) -> None:
+        if message.view.generation[-1] != id(self.kube):
+            return  # computed for a context we left
+        self._last_generation = message.view.generation
+        self.view = message.view
+        for screen in self.screen_stack:
+            if hasattr(screen, "view_changed"):
+                screen.view_changed(self.view)
+
+    @work(thread=True, exclusive=True, group="vms", exit_on_error=False)
+    def refresh_vms(self) -> None:
+        servers = self.vms.list()
+        flavors = self.flavors or self.vms.flavors()
+        self.post_message(VMsLoaded(servers, flavors))
+
+    def on_vms_loaded(self, message: VMsLoaded) -> None:
+        self.servers = message.servers
+        self.flavors = message.flavors
+        self._vm_generation += 1
+
+    @property
+    def show_vms(self) -> bool:
+        return self.vms is not None
+
+    @work(thread=True, exclusive=True, group="probe", exit_on_error=False)
+    def probe_api(self) -> None:
+        from kubernetes import client
+
+        server = getattr(self.kube.target, "server", "")
+        try:
+            client.VersionApi(self.kube.api_client).get_code(_request_timeout=5)
+        except Exception as e:  # any failure becomes a message for the user
+            self.post_message(ApiProbed(server, explain(e, server=server)))
+            return
+        self.post_message(ApiProbed(server, None))
+
+    def on_api_probed(self, message: ApiProbed) -> None:
+        self.api_error = message.error
+        if message.error:
+            self.notify(message.error, title="Kubernetes API", severity="error", timeout=30)
+        for screen in self.screen_stack:
+            if hasattr(screen, "view_changed"):
+                screen.view_changed(self.view)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place worker failures become notifications that say what to do."""
+        if event.state != WorkerState.ERROR or event.worker.error is None:
+            return
+        if event.worker.group == "view":
+            self._computing = False
+        server = getattr(self.kube.target, "server", "")
+        self.notify(explain(event.worker.error, server=server), title=f"{event.worker.group} failed",
+                    severity="error", timeout=15)
+
+    # -- contexts --------------------------------------------------------
+    @work(thread=True, exclusive=True, group="contexts", exit_on_error=False)
+    def list_contexts(self) -> None:
+        from console.kube.connection import contexts
+
+        names, current = contexts(self.kube.target.kubeconfig)
+        self.post_message(ContextsListed(names, self.kube.target.context or current))
+
+    def on_contexts_listed(self, message: ContextsListed) -> None:
+        from console.tui.screens.pickers import ContextPicker
+
+        def chosen(name: str | None) -> None:
+            if name:
+                self.switch_context(name)
+
+        self.push_screen(ContextPicker(message.contexts, message.current), chosen)
+
+    @work(thread=True, exclusive=True, group="contexts", exit_on_error=False)
+    def switch_context(self, name: str) -> None:
+        from console.kube.cluster import Cluster
+        from console.kube.connection import KubeConfigError
+
+        factory = self.kube_factory or Cluster
+        self.call_from_thread(self.notify, f"connecting to context {name}…", timeout=3)
+        try:
+            new = factory(self.kube.target.kubeconfig, name)
+        except KubeConfigError as e:
+            self.post_message(ContextSwitched(None, explain(e), name))
+            return
+        new.start()
+        self.post_message(ContextSwitched(new, None, name))
+
+    def on_context_switched(self, message: ContextSwitched) -> None:
+        if message.error or message.kube is None:
+            self.notify(message.error or "context switch failed", severity="error", timeout=15)
+            return
+        old = self.kube
+        if self.events is not None:
+            self.events.stop()
+        self.kube = message.kube
+        self.label = ""
+        old.stop()
+        self._start_events()
+        self._last_generation = None
+        self.view = ClusterView.empty()
+        self._update_subtitle()
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, _root_type()):
+            self.pop_screen()
+        self.notify(f"switched to context {message.context} ({self.kube.target.server})")
+        self.probe_api()
+
+    # -- navigation ------------------------------------------------------
+    def action_command_bar(self) -> None:
+        from console.tui.screens.pickers import CommandBar
+
+        def run(text: str | None) -> None:
+            if text:
+                self.run_command_text(text)
+
+        self.push_screen(CommandBar(), run)
+
+    def run_command_text(self, text: str) -> None:
+        try:
+            cmd = parse_command(text)
+        except CommandError as e:
+            self.notify(str(e), severity="warning")
+            return
+        self.run_command(cmd)
+
+    def run_command(self, cmd: Command) -> None:
+        from console.tui import navigation
+
+        navigation.run(self, cmd)
+
+    def action_help(self) -> None:
+        from console.tui.screens.help import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(self.screen))
+
+    def action_back(self) -> None:
+        if len(self.screen_stack) > 1:
+            self.pop_screen()
+
+
+def _root_type() -> type:
+    from console.tui.screens.nodes import NodesScreen
+
+    return NodesScreen

@@ -1,73 +1,290 @@
-"""Nodes: one row per node with capacity, allocatable and requested resources."""
+"""Nodes (home): one row per node — status, CPU/memory capacity/allocatable/requested, pods, NFD labels, VM."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.binding import Binding, BindingType
+from textual.widgets import Footer, Header, Input, Static
 
-from console.kube.cluster import Cluster, ClusterSnapshot
+from console.kube.cluster import ClusterSnapshot
 from console.kube.model import fmt_cpu, fmt_mem
+from console.kube.nodetable import SORT_KEYS, NodeRow
+from console.kube.nodetable import node_rows as table_rows
+from console.tui.filter import Filter, SelectorError, parse_filter
+from console.tui.messages import ClusterView
+from console.tui.safety import dangerous
+from console.tui.screens.base import ConsoleScreen
+from console.tui.widgets.cells import capacity_cell, status_text, theme_colors
+from console.tui.widgets.table import Cell, Column, VirtualTable
 
-COLUMNS = ("NAME", "ROLES", "STATUS", "CPU cap/alloc/req", "MEM cap/alloc/req", "PODS", "VERSION")
+WIDE = 110  # from this width on, CPU/MEM show capacity/allocatable/requested
+
+
+def columns(show_vm: bool, wide: bool) -> list[Column]:
+    cols = [
+        Column("name", "NAME", 19),
+        Column("status", "STATUS", 8),
+        Column("cpu", "CPU cap/alloc/req" if wide else "CPU req/alloc", 19 if wide else 13),
+        Column("mem", "MEM cap/alloc/req" if wide else "MEM req/alloc", 25 if wide else 17),
+        Column("pods", "PODS", 4, priority=1, right=True),
+        Column("nfd", "NFD", 3, priority=2, right=True),
+        Column("roles", "ROLES", 13, priority=4),
+        Column("version", "VERSION", 8, priority=5),
+    ]
+    if show_vm:
+        cols.append(Column("vm", "VM", 18 if wide else 10, priority=3))
+    return cols
 
 
 def node_rows(snap: ClusterSnapshot) -> list[tuple[str, ...]]:
-    """Table rows for a snapshot, sorted by name (pure, so tests need no UI)."""
-    by_node = snap.pods_by_node()
-    rows = []
-    for name in sorted(snap.nodes):
-        n = snap.nodes[name]
-        pods = [p for p in by_node.get(name, ()) if not p.terminated]
-        cpu_req = sum(p.requests.cpu_m for p in pods)
-        mem_req = sum(p.requests.memory for p in pods)
-        rows.append(
-            (
-                name,
-                ",".join(n.roles) or "<none>",
-                n.status,
-                f"{fmt_cpu(n.capacity.cpu_m)}/{fmt_cpu(n.allocatable.cpu_m)}/{fmt_cpu(cpu_req)}",
-                f"{fmt_mem(n.capacity.memory)}/{fmt_mem(n.allocatable.memory)}/{fmt_mem(mem_req)}",
-                str(len(pods)),
-                n.kubelet_version,
-            )
+    """Plain-text rows (name, roles, status, cpu cap/alloc/req, mem cap/alloc/req, pods, version), sorted by
+    name — the first version's API, kept for callers that want text without the UI."""
+    out = []
+    for r in table_rows(snap):
+        n = r.node
+        out.append((
+            n.name, ",".join(n.roles) or "<none>", n.status,
+            f"{fmt_cpu(n.capacity.cpu_m)}/{fmt_cpu(n.allocatable.cpu_m)}/{fmt_cpu(r.requested.cpu_m)}",
+            f"{fmt_mem(n.capacity.memory)}/{fmt_mem(n.allocatable.memory)}/{fmt_mem(r.requested.memory)}",
+            str(r.requested.pods), n.kubelet_version,
+        ))
+    return out
+
+
+class RowCells(Sequence[Sequence[Cell]]):
+    """Cells rendered on demand, so only the rows on screen are ever formatted."""
+
+    def __init__(self, rows: list[NodeRow], colors: dict[str, str], wide: bool) -> None:
+        self.rows, self.colors, self.wide = rows, colors, wide
+        self._done: dict[int, tuple[Cell, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        cells = self._done.get(i)
+        if cells is None:
+            cells = self._done[i] = self._render(self.rows[i])
+        return cells
+
+    def _render(self, r: NodeRow) -> tuple[Cell, ...]:
+        n, c = r.node, self.colors
+        vm: Cell = ""
+        if r.vm is not None:
+            vm = Text(r.vm.flavor or r.vm.name)
+            if r.stale:
+                vm.append(" stale" if self.wide else "!", style=f"bold {c.get('capacity-crit', 'red')}")
+        return (
+            n.name,
+            status_text(n, c, short=True),
+            capacity_cell("cpu", n.capacity.cpu_m, n.allocatable.cpu_m, r.requested.cpu_m, c, wide=self.wide),
+            capacity_cell("mem", n.capacity.memory, n.allocatable.memory, r.requested.memory, c, wide=self.wide),
+            str(r.requested.pods),
+            Text(str(r.nfd_labels), style=c.get("label-nfd", "")) if r.nfd_labels else "0",
+            ",".join(n.roles) or "<none>",
+            n.kubelet_version,
+            vm,
         )
-    return rows
 
 
-class NodesScreen(Screen[None]):
+class NodesScreen(ConsoleScreen):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
+    HELP = ("Every node with its status, CPU and memory (bar = requested / allocatable), pods, NFD labels "
+            "and backing VM. Filter with / (text, !text inverts, -l label selector).")
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "app.quit", "Quit", id="quit"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="nodes-clear-filter"),
+        Binding("slash", "filter", "Filter", id="nodes-filter"),
+        Binding("enter", "open", "Open", id="nodes-open"),
+        Binding("space", "mark", "Mark", id="nodes-mark"),
+        Binding("c", "compare", "Compare", id="nodes-compare"),
+        Binding("p", "pending", "Pending", id="nodes-pending"),
+        dangerous(Binding("s", "scale_up", "Scale up", show=False, id="nodes-scale-up")),
+        Binding("N", "sort('name')", "Sort by name", show=False, id="sort-name"),
+        Binding("T", "sort('status')", "Sort by status", show=False, id="sort-status"),
+        Binding("C", "sort('cpu')", "Sort by CPU use", show=False, id="sort-cpu"),
+        Binding("M", "sort('mem')", "Sort by memory use", show=False, id="sort-mem"),
+        Binding("O", "sort('pods')", "Sort by pod count", show=False, id="sort-pods"),
+        Binding("F", "sort('nfd')", "Sort by NFD label count", show=False, id="sort-nfd"),
+    ]
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.cluster = cluster
-        self._shown_generation = (-1, -1)
+        self.filter = Filter()
+        self.filter_error = ""
+        self.sort_key = "name"
+        self.sort_reverse = False
+        self.shown: list[NodeRow] = []
+        self._wide: bool | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static("Loading nodes…", id="nodes-status")
-        yield DataTable(id="nodes-table", cursor_type="row", zebra_stripes=True)
+        yield Static("Connecting…", id="nodes-status", classes="status-line")
+        yield Input(placeholder="filter: text, !text, -l key=value,!key", id="nodes-filter")
+        yield VirtualTable(columns(False, False), empty_text="Loading nodes…", id="nodes-table")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns(*COLUMNS)
-        # re-render from a snapshot at a steady cadence instead of per event
-        self.set_interval(0.25, self.refresh_table)
+        self.ready = True
+        self.query_one("#nodes-filter", Input).display = False
+        self.query_one(VirtualTable).focus()
+        self.view_changed(self.app.view)
 
-    def refresh_table(self) -> None:
-        gen = (self.cluster.nodes.generation, self.cluster.pods.generation)
-        if gen == self._shown_generation or not self.cluster.nodes.synced.is_set():
+    @property
+    def table(self) -> VirtualTable:
+        return self.query_one("#nodes-table", VirtualTable)
+
+    # -- rendering ------------------------------------------------------
+    def view_changed(self, view: ClusterView) -> None:
+        if self.ready:
+            self.render_rows()
+
+    def on_resize(self) -> None:
+        if self.ready:
+            self.render_rows()
+
+    def render_rows(self) -> None:
+        view: ClusterView = self.app.view
+        wide = self.size.width >= WIDE
+        table = self.table
+        if wide != self._wide or len(table.columns) != len(columns(self.app.show_vms, wide)):
+            self._wide = wide
+            table.set_columns(columns(self.app.show_vms, wide))
+        rows = view.rows
+        if self.sort_key != "name" or self.sort_reverse:
+            rows = sorted(rows, key=SORT_KEYS[self.sort_key], reverse=self.sort_reverse)
+        f = self.filter
+        if not f.empty:
+            rows = [r for r in rows if f.matches(r.search_text(), r.node.labels)]
+        self.shown = rows
+        table.set_rows([r.name for r in rows], RowCells(rows, theme_colors(self.app), wide))
+        self.update_status(view)
+
+    def update_status(self, view: ClusterView) -> None:
+        if self.app.api_error and not view.rows:
+            text = Text(self.app.api_error, style=theme_colors(self.app).get("error", "red"))
+        elif not self.app.kube.nodes.synced.is_set():
+            text = Text(f"Loading nodes from {self.app.kube.target.server}…")
+        else:
+            total = len(view.rows)
+            count = f"{len(self.shown)}/{total} nodes" if not self.filter.empty else f"{total} nodes"
+            text = Text(count, no_wrap=True, overflow="ellipsis")
+            text.append(f" · {len(view.snapshot.pods)} pods")
+            if view.pending:
+                text.append(f" · {len(view.pending)} Pending",
+                            style=theme_colors(self.app).get("status-pending", "yellow"))
+            if self.table.marked:
+                text.append(f" · marked {', '.join(sorted(self.table.marked))}")
+            if self.sort_key != "name":
+                text.append(f" · sort {self.sort_key}{' ↑' if self.sort_reverse else ''}")
+            if self.filter_error:
+                text.append(f" · {self.filter_error}", style=theme_colors(self.app).get("error", "red"))
+            elif not self.filter.empty:
+                text.append(f" · filter {self.query_one('#nodes-filter', Input).value}")
+        self.query_one("#nodes-status", Static).update(text)
+
+    # -- filter ---------------------------------------------------------
+    def action_filter(self) -> None:
+        box = self.query_one("#nodes-filter", Input)
+        box.display = True
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id != "nodes-filter":
             return
-        self._shown_generation = gen
-        snap = self.cluster.snapshot()
-        table = self.query_one(DataTable)
-        table.clear()
-        for row in node_rows(snap):
-            table.add_row(*row, key=row[0])
-        pending = sum(1 for p in snap.pods.values() if p.phase == "Pending" and not p.node)
-        self.query_one("#nodes-status", Static).update(
-            f"{len(snap.nodes)} nodes · {len(snap.pods)} pods · {pending} Pending · {self.cluster.target.server}"
-        )
+        try:
+            self.filter = parse_filter(event.value)
+            self.filter_error = ""
+        except SelectorError as e:
+            self.filter_error = str(e)
+        self.render_rows()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "nodes-filter":
+            event.input.display = bool(event.value)
+            self.table.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#nodes-filter", Input)
+        if box.value or box.display:
+            box.value = ""
+            box.display = False
+            self.filter, self.filter_error = Filter(), ""
+            self.render_rows()
+        self.table.focus()
+
+    def on_key(self, event: Any) -> None:
+        box = self.query_one("#nodes-filter", Input)
+        if event.key == "escape" and box.has_focus:
+            event.stop()
+            self.action_clear_filter()
+        elif event.key == "down" and box.has_focus:
+            event.stop()
+            self.table.focus()
+
+    # -- actions --------------------------------------------------------
+    def action_sort(self, key: str) -> None:
+        if self.sort_key == key:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            self.sort_key, self.sort_reverse = key, False
+        self.render_rows()
+
+    def on_virtual_table_selected(self, event: VirtualTable.Selected) -> None:
+        self.open_node(event.key)
+
+    def action_open(self) -> None:
+        key = self.table.cursor_key
+        if key:
+            self.open_node(key)
+
+    def open_node(self, name: str) -> None:
+        from console.tui.screens.node import NodeDetailScreen
+
+        self.app.push_screen(NodeDetailScreen(name))
+
+    def action_mark(self) -> None:
+        key = self.table.cursor_key
+        if key is None:
+            return
+        marked = self.table.marked
+        if key in marked:
+            marked.discard(key)
+        else:
+            marked.add(key)
+            while len(marked) > 2:  # compare takes two: forget the oldest other mark
+                marked.discard(next(k for k in sorted(marked) if k != key))
+        self.table.action_cursor(1)
+        self.table.refresh()
+        self.update_status(self.app.view)
+
+    def action_compare(self) -> None:
+        from console.tui.screens.compare import CompareScreen
+
+        marked = sorted(self.table.marked)
+        cur = self.table.cursor_key
+        if len(marked) == 1 and cur and cur not in marked:
+            marked.append(cur)
+        if len(marked) != 2:
+            self.notify("mark two nodes with space, then press c to compare their labels", severity="warning")
+            return
+        self.app.push_screen(CompareScreen(marked[0], marked[1]))
+
+    def action_pending(self) -> None:
+        from console.tui.command_grammar import Command
+
+        self.app.run_command(Command("pending"))
+
+    def action_scale_up(self) -> None:
+        from console.tui.navigation import start_scale_up
+
+        key = self.table.cursor_key
+        if key:
+            start_scale_up(self.app, key)

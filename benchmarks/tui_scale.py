@@ -1,0 +1,172 @@
+"""Benchmark: the console on the lab's scale world, side by side with kubectl.
+
+Starts `python -m console lab --nodes N --pods-per-node M` as a subprocess, then measures
+(each console run in a fresh child process, so its RSS is the console's alone):
+
+- time to first painted node table (headless App.run_test, 120×40);
+- time until all nodes and pods are loaded, vs `kubectl get nodes,pods -A -o json` wall time;
+- peak RSS of the console process;
+- filter keystroke → repaint latency at N nodes (p50/p95 over typed text and a label selector).
+
+    .venv/bin/python benchmarks/tui_scale.py [--nodes 5000] [--pods-per-node 30] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def rss_mb(field: str = "VmRSS") -> float:
+    """Current (VmRSS) or peak (VmHWM) resident memory of this process. Not ru_maxrss: that survives
+    fork+exec, so it would report the parent's peak (which parsed kubectl's JSON)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def child(kubeconfig: str, out: str) -> None:
+    """One console run: connect, paint, load everything, filter; write figures as JSON."""
+    t0 = time.monotonic()
+    from console.config import Settings
+    from console.kube.cluster import Cluster
+    from console.tui.app import ConsoleApp
+
+    figures: dict[str, float] = {}
+
+    async def run() -> None:
+        cluster = Cluster(kubeconfig)
+        cluster.start()
+        app = ConsoleApp(cluster, None, Settings(kubeconfig=kubeconfig, theme="dark"))
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = app.screen
+            while not screen.table.keys:
+                await pilot.pause(0.01)
+            await pilot.pause()
+            figures["first_paint_s"] = time.monotonic() - t0
+            figures["rss_first_paint_mb"] = rss_mb()
+            while not (cluster.pods.synced.is_set() and cluster.nodes.synced.is_set()):
+                await pilot.pause(0.01)
+            figures["synced_s"] = time.monotonic() - t0
+            while len(app.view.snapshot.pods) < len(cluster.pods.snapshot()) or app.view.generation[1] != \
+                    cluster.pods.generation:
+                await pilot.pause(0.01)
+            await pilot.pause()
+            figures["all_loaded_s"] = time.monotonic() - t0
+            figures["rss_loaded_mb"] = rss_mb()
+            figures["peak_rss_loaded_mb"] = rss_mb("VmHWM")
+            figures["nodes"] = len(app.view.rows)
+            figures["pods"] = len(app.view.snapshot.pods)
+            await pilot.press("slash")
+            await pilot.pause()
+            # keystroke -> repaint: from posting the key to the table's first rendered line after it
+            table = screen.table
+            painted: list[float] = []
+            render_line = table.render_line
+
+            def timed_render_line(y: int) -> object:
+                painted.append(time.perf_counter())
+                return render_line(y)
+
+            table.render_line = timed_render_line  # type: ignore[method-assign]
+            latencies = []
+            text = "node-0123" + "\b" * 9 + "-l feature.node.kubernetes.io/cpu-cpuid.AVX512F=true" + "\b" * 6
+            for ch in text:
+                painted.clear()
+                t = time.perf_counter()
+                await pilot.press("backspace" if ch == "\b" else ch)
+                await pilot.pause()
+                if painted:
+                    latencies.append(painted[0] - t)
+            latencies.sort()
+            figures["filter_p50_ms"] = statistics.median(latencies) * 1000
+            figures["filter_p95_ms"] = latencies[int(len(latencies) * 0.95) - 1] * 1000
+            figures["filter_max_ms"] = latencies[-1] * 1000
+            figures["filtered_rows"] = len(screen.table.keys)
+        cluster.stop()
+
+    asyncio.run(run())
+    figures["peak_rss_mb"] = rss_mb("VmHWM")
+    Path(out).write_text(json.dumps(figures))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=5000)
+    ap.add_argument("--pods-per-node", type=int, default=30)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--child", nargs=2, metavar=("KUBECONFIG", "OUT"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(*args.child)
+        return 0
+
+    state = Path(tempfile.mkdtemp(prefix="tui-bench-"))
+    cmd = [sys.executable, "-m", "console", "lab", "--nodes", str(args.nodes),
+           "--pods-per-node", str(args.pods_per_node), "--state-dir", str(state)]
+    lab = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.monotonic()
+        while not (state / "ready").exists():
+            if lab.poll() is not None:
+                print(f"lab exited early ({lab.returncode}): {lab.stderr.read() if lab.stderr else ''}")
+                return 1
+            time.sleep(0.05)
+        print(f"lab: {args.nodes} nodes, {args.nodes * args.pods_per_node} pods, ready in {time.monotonic() - t0:.1f}s")
+        env = dict(os.environ)
+        for line in (state / "env").read_text().splitlines():
+            k, _, v = line.partition("=")
+            env[k] = shlex.split(v)[0]
+        kubeconfig = env["KUBECONFIG"]
+
+        kubectl, console = [], []
+        for i in range(args.repeat):
+            t = time.monotonic()
+            out = subprocess.run(["kubectl", "get", "nodes,pods", "-A", "-o", "json"], env=env,
+                                 capture_output=True, check=True).stdout
+            kubectl.append(time.monotonic() - t)
+            items = len(json.loads(out)["items"])
+            del out
+            result = Path(state / f"console-{i}.json")
+            subprocess.run([sys.executable, __file__, "--child", kubeconfig, str(result)], env=env, check=True,
+                           timeout=600)
+            console.append(json.loads(result.read_text()))
+            c = console[-1]
+            print(f"run {i + 1}: kubectl {kubectl[-1]:.2f}s ({items} items) · console first paint "
+                  f"{c['first_paint_s']:.2f}s, all loaded {c['all_loaded_s']:.2f}s, filter p95 "
+                  f"{c['filter_p95_ms']:.1f} ms, peak RSS {c['peak_rss_mb']:.0f} MB")
+
+        def med(key: str) -> float:
+            return statistics.median(c[key] for c in console)
+
+        k = statistics.median(kubectl)
+        print("\nmedian over", args.repeat, "runs")
+        print(f"  time to first painted node table      {med('first_paint_s'):6.2f} s")
+        print(f"  all nodes and pods loaded (console)   {med('all_loaded_s'):6.2f} s")
+        print(f"  kubectl get nodes,pods -A -o json     {k:6.2f} s")
+        print(f"  ratio console / kubectl               {med('all_loaded_s') / k:6.2f}x   (goal <= 1.0x)")
+        print(f"  peak RSS (console process)            {med('peak_rss_mb'):6.0f} MB  (goal <= 400 MB)")
+        print(f"  filter keystroke -> repaint p50       {med('filter_p50_ms'):6.1f} ms")
+        print(f"  filter keystroke -> repaint p95       {med('filter_p95_ms'):6.1f} ms  (goal <= 50 ms)")
+        print(f"  nodes / pods in the console           {med('nodes'):.0f} / {med('pods'):.0f}")
+    finally:
+        lab.terminate()
+        try:
+            lab.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            lab.kill()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,493 @@
+"""Where NFD hooks, feature files and NodeFeatureRules live, with optimistic concurrency.
+
+Hooks and feature files sit behind one protocol (`HookStore`) with two backends:
+
+- `ConfigMapHookStore`: ConfigMaps `nfd-hooks-<group>` (data: hook name -> script) and
+  `nfd-features-<group>` (data: file name -> content) in the NFD namespace. A file's `version` is
+  its ConfigMap's resourceVersion; a save sends it back, so a concurrent edit gives a 409.
+- `DirectoryHookStore`: `source.d/` and `features.d/` on disk. A file's `version` is a hash of its
+  content; a save re-reads the file first and refuses when it changed since it was loaded.
+
+`RuleStore` reads and writes NodeFeatureRules (cluster-scoped) through CustomObjectsApi, with
+server-side dry-run and resourceVersion on every write. `list_node_features` and `list_nodes`
+feed previews. Blocking calls: run them in thread workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from console.nfd.model import NODE_NAME_LABEL
+
+Kind = Literal["hook", "feature"]
+NFD_NAMESPACE = "node-feature-discovery"
+NFD_GROUP = "nfd.k8s-sigs.io"
+NFD_API_VERSION = "v1alpha1"
+RULES_PLURAL = "nodefeaturerules"
+NODEFEATURES_PLURAL = "nodefeatures"
+CM_PREFIX: dict[Kind, str] = {"hook": "nfd-hooks-", "feature": "nfd-features-"}
+DEFAULT_GROUP = "workers"  # the lab's and the console's default node group (label node.console.lab/group)
+WORKER_VERSION_ANNOTATION = "nfd.node.kubernetes.io/worker.version"
+MASTER_VERSION_ANNOTATION = "nfd.node.kubernetes.io/master.version"
+
+
+class NfdStoreError(Exception):
+    """A store operation failed; the message says what happened and what to do."""
+
+
+class StoreConflict(NfdStoreError):
+    """Someone else changed the object since it was loaded (HTTP 409 or a changed file)."""
+
+    def __init__(self, message: str, current: Any = None, current_version: str = "") -> None:
+        super().__init__(message)
+        self.current = current  # StoredFile | rule dict | None: what is there now
+        self.current_version = current_version  # send this as expected_version to overwrite
+
+
+class StoreNotFound(NfdStoreError):
+    """The object does not exist (any more)."""
+
+
+class StoreRejected(NfdStoreError):
+    """The server refused the object (validation, admission); the message is the server's reason."""
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    kind: Kind
+    name: str
+    content: str
+    version: str  # ConfigMap resourceVersion, or a content hash for a directory; "" = does not exist yet
+    location: str  # where it lives, for confirmations and the audit log
+    group: str = ""
+
+    @property
+    def target(self) -> str:
+        return f"{self.location}:{self.name}"
+
+
+class HookStore(Protocol):
+    """Hooks and feature files of one node group."""
+
+    description: str
+    group: str
+
+    def groups(self) -> list[str]: ...
+
+    def list(self) -> list[StoredFile]: ...
+
+    def get(self, kind: Kind, name: str) -> StoredFile | None: ...
+
+    def save(self, kind: Kind, name: str, content: str, *, expected_version: str) -> StoredFile: ...
+
+    def delete(self, kind: Kind, name: str, *, expected_version: str) -> None: ...
+
+    def location(self, kind: Kind) -> str: ...
+
+
+# -- helpers ------------------------------------------------------------------------------------------------
+
+
+def _api_error(exc: Any, what: str) -> NfdStoreError:
+    """Turn a kubernetes ApiException into one of ours, with the server's message (never credentials)."""
+    status = getattr(exc, "status", None)
+    message = ""
+    with contextlib.suppress(ValueError, TypeError):
+        message = (json.loads(exc.body or "{}") or {}).get("message", "")
+    message = message or getattr(exc, "reason", "") or str(status)
+    if status == 409:
+        return StoreConflict(f"{what}: changed by someone else since you loaded it ({message}); reload or overwrite")
+    if status == 404:
+        return StoreNotFound(f"{what}: not found ({message})")
+    if status in (400, 422):
+        return StoreRejected(f"{what}: rejected by the API server: {message}")
+    if status in (401, 403):
+        return NfdStoreError(f"{what}: not allowed ({message}); check your kube context's RBAC")
+    return NfdStoreError(f"{what}: API error {status}: {message}")
+
+
+def _json(resp: Any) -> dict[str, Any]:
+    return json.loads(resp.data)
+
+
+def content_version(content: str) -> str:
+    return "sha256:" + hashlib.sha256(content.encode()).hexdigest()[:16]
+
+
+# -- ConfigMap store ------------------------------------------------------------------------------------------
+
+
+class ConfigMapHookStore:
+    """Hooks and feature files in ConfigMaps `nfd-hooks-<group>` / `nfd-features-<group>`."""
+
+    def __init__(self, api_client: Any, *, namespace: str = NFD_NAMESPACE, group: str = DEFAULT_GROUP) -> None:
+        from kubernetes import client
+
+        self.core = client.CoreV1Api(api_client)
+        self.namespace = namespace
+        self.group = group
+        self.description = f"ConfigMaps in {namespace} (group {group})"
+
+    def cm_name(self, kind: Kind) -> str:
+        return CM_PREFIX[kind] + self.group
+
+    def location(self, kind: Kind) -> str:
+        return f"configmap {self.namespace}/{self.cm_name(kind)}"
+
+    def _read(self, kind: Kind) -> dict[str, Any] | None:
+        from kubernetes.client.rest import ApiException
+
+        try:
+            return _json(self.core.read_namespaced_config_map(self.cm_name(kind), self.namespace,
+                                                              _preload_content=False))
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise _api_error(e, self.location(kind)) from e
+
+    def groups(self) -> list[str]:
+        """Groups that have a hooks or features ConfigMap (plus the current one)."""
+        from kubernetes.client.rest import ApiException
+
+        try:
+            items = _json(self.core.list_namespaced_config_map(self.namespace, _preload_content=False))["items"]
+        except ApiException as e:
+            raise _api_error(e, f"configmaps in {self.namespace}") from e
+        found = {self.group}
+        for cm in items:
+            name = cm["metadata"]["name"]
+            for prefix in CM_PREFIX.values():
+                if name.startswith(prefix) and len(name) > len(prefix):
+                    found.add(name[len(prefix):])
+        return sorted(found)
+
+    def _files(self, kind: Kind, cm: dict[str, Any] | None) -> list[StoredFile]:
+        if cm is None:
+            return []
+        rv = cm["metadata"]["resourceVersion"]
+        data = cm.get("data") or {}
+        return [StoredFile(kind, k, data[k], rv, self.location(kind), self.group) for k in sorted(data)]
+
+    def list(self) -> list[StoredFile]:
+        return [f for kind in ("hook", "feature") for f in self._files(kind, self._read(kind))]  # type: ignore[arg-type]
+
+    def get(self, kind: Kind, name: str) -> StoredFile | None:
+        return next((f for f in self._files(kind, self._read(kind)) if f.name == name), None)
+
+    def version(self, kind: Kind) -> str:
+        cm = self._read(kind)
+        return cm["metadata"]["resourceVersion"] if cm else ""
+
+    def _write(self, kind: Kind, name: str, content: str | None, expected_version: str) -> StoredFile | None:
+        from kubernetes.client.rest import ApiException
+
+        where = f"{self.location(kind)} key {name}"
+        cm = self._read(kind)
+        if cm is None:
+            if content is None:
+                raise StoreNotFound(f"{where}: not found")
+            if expected_version:
+                raise StoreConflict(f"{where}: the ConfigMap was deleted since you loaded it; reload or overwrite")
+
+            body = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": self.cm_name(kind), "namespace": self.namespace,
+                                 "labels": {"app.kubernetes.io/managed-by": "console"}},
+                    "data": {name: content}}
+            try:
+                out = _json(self.core.create_namespaced_config_map(self.namespace, body, _preload_content=False))
+            except ApiException as e:
+                raise _api_error(e, where) from e
+            return StoredFile(kind, name, content, out["metadata"]["resourceVersion"], self.location(kind), self.group)
+        data = dict(cm.get("data") or {})
+        if content is None:
+            if name not in data:
+                raise StoreNotFound(f"{where}: not found")
+            del data[name]
+        else:
+            data[name] = content
+        # send the version the user loaded, not the one just read: the server checks it (409 when stale)
+        meta = dict(cm["metadata"])
+        meta["resourceVersion"] = expected_version or cm["metadata"]["resourceVersion"]
+        if not expected_version and name in (cm.get("data") or {}):
+            current = StoredFile(kind, name, cm["data"][name], cm["metadata"]["resourceVersion"],
+                                 self.location(kind), self.group)
+            raise StoreConflict(f"{where}: it was created by someone else since you loaded the list", current,
+                                current.version)
+        body = {**cm, "metadata": meta, "data": data}
+        try:
+            out = _json(self.core.replace_namespaced_config_map(self.cm_name(kind), self.namespace, body,
+                                                                _preload_content=False))
+        except ApiException as e:
+            err = _api_error(e, where)
+            if isinstance(err, StoreConflict):
+                err.current = self.get(kind, name)
+                err.current_version = self.version(kind)
+            raise err from e
+        if content is None:
+            return None
+        return StoredFile(kind, name, content, out["metadata"]["resourceVersion"], self.location(kind), self.group)
+
+    def save(self, kind: Kind, name: str, content: str, *, expected_version: str) -> StoredFile:
+        """Create or update one file; `expected_version` "" means "must not exist yet"."""
+        _check_name(name)
+        saved = self._write(kind, name, content, expected_version)
+        assert saved is not None
+        return saved
+
+    def delete(self, kind: Kind, name: str, *, expected_version: str) -> None:
+        self._write(kind, name, None, expected_version)
+
+
+# -- directory store ------------------------------------------------------------------------------------------
+
+
+def directory_layout(hook_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """(source.d, features.d) for a configured directory: either one of them, or their parent."""
+    root = Path(hook_dir).expanduser()
+    if root.name in ("source.d", "features.d"):
+        return root.parent / "source.d", root.parent / "features.d"
+    return root / "source.d", root / "features.d"
+
+
+class DirectoryHookStore:
+    """Hooks in `source.d/` and feature files in `features.d/` on this machine."""
+
+    def __init__(self, hook_dir: str | os.PathLike[str]) -> None:
+        self.hooks_dir, self.features_dir = directory_layout(hook_dir)
+        self.group = DEFAULT_GROUP
+        self.description = f"directory {self.hooks_dir.parent}"
+
+    def _dir(self, kind: Kind) -> Path:
+        return self.hooks_dir if kind == "hook" else self.features_dir
+
+    def location(self, kind: Kind) -> str:
+        return str(self._dir(kind))
+
+    def groups(self) -> list[str]:
+        return [self.group]
+
+    def _file(self, kind: Kind, path: Path) -> StoredFile | None:
+        try:
+            content = path.read_bytes().decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise NfdStoreError(f"cannot read {path}: {e.strerror}") from e
+        return StoredFile(kind, path.name, content, content_version(content), self.location(kind), self.group)
+
+    def list(self) -> list[StoredFile]:
+        out: list[StoredFile] = []
+        for kind in ("hook", "feature"):
+            d = self._dir(kind)  # type: ignore[arg-type]
+            if not d.is_dir():
+                continue
+            for p in sorted(d.iterdir()):
+                if p.is_file() and not p.name.endswith(".console-tmp"):
+                    f = self._file(kind, p)  # type: ignore[arg-type]
+                    if f:
+                        out.append(f)
+        return out
+
+    def get(self, kind: Kind, name: str) -> StoredFile | None:
+        _check_name(name)
+        return self._file(kind, self._dir(kind) / name)
+
+    def _check(self, kind: Kind, name: str, expected_version: str) -> StoredFile | None:
+        current = self.get(kind, name)
+        have = current.version if current else ""
+        if have != expected_version:
+            what = "was deleted" if current is None else "was created" if not expected_version else "changed"
+            raise StoreConflict(f"{self._dir(kind) / name} {what} since you loaded it; reload or overwrite", current,
+                                have)
+        return current
+
+    def save(self, kind: Kind, name: str, content: str, *, expected_version: str) -> StoredFile:
+        _check_name(name)
+        self._check(kind, name, expected_version)
+        d = self._dir(kind)
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            # write then rename, so nfd-worker (or fsnotify) never sees half a file; hooks must be executable
+            fd, tmp = tempfile.mkstemp(dir=d, prefix=".", suffix=".console-tmp")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(content)
+            os.chmod(tmp, 0o755 if kind == "hook" else 0o644)
+            os.replace(tmp, d / name)
+        except OSError as e:
+            raise NfdStoreError(f"cannot write {d / name}: {e.strerror}") from e
+        return StoredFile(kind, name, content, content_version(content), self.location(kind), self.group)
+
+    def delete(self, kind: Kind, name: str, *, expected_version: str) -> None:
+        if self._check(kind, name, expected_version) is None:
+            raise StoreNotFound(f"{self._dir(kind) / name}: not found")
+        (self._dir(kind) / name).unlink()
+
+
+def _check_name(name: str) -> None:
+    if not name or "/" in name or name in (".", "..") or len(name) > 253:
+        raise NfdStoreError(f"invalid file name {name!r}: use a plain name without '/'")
+    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+    if not set(name) <= allowed:
+        raise NfdStoreError(f"invalid file name {name!r}: ConfigMap keys allow only letters, digits, '-', '_', '.'")
+
+
+def hook_store(settings: Any, api_client: Any, group: str = DEFAULT_GROUP) -> HookStore:
+    """The store the settings ask for (`hook_store: configmap | directory`, `hook_dir`)."""
+    if getattr(settings, "hook_store", "configmap") == "directory":
+        hook_dir = getattr(settings, "hook_dir", None)
+        if not hook_dir:
+            raise NfdStoreError("hook_store is 'directory' but hook_dir is not set; set hook_dir in config.yaml")
+        return DirectoryHookStore(hook_dir)
+    return ConfigMapHookStore(api_client, group=group)
+
+
+# -- NodeFeatureRules ------------------------------------------------------------------------------------------
+
+
+class RuleStore:
+    """NodeFeatureRules through CustomObjectsApi; every write can be a server-side dry-run."""
+
+    def __init__(self, api_client: Any) -> None:
+        from kubernetes import client
+
+        self.custom = client.CustomObjectsApi(api_client)
+
+    def list(self) -> list[dict[str, Any]]:
+        from kubernetes.client.rest import ApiException
+
+        try:
+            body = self.custom.list_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL,
+                                                          _preload_content=False)
+        except ApiException as e:
+            raise _api_error(e, "NodeFeatureRules") from e
+        return sorted(_json(body).get("items") or [], key=lambda o: o["metadata"]["name"])
+
+    def get(self, name: str) -> dict[str, Any]:
+        from kubernetes.client.rest import ApiException
+
+        try:
+            return _json(self.custom.get_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL, name,
+                                                               _preload_content=False))
+        except ApiException as e:
+            raise _api_error(e, f"NodeFeatureRule {name}") from e
+
+    def create(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        from kubernetes.client.rest import ApiException
+
+        body = _rule_body(obj)
+        body["metadata"].pop("resourceVersion", None)
+        kwargs = {"dry_run": "All"} if dry_run else {}
+        try:
+            return _json(self.custom.create_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL, body,
+                                                                  _preload_content=False, **kwargs))
+        except ApiException as e:
+            err = _api_error(e, f"NodeFeatureRule {body['metadata'].get('name')}")
+            if e.status == 409:  # AlreadyExists
+                err = StoreConflict(f"NodeFeatureRule {body['metadata'].get('name')} already exists; "
+                                    "reload it or pick another name")
+            raise err from e
+
+    def replace(self, obj: dict[str, Any], *, resource_version: str, dry_run: bool = False) -> dict[str, Any]:
+        """Replace with a resourceVersion precondition (409 when someone changed it)."""
+        from kubernetes.client.rest import ApiException
+
+        if not resource_version:
+            raise NfdStoreError("replace needs the resourceVersion the rule was loaded at")
+        body = _rule_body(obj)
+        body["metadata"]["resourceVersion"] = resource_version
+        name = body["metadata"]["name"]
+        kwargs = {"dry_run": "All"} if dry_run else {}
+        try:
+            return _json(self.custom.replace_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL, name,
+                                                                   body, _preload_content=False, **kwargs))
+        except ApiException as e:
+            err = _api_error(e, f"NodeFeatureRule {name}")
+            if isinstance(err, StoreConflict):
+                with contextlib.suppress(NfdStoreError):
+                    err.current = self.get(name)
+                    err.current_version = err.current["metadata"]["resourceVersion"]
+            raise err from e
+
+    def delete(self, name: str, *, resource_version: str = "", dry_run: bool = False) -> None:
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+
+        opts = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=resource_version)
+                                      if resource_version else None, dry_run=["All"] if dry_run else None)
+        try:
+            self.custom.delete_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL, name, body=opts,
+                                                     _preload_content=False)
+        except ApiException as e:
+            raise _api_error(e, f"NodeFeatureRule {name}") from e
+
+
+def _rule_body(obj: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict) or not obj["metadata"].get("name"):
+        raise NfdStoreError("a NodeFeatureRule needs metadata.name")
+    body = {**obj, "apiVersion": f"{NFD_GROUP}/{NFD_API_VERSION}", "kind": "NodeFeatureRule"}
+    meta = {k: v for k, v in obj["metadata"].items()
+            if k in ("name", "labels", "annotations", "resourceVersion")}
+    body["metadata"] = meta
+    body.pop("status", None)
+    return body
+
+
+# -- inputs for previews ---------------------------------------------------------------------------------------
+
+
+def list_node_features(api_client: Any) -> dict[str, list[dict[str, Any]]]:
+    """NodeFeature objects in all namespaces, grouped by the node they target (one list call)."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    custom = client.CustomObjectsApi(api_client)
+    try:
+        items = _json(custom.list_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL,
+                                                        _preload_content=False)).get("items") or []
+    except ApiException as e:
+        raise _api_error(e, "NodeFeatures") from e
+    out: dict[str, list[dict[str, Any]]] = {}
+    for nf in items:
+        node = ((nf.get("metadata") or {}).get("labels") or {}).get(NODE_NAME_LABEL)
+        if node:
+            out.setdefault(node, []).append(nf)
+    return out
+
+
+def list_nodes(api_client: Any) -> dict[str, dict[str, Any]]:
+    """Node objects by name (labels, annotations, taints, capacity) for before/after comparisons."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    try:
+        items = _json(client.CoreV1Api(api_client).list_node(_preload_content=False)).get("items") or []
+    except ApiException as e:
+        raise _api_error(e, "nodes") from e
+    return {n["metadata"]["name"]: n for n in items}
+
+
+def detect_nfd_version(node_features: dict[str, list[dict[str, Any]]],
+                       nodes: Iterable[dict[str, Any]] = ()) -> str | None:
+    """The NFD version the cluster runs, from the worker's NodeFeature annotation (v0.12+) or, for
+    older clusters, the version annotations NFD wrote on Nodes (v0.4-v0.14). None when unknown."""
+    seen: dict[str, int] = {}
+    for objs in node_features.values():
+        for nf in objs:
+            v = ((nf.get("metadata") or {}).get("annotations") or {}).get(WORKER_VERSION_ANNOTATION)
+            if v:
+                seen[v] = seen.get(v, 0) + 1
+    if not seen:
+        for node in nodes:
+            ann = (node.get("metadata") or {}).get("annotations") or {}
+            for key in (MASTER_VERSION_ANNOTATION, WORKER_VERSION_ANNOTATION):
+                if ann.get(key):
+                    seen[ann[key]] = seen.get(ann[key], 0) + 1
+    return max(seen, key=lambda k: seen[k]) if seen else None

@@ -1,0 +1,74 @@
+"""Rows of the Nodes view: one pass over pods (indexed by node), then one row per node."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from console.kube.cluster import ClusterSnapshot
+from console.kube.model import NodeInfo, PodInfo, Resources
+from console.kube.nodelabels import nfd_label_count
+from console.kube.vms import BackingVM
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    node: NodeInfo
+    requested: Resources  # sum over the node's non-terminated pods (pods = their count)
+    nfd_labels: int
+    vm: BackingVM | None = None
+    stale: bool = False  # the VM's size differs from what the kubelet reports
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    def cpu_ratio(self) -> float:
+        return self.requested.cpu_m / self.node.allocatable.cpu_m if self.node.allocatable.cpu_m else 0.0
+
+    def mem_ratio(self) -> float:
+        return self.requested.memory / self.node.allocatable.memory if self.node.allocatable.memory else 0.0
+
+    def search_text(self) -> str:
+        """What `/text` matches against (lower case)."""
+        vm = self.vm.name if self.vm else ""
+        n = self.node
+        return f"{n.name} {' '.join(n.roles)} {n.status} {n.kubelet_version} {vm}".lower()
+
+
+def requests_by_node(pods: Mapping[object, PodInfo]) -> dict[str, Resources]:
+    acc: dict[str, list[int]] = {}
+    for p in pods.values():
+        if not p.node or p.terminated:
+            continue
+        a = acc.get(p.node)
+        if a is None:
+            a = acc[p.node] = [0, 0, 0]
+        a[0] += p.requests.cpu_m
+        a[1] += p.requests.memory
+        a[2] += 1
+    return {n: Resources(c, m, k) for n, (c, m, k) in acc.items()}
+
+
+def node_rows(snap: ClusterSnapshot, vms: Mapping[str, BackingVM] | None = None) -> list[NodeRow]:
+    """Rows sorted by name; `vms` maps node name to its backing VM (when a cloud is configured)."""
+    used = requests_by_node(snap.pods)
+    vms = vms or {}
+    empty = Resources()
+    rows = []
+    for name in sorted(snap.nodes):
+        n = snap.nodes[name]
+        vm = vms.get(name)
+        rows.append(NodeRow(n, used.get(name, empty), nfd_label_count(n.labels), vm,
+                            bool(vm and vm.stale_for(n.capacity))))
+    return rows
+
+
+SORT_KEYS = {
+    "name": lambda r: r.node.name,
+    "status": lambda r: (r.node.status, r.node.name),
+    "cpu": lambda r: (-r.cpu_ratio(), r.node.name),
+    "mem": lambda r: (-r.mem_ratio(), r.node.name),
+    "pods": lambda r: (-r.requested.pods, r.node.name),
+    "nfd": lambda r: (-r.nfd_labels, r.node.name),
+}

@@ -1,0 +1,67 @@
+"""Typed messages workers post back to the UI (workers never touch widgets)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from textual.message import Message
+
+from console.kube.cluster import ClusterSnapshot
+from console.kube.model import PodInfo
+from console.kube.nodetable import NodeRow
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """One consistent picture of the cluster the screens render from."""
+
+    snapshot: ClusterSnapshot
+    rows: list[NodeRow]
+    rows_by_name: dict[str, NodeRow]
+    pods_by_node: dict[str, list[PodInfo]]
+    pending: list[PodInfo]
+    generation: tuple[int, ...]
+
+    @classmethod
+    def empty(cls) -> ClusterView:
+        return cls(ClusterSnapshot({}, {}), [], {}, {}, [], (-1,))
+
+
+class NodesChanged(Message):
+    """A new ClusterView is ready (computed off the UI thread)."""
+
+    def __init__(self, view: ClusterView) -> None:
+        super().__init__()
+        self.view = view
+
+
+class VMsLoaded(Message):
+    def __init__(self, servers: dict[str, Any], flavors: list[Any]) -> None:
+        super().__init__()
+        self.servers = servers
+        self.flavors = flavors
+
+
+class ApiProbed(Message):
+    """The first request to the API server finished: `error` is None when it answered."""
+
+    def __init__(self, server: str, error: str | None) -> None:
+        super().__init__()
+        self.server = server
+        self.error = error
+
+
+class ContextSwitched(Message):
+    def __init__(self, kube: Any, error: str | None = None, context: str = "") -> None:
+        super().__init__()
+        self.kube = kube
+        self.error = error
+        self.context = context
+
+
+class ContextsListed(Message):
+    def __init__(self, contexts: list[str], current: str) -> None:
+        super().__init__()
+        self.contexts = contexts
+        self.current = current

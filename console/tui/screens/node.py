@@ -1,0 +1,215 @@
+"""Node detail: labels grouped by NFD source, resources, taints, conditions, annotations, pods, events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Header, Static
+
+from console.kube.model import NodeInfo, fmt_cpu, fmt_mem
+from console.kube.nodelabels import group_labels
+from console.nfd.labels import FEATURE_NS
+from console.tui.messages import ClusterView
+from console.tui.safety import dangerous
+from console.tui.screens.base import ConsoleScreen
+from console.tui.widgets.cells import bar, status_text, theme_colors
+
+SECTIONS = ("resources", "labels", "taints", "conditions", "pods", "events", "annotations")
+
+
+def age(seconds: float) -> str:
+    s = max(int(seconds), 0)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            return f"{s // size}{unit}"
+    return f"{s}s"
+
+
+class NodeDetailScreen(ConsoleScreen):
+    CSS_PATH = Path(__file__).with_suffix(".tcss")
+    HELP = "One node: labels grouped by NFD source, resources, taints, conditions, pods, events, annotations."
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("l", "jump('labels')", "Labels", id="node-labels"),
+        Binding("r", "jump('resources')", "Resources", show=False, id="node-resources"),
+        Binding("o", "jump('pods')", "Pods", id="node-pods"),
+        Binding("e", "jump('events')", "Events", id="node-events"),
+        Binding("a", "jump('annotations')", "Annotations", show=False, id="node-annotations"),
+        Binding("j,down", "scroll(1)", "Scroll down", show=False, id="node-scroll-down"),
+        Binding("k,up", "scroll(-1)", "Scroll up", show=False, id="node-scroll-up"),
+        dangerous(Binding("s", "scale_up", "Scale up", id="node-scale-up")),
+    ]
+
+    def __init__(self, node: str) -> None:
+        super().__init__()
+        self.node_name = node
+        self._events_gen = -1
+        self._node_rv = ""
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(self.node_name, id="node-title", classes="status-line")
+        with VerticalScroll(id="node-body"):
+            for name in SECTIONS:
+                yield Static("", id=f"node-{name}", classes="node-section")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.ready = True
+        self.query_one("#node-body").focus()
+        self.view_changed(self.app.view)
+        self.set_interval(1.0, self._refresh_events)
+
+    def view_changed(self, view: ClusterView) -> None:
+        if not self.ready:
+            return
+        node = view.snapshot.nodes.get(self.node_name)
+        title = self.query_one("#node-title", Static)
+        if node is None:
+            title.update(Text(f"{self.node_name}: not in the cluster (deleted?)", style="bold"))
+            return
+        colors = theme_colors(self.app)
+        row = view.rows_by_name.get(self.node_name)
+        head = Text(f"{node.name}  ", style="bold")
+        head.append_text(status_text(node, colors))
+        head.append(f"  {','.join(node.roles) or '<none>'}  {node.kubelet_version}")
+        if row and row.vm:
+            name = "" if row.vm.name == node.name else f"{row.vm.name} "
+            head.append(f"  VM {name}{row.vm.flavor} ({row.vm.vcpus} vCPU / {fmt_mem(row.vm.ram_mib * 2**20)})")
+            if row.stale:
+                head.append("  stale capacity", style=f"bold {colors.get('capacity-crit', 'red')}")
+        title.update(head)
+        self._section("resources", self._resources(node, view, colors))
+        self._section("labels", self._labels(node, colors))
+        self._section("taints", self._taints(node))
+        self._section("conditions", self._conditions(node, colors))
+        self._section("pods", self._pods(view))
+        self._section("annotations", self._annotations(node))
+        self._refresh_events(force=True)
+
+    def _section(self, name: str, body: Text) -> None:
+        self.query_one(f"#node-{name}", Static).update(body)
+
+    @staticmethod
+    def _heading(title: str, colors: dict[str, str]) -> Text:
+        return Text(f"{title}\n", style=f"bold {colors.get('primary', '')}")
+
+    def _resources(self, node: NodeInfo, view: ClusterView, colors: dict[str, str]) -> Text:
+        row = view.rows_by_name.get(node.name)
+        req = row.requested if row else None
+        out = self._heading("Resources        capacity  allocatable  requested", colors)
+        for kind, cap, alloc, used, fmt in (
+            ("cpu", node.capacity.cpu_m, node.allocatable.cpu_m, req.cpu_m if req else 0, fmt_cpu),
+            ("memory", node.capacity.memory, node.allocatable.memory, req.memory if req else 0, fmt_mem),
+            ("pods", node.capacity.pods * 1000, node.allocatable.pods * 1000, (req.pods if req else 0) * 1000, fmt_cpu),
+        ):
+            out.append(f"  {kind:<8} ")
+            out.append_text(bar(used / alloc if alloc else 0.0, 5, colors))
+            out.append(f" {fmt(cap):>9}  {fmt(alloc):>11}  {fmt(used):>9}\n")
+        return out
+
+    def _labels(self, node: NodeInfo, colors: dict[str, str]) -> Text:
+        groups = group_labels(node.labels, node.annotations)
+        out = self._heading(f"Labels ({len(node.labels)}) by source", colors)
+        for group, labels in groups.items():
+            style = colors.get("label-nfd", "")
+            if group == "rules":
+                style = colors.get("label-rule", "")
+            elif group == "local/hooks":
+                style = colors.get("label-local", "")
+            elif group == "other":
+                style = ""
+            out.append(f"  {group} ({len(labels)})\n", style=f"bold {style}")
+            for key, value in labels.items():
+                shown = key[len(FEATURE_NS) + 1:] if key.startswith(FEATURE_NS + "/") else key
+                out.append(f"    {shown}", style=style)
+                out.append(f"={value}\n" if value else "\n")
+        if any(k.startswith(FEATURE_NS + "/") for k in node.labels):
+            out.append(f"  (NFD source labels shown without {FEATURE_NS}/)\n", style="dim")
+        return out
+
+    def _taints(self, node: NodeInfo) -> Text:
+        out = self._heading("Taints", theme_colors(self.app))
+        if not node.taints:
+            out.append("  <none>\n")
+        for t in node.taints:
+            value = f"={t.get('value')}" if t.get("value") else ""
+            out.append(f"  {t.get('key', '')}{value}:{t.get('effect', '')}\n")
+        return out
+
+    def _conditions(self, node: NodeInfo, colors: dict[str, str]) -> Text:
+        out = self._heading("Conditions", colors)
+        for ctype, status, reason in node.conditions or (("Ready", node.ready, ""),):
+            # Ready=True is good; for the pressure conditions True is the bad state
+            good = (status == "True") == (ctype == "Ready")
+            style = colors.get("status-ready" if good else "status-notready", "")
+            out.append(f"  {ctype:<16} ")
+            out.append(f"{status:<8}", style=style)
+            out.append(f" {reason}\n")
+        out.append(f"  unschedulable    {str(node.unschedulable).lower()}\n")
+        return out
+
+    def _pods(self, view: ClusterView) -> Text:
+        pods = sorted(view.pods_by_node.get(self.node_name, ()), key=lambda p: (p.namespace, p.name))
+        out = self._heading(f"Pods ({len(pods)})", theme_colors(self.app))
+        for p in pods[:200]:
+            out.append(f"  {p.namespace}/{p.name:<28} {p.phase:<10} cpu {fmt_cpu(p.requests.cpu_m):>4}"
+                       f"  mem {fmt_mem(p.requests.memory):>7}\n")
+        if len(pods) > 200:
+            out.append(f"  … and {len(pods) - 200} more\n")
+        return out
+
+    def _annotations(self, node: NodeInfo) -> Text:
+        out = self._heading(f"Annotations ({len(node.annotations)})", theme_colors(self.app))
+        for key in sorted(node.annotations):
+            value = node.annotations[key]
+            out.append(f"  {key}={value[:200]}{'…' if len(value) > 200 else ''}\n")
+        if not node.annotations:
+            out.append("  <none>\n")
+        return out
+
+    def _refresh_events(self, force: bool = False) -> None:
+        events = self.app.events
+        if events is None or not self.ready:
+            return
+        gen = events.cache.generation
+        if gen == self._events_gen and not force:
+            return
+        self._events_gen = gen
+        colors = theme_colors(self.app)
+        evs = events.for_object("Node", self.node_name)
+        out = self._heading(f"Events ({len(evs)} recent)", colors)
+        now = self.app.clock()
+        for e in evs:
+            when = age(now - e.last_seen.timestamp()) if e.last_seen else "?"
+            style = colors.get("warning", "") if e.type == "Warning" else ""
+            out.append(f"  {when:>4} {e.type:<7} {e.reason:<24} ", style=style)
+            out.append(f"{e.message}\n")
+        if not evs:
+            out.append("  <none>\n" if events.cache.synced.is_set() else "  loading…\n")
+        self._section("events", out)
+
+    def action_jump(self, section: str) -> None:
+        self.query_one("#node-body", VerticalScroll).scroll_to_widget(
+            self.query_one(f"#node-{section}"), top=True, animate=False
+        )
+
+    def action_scroll(self, lines: int) -> None:
+        body = self.query_one("#node-body", VerticalScroll)
+        body.scroll_relative(y=lines, animate=False)
+
+    def action_scale_up(self) -> None:
+        from console.tui.navigation import start_scale_up
+
+        start_scale_up(self.app, self.node_name)
+
+    def on_unmount(self) -> None:
+        self._events_gen = -1
+
+    @property
+    def node(self) -> Any:
+        return self.app.view.snapshot.nodes.get(self.node_name)

@@ -1,0 +1,177 @@
+"""Pending pods: requests, why (latest FailedScheduling), and where each would fit — now or after a scale-up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import Footer, Header, Static
+
+from console.kube.model import PodInfo, fmt_cpu, fmt_mem
+from console.runbook.plan import FitAdvice, advise
+from console.tui.fitting import flavor_infos, vm_size
+from console.tui.messages import ClusterView
+from console.tui.safety import dangerous
+from console.tui.screens.base import ConsoleScreen
+from console.tui.widgets.cells import theme_colors
+from console.tui.widgets.table import Column, VirtualTable
+
+MAX_CANDIDATES = 200  # fit analysis on the first nodes (sorted: fits now, then smallest scale-up)
+
+
+def pod_key(p: PodInfo) -> str:
+    return f"{p.namespace}/{p.name}"
+
+
+def candidate_advice(view: ClusterView, pod: PodInfo, flavors: list[Any]) -> list[FitAdvice]:
+    """Advice for every node the pod could land on (untainted for NoSchedule), best first."""
+    out = []
+    for row in view.rows:
+        node = row.node
+        if any(t.get("effect") in ("NoSchedule", "NoExecute") for t in node.taints) or node.unschedulable:
+            continue
+        out.append(advise(node, view.pods_by_node.get(node.name, ()), pod, vm=vm_size(row.vm), flavors=flavors))
+
+    def order(a: FitAdvice) -> tuple:
+        t = a.target
+        return (not a.fits_now, (t.vcpus, t.memory_mib) if t else (0, 0), a.node)
+
+    out.sort(key=order)
+    return out[:MAX_CANDIDATES]
+
+
+class PendingScreen(ConsoleScreen):
+    CSS_PATH = Path(__file__).with_suffix(".tcss")
+    HELP = ("Pods without a node. The lower table says, per node, whether the highlighted pod fits now and the "
+            "smallest VM size (and flavor, when the cloud is known) that makes it fit.")
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("tab", "switch", "Pods/nodes", id="pending-switch"),
+        dangerous(Binding("s", "scale_up", "Scale up", id="pending-scale-up")),
+        Binding("enter", "plan", "Plan", id="pending-plan"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.advice: dict[str, FitAdvice] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("", id="pending-status", classes="status-line")
+        yield VirtualTable(
+            [Column("pod", "POD", 24), Column("cpu", "CPU", 5, right=True), Column("mem", "MEM", 7, right=True),
+             Column("why", "WHY (latest FailedScheduling)", 40, priority=1)],
+            empty_text="No Pending pods", id="pending-pods",
+        )
+        yield Static("", id="pending-why")
+        yield VirtualTable(
+            [Column("node", "NODE", 20), Column("now", "NOW", 8), Column("size", "SMALLEST SIZE", 20),
+             Column("flavor", "FLAVOR", 12, priority=1), Column("reason", "WHY NOT NOW", 30, priority=2)],
+            empty_text="Select a Pending pod", id="pending-fit",
+        )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.ready = True
+        self.query_one("#pending-pods", VirtualTable).focus()
+        self.view_changed(self.app.view)
+
+    @property
+    def pods_table(self) -> VirtualTable:
+        return self.query_one("#pending-pods", VirtualTable)
+
+    @property
+    def fit_table(self) -> VirtualTable:
+        return self.query_one("#pending-fit", VirtualTable)
+
+    def selected_pod(self) -> PodInfo | None:
+        key = self.pods_table.cursor_key
+        return next((p for p in self.app.view.pending if pod_key(p) == key), None)
+
+    def view_changed(self, view: ClusterView) -> None:
+        if not self.ready:
+            return
+        events = self.app.events
+        latest = events.failed_scheduling() if events else {}
+        keys, cells = [], []
+        for p in view.pending:
+            ev = latest.get((p.namespace, p.name))
+            keys.append(pod_key(p))
+            cells.append((pod_key(p), fmt_cpu(p.requests.cpu_m), fmt_mem(p.requests.memory),
+                          ev.message if ev else "(no FailedScheduling event yet)"))
+        self.pods_table.set_rows(keys, cells)
+        self.query_one("#pending-status", Static).update(
+            f"{len(view.pending)} Pending pods · fit analysis over {len(view.rows)} nodes"
+            + ("" if self.app.flavors else " · flavors unknown (no cloud configured)")
+        )
+        self.show_fit()
+
+    def on_virtual_table_highlighted(self, event: VirtualTable.Highlighted) -> None:
+        if event.table.id == "pending-pods":
+            self.show_fit()
+
+    def show_fit(self) -> None:
+        pod = self.selected_pod()
+        why = self.query_one("#pending-why", Static)
+        colors = theme_colors(self.app)
+        if pod is None:
+            why.update("")
+            self.fit_table.set_rows([], [])
+            return
+        events = self.app.events
+        ev = (events.failed_scheduling() if events else {}).get((pod.namespace, pod.name))
+        advice = candidate_advice(self.app.view, pod, flavor_infos(self.app.flavors))
+        self.advice = {a.node: a for a in advice}
+        text = Text(f"{pod_key(pod)} needs cpu {fmt_cpu(pod.requests.cpu_m)}, memory "
+                    f"{fmt_mem(pod.requests.memory)}. ", style="bold")
+        text.append(ev.message if ev else "No FailedScheduling event yet.")
+        best = next((a for a in advice if not a.fits_now and a.target), None)
+        fits = [a.node for a in advice if a.fits_now]
+        if fits:
+            text.append(f"\nFits now on {', '.join(fits[:3])}", style=colors.get("status-ready", "green"))
+        elif best:
+            text.append(f"\nSmallest fitting size: {best.node} → {best.target}"
+                        + (f" (flavor {best.flavor.name})" if best.flavor else ""),
+                        style=f"bold {colors.get('status-pending', 'yellow')}")
+        why.update(text)
+        keys, cells = [], []
+        for a in advice:
+            now = Text("fits", style=colors.get("status-ready", "")) if a.fits_now else \
+                Text("no", style=colors.get("status-notready", ""))
+            keys.append(a.node)
+            cells.append((a.node, now, "—" if a.fits_now else str(a.target or "?"),
+                          a.flavor.name if a.flavor else ("—" if a.fits_now or not a.flavor_fits else "none fits"),
+                          "" if a.fits_now else a.reason))
+        self.fit_table.set_rows(keys, cells)
+
+    def action_switch(self) -> None:
+        (self.fit_table if self.pods_table.has_focus else self.pods_table).focus()
+
+    def on_virtual_table_selected(self, event: VirtualTable.Selected) -> None:
+        if event.table.id == "pending-pods":
+            self.fit_table.focus()
+        else:
+            self.action_plan()
+
+    def action_plan(self) -> None:
+        """Show the plan for the highlighted pod on the highlighted (or best) node."""
+        from console.tui.screens.plan import PlanModal
+
+        pod = self.selected_pod()
+        node = self.fit_table.cursor_key
+        if pod is None or node is None:
+            self.notify("no Pending pod selected", severity="warning")
+            return
+        self.app.push_screen(PlanModal(node, pod))
+
+    def action_scale_up(self) -> None:
+        from console.tui.navigation import start_scale_up
+
+        pod = self.selected_pod()
+        node = self.fit_table.cursor_key
+        if pod is None or node is None:
+            self.notify("select a Pending pod and a node first", severity="warning")
+            return
+        start_scale_up(self.app, node, pod)

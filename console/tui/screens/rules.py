@@ -1,0 +1,515 @@
+"""NodeFeatureRules: list, edit YAML with validation as you type, dry-run on every node, apply safely."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen, Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Header, Label, OptionList, Static, TextArea
+from textual.widgets.option_list import Option
+from textual.worker import Worker, WorkerState
+
+from console.audit import AuditLog
+from console.config import Settings
+from console.kube.nfdstore import (
+    NfdStoreError,
+    RuleStore,
+    StoreConflict,
+    detect_nfd_version,
+    list_node_features,
+    list_nodes,
+)
+from console.nfd import versions as V
+from console.nfd.master import MasterConfig
+from console.nfd.validation import Issue, validate_rule_object
+from console.nfd_preview import RULE_TEMPLATES, RuleDryRun, dry_run_rule, resolve_version
+from console.tui.safety import DANGEROUS_ACTIONS, ConfirmDanger, dangerous, is_read_only
+from console.tui.widgets.diff import DiffView, unified_text
+from console.tui.widgets.diff_dialog import ConflictDialog
+from console.tui.widgets.editor import code_editor, load_into
+
+VALIDATE_DELAY = 0.3  # seconds after the last keystroke
+NEW = "(new)"
+
+
+def rule_yaml(obj: dict[str, Any]) -> str:
+    """The editable part of a NodeFeatureRule as YAML (no status or server-set metadata)."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k in ("name", "labels", "annotations")}
+    doc = {"apiVersion": obj.get("apiVersion", "nfd.k8s-sigs.io/v1alpha1"), "kind": "NodeFeatureRule",
+           "metadata": meta, "spec": obj.get("spec") or {}}
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+
+
+def parse_rule(text: str, version: V.NfdVersion) -> tuple[dict[str, Any] | None, list[str], list[str]]:
+    """(object, errors, warnings): YAML errors with line numbers, then the rule validator's issues."""
+    try:
+        obj = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        return None, [f"YAML error at {where}{problem}"], []
+    if not isinstance(obj, dict):
+        return None, ["the document must be a NodeFeatureRule mapping (apiVersion, kind, metadata, spec)"], []
+    issues: list[Issue] = validate_rule_object(obj, version)
+    errors = [str(i) for i in issues if i.severity == "error"]
+    warnings = [str(i) for i in issues if i.severity != "error"]
+    return obj, errors, warnings
+
+
+class RulesLoaded(Message):
+    def __init__(self, rules: list[dict[str, Any]], version: V.NfdVersion, version_text: str, error: str = "") -> None:
+        super().__init__()
+        self.rules, self.version, self.version_text, self.error = rules, version, version_text, error
+
+
+class RuleDryRunReady(Message):
+    def __init__(self, result: RuleDryRun | None, content: str, error: str = "") -> None:
+        super().__init__()
+        self.result, self.content, self.error = result, content, error
+
+
+class RuleApplied(Message):
+    def __init__(self, obj: dict[str, Any], verb: str) -> None:
+        super().__init__()
+        self.obj, self.verb = obj, verb
+
+
+class RuleApplyFailed(Message):
+    def __init__(self, error: NfdStoreError, content: str) -> None:
+        super().__init__()
+        self.error, self.content = error, content
+
+
+class TemplatePicker(ModalScreen[str | None]):
+    """Pick a template for a new rule."""
+
+    DEFAULT_CSS = """
+    TemplatePicker { align: center middle; }
+    TemplatePicker #tpl-box { width: 60; height: auto; max-height: 16; border: thick $primary; background: $surface; }
+    TemplatePicker OptionList { height: auto; max-height: 10; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="rules-template-cancel")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="tpl-box"):
+            yield Label("New NodeFeatureRule from a template:", markup=False)
+            yield OptionList(*[Option(name, id=name) for name in RULE_TEMPLATES], id="tpl-list")
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class RulesScreen(Screen[None]):
+    """`:rules` — NodeFeatureRules with a cluster-wide dry-run before every apply."""
+
+    CSS_PATH = Path(__file__).with_suffix(".tcss")
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        dangerous(Binding("ctrl+s,a", "apply", "Apply", id="rules-apply")),
+        Binding("ctrl+r", "dry_run", "Dry-run", id="rules-dry-run"),
+        Binding("d", "diff", "Diff", id="rules-diff"),
+        Binding("v", "diff_mode", "Split/unified", id="rules-diff-mode", show=False),
+        Binding("n", "new_rule", "New", id="rules-new"),
+        Binding("ctrl+l", "reload", "Reload", id="rules-reload", show=False),
+        Binding("escape", "back", "Back", id="rules-back"),
+    ]
+
+    def __init__(self, kube: Any = None, settings: Settings | None = None) -> None:
+        super().__init__()
+        self.kube = kube
+        self.settings = settings or Settings()
+        self._own_settings = settings is not None
+        self.store: RuleStore | None = None  # built on mount, from the cluster gateway
+        self.version: V.NfdVersion = V.CURRENT
+        self.version_text = ""
+        self.rules: list[dict[str, Any]] = []
+        self.loaded: dict[str, Any] | None = None  # the cluster object being edited; None for a new rule
+        self.drafts: dict[str, str] = {}
+        self.parsed: dict[str, Any] | None = None
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+        self.dry_run: RuleDryRun | None = None
+        self.dry_run_content: str | None = None
+        self._apply_after_dry_run = False
+        self._validate_timer: Timer | None = None
+        self.audit = AuditLog.default()
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("Loading NodeFeatureRules…", id="rules-status", markup=False)
+        with Horizontal(id="rules-body"):
+            yield OptionList(id="rules-list")
+            with Vertical(id="rules-main"):
+                yield code_editor(id="rules-editor", kind="rule")
+                yield Static("", id="rules-problems", markup=False)
+                with VerticalScroll(id="rules-output"):
+                    yield Static("ctrl+r: dry-run on every node · a/ctrl+s: apply · n: new from a template",
+                                 id="rules-result", markup=False)
+                    yield DiffView(id="rules-diffview")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#rules-list", OptionList).border_title = "NodeFeatureRules"
+        self.query_one("#rules-output").border_title = "dry-run"
+        self.query_one("#rules-diffview").display = False
+        # pushed without arguments (e.g. by `:rules`): use the app's gateway and settings
+        if self.kube is None:
+            self.kube = getattr(self.app, "kube", None)
+        if not self._own_settings:
+            self.settings = getattr(self.app, "settings", None) or self.settings
+        if self.settings.nfd_version:
+            self.version = V.parse_version(self.settings.nfd_version)
+        if self.kube is None:
+            self.query_one("#rules-status", Static).update("no cluster connection: NodeFeatureRules need one")
+            return
+        self.store = RuleStore(self.kube.api_client)
+        self.load_rules()
+
+    @property
+    def read_only(self) -> bool:
+        return self.settings.read_only or is_read_only(self.app)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (action in DANGEROUS_ACTIONS and self.read_only)
+
+    @property
+    def editor(self) -> TextArea:
+        return self.query_one("#rules-editor", TextArea)
+
+    # -- loading ------------------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="rules-load", exit_on_error=False)
+    def load_rules(self) -> None:
+        version, text, error = self.version, f"NFD {self.version} (from settings)", ""
+        assert self.store is not None and self.kube is not None
+        try:
+            if not self.settings.nfd_version:
+                version, text = resolve_version(None, detect_nfd_version(list_node_features(self.kube.api_client)))
+            rules = self.store.list()
+        except NfdStoreError as e:
+            rules, error = [], str(e)
+        self.post_message(RulesLoaded(rules, version, text, error))
+
+    def on_rules_loaded(self, msg: RulesLoaded) -> None:
+        self.rules, self.version, self.version_text = msg.rules, msg.version, msg.version_text
+        if msg.error:
+            self.notify(msg.error, title="cannot list NodeFeatureRules", severity="error")
+        if not V.rules_supported(self.version):
+            self.notify(f"NFD {self.version} has no NodeFeatureRules (added in v0.10)", severity="warning")
+        olist = self.query_one("#rules-list", OptionList)
+        olist.clear_options()
+        for r in self.rules:
+            olist.add_option(Option(r["metadata"]["name"], id=r["metadata"]["name"]))
+        if not self.rules:
+            olist.add_option(Option("(none yet: press n)", id=NEW, disabled=True))
+        if self.loaded is not None:
+            fresh = next((r for r in self.rules if r["metadata"]["name"] == self.loaded["metadata"]["name"]), None)
+            if fresh is not None and rule_yaml(fresh) == rule_yaml(self.loaded):
+                self.loaded = fresh
+        elif self.rules and not self.editor.text:
+            self.open_rule(self.rules[0])
+        self._render_status()
+
+    def _render_status(self) -> None:
+        n = len(self.rules)
+        editing = self.loaded["metadata"]["name"] if self.loaded else (self.parsed or {}).get("metadata", {}).get(
+            "name", NEW) if isinstance(self.parsed, dict) else NEW
+        self.query_one("#rules-status", Static).update(f"{n} NodeFeatureRule(s) · {self.version_text} · "
+                                                       f"editing {editing}")
+
+    def open_rule(self, obj: dict[str, Any] | None, text: str | None = None) -> None:
+        if self.editor.text.strip():
+            key = self.loaded["metadata"]["name"] if self.loaded else NEW
+            base = rule_yaml(self.loaded) if self.loaded else ""
+            if self.editor.text != base:
+                self.drafts[key] = self.editor.text  # keep unsaved edits while switching
+        self.loaded = obj
+        key = obj["metadata"]["name"] if obj else NEW
+        content = text if text is not None else self.drafts.get(key, rule_yaml(obj) if obj else "")
+        load_into(self.editor, "rule", key, content)
+        self.dry_run, self.dry_run_content = None, None
+        self.validate_now()
+        self._render_status()
+
+    @on(OptionList.OptionSelected, "#rules-list")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        obj = next((r for r in self.rules if r["metadata"]["name"] == event.option.id), None)
+        if obj is not None:
+            self.open_rule(obj)
+            self.editor.focus()
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+    def action_reload(self) -> None:
+        if self.store is not None:
+            self.load_rules()
+
+    def action_new_rule(self) -> None:
+        def picked(name: str | None) -> None:
+            if name:
+                self.open_rule(None, RULE_TEMPLATES[name])
+                self.editor.focus()
+
+        self.app.push_screen(TemplatePicker(), picked)
+
+    # -- validation as you type ------------------------------------------------------------------------------
+    @on(TextArea.Changed, "#rules-editor")
+    def _changed(self) -> None:
+        if self._validate_timer is not None:
+            self._validate_timer.stop()
+        self._validate_timer = self.set_timer(VALIDATE_DELAY, self.validate_now)
+
+    def validate_now(self) -> None:
+        self.parsed, self.errors, self.warnings = parse_rule(self.editor.text, self.version)
+        problems = self.query_one("#rules-problems", Static)
+        colors = self.app.get_css_variables()
+        text = Text()
+        if not self.editor.text.strip():
+            text.append("empty: pick a rule or press n for a template")
+        elif self.errors:
+            for e in self.errors[:3]:
+                text.append(f"✗ {e}\n", style=colors.get("error", "red"))
+            if len(self.errors) > 3:
+                text.append(f"… {len(self.errors) - 3} more error(s)\n", style=colors.get("error", "red"))
+        else:
+            text.append("✓ valid", style=colors.get("success", "green"))
+            for w in self.warnings[:2]:
+                text.append(f"\n! {w}", style=colors.get("warning", "yellow"))
+        text.rstrip()
+        problems.update(text)
+        problems.set_class(bool(self.errors), "-invalid")
+
+    # -- dry-run ------------------------------------------------------------------------------------------
+    def _need_cluster(self) -> bool:
+        if self.store is None:
+            self.notify("no cluster connection: NodeFeatureRules need one", severity="warning")
+        return self.store is not None
+
+    def action_dry_run(self) -> None:
+        if not self._need_cluster():
+            return
+        self.validate_now()
+        if self.parsed is None or self.errors:
+            self.notify("fix the errors shown under the editor first", severity="warning")
+            self._apply_after_dry_run = False
+            return
+        self._show_result(Text("dry-run: reading NodeFeatures and nodes, evaluating every rule on every node…"))
+        self.query_one("#rules-output").loading = True
+        self.run_dry_run(self.parsed, self.editor.text)
+
+    @work(thread=True, exclusive=True, group="rules-dry-run", exit_on_error=False)
+    def run_dry_run(self, obj: dict[str, Any], content: str) -> None:
+        assert self.store is not None and self.kube is not None
+        try:
+            api = self.kube.api_client
+            rules, nfs, nodes = self.store.list(), list_node_features(api), list_nodes(api)
+        except NfdStoreError as e:
+            self.post_message(RuleDryRunReady(None, content, str(e)))
+            return
+        result = dry_run_rule(obj, rules, nfs, nodes, MasterConfig(version=self.version))
+        self.post_message(RuleDryRunReady(result, content))
+
+    def on_rule_dry_run_ready(self, msg: RuleDryRunReady) -> None:
+        self.query_one("#rules-output").loading = False
+        if msg.result is None:
+            self._apply_after_dry_run = False
+            self.notify(msg.error, title="dry-run failed", severity="error")
+            self._show_result(Text(f"dry-run failed: {msg.error}"))
+            return
+        self.dry_run, self.dry_run_content = msg.result, msg.content
+        self._show_result(render_dry_run(msg.result, self.app.get_css_variables(),
+                                         rule_output_keys(self.parsed)))
+        if self._apply_after_dry_run:
+            self._apply_after_dry_run = False
+            self.action_apply()
+
+    def _show_result(self, text: Text) -> None:
+        self.query_one("#rules-diffview").display = False
+        result = self.query_one("#rules-result", Static)
+        result.display = True
+        result.update(text)
+        self.query_one("#rules-output").border_title = "dry-run"
+
+    # -- diff ---------------------------------------------------------------------------------------------
+    def action_diff(self) -> None:
+        view = self.query_one("#rules-diffview", DiffView)
+        if view.display:
+            view.display = False
+            self.query_one("#rules-result").display = True
+            return
+        deployed = rule_yaml(self.loaded) if self.loaded else ""
+        view.show(deployed, self.editor.text, "deployed" if self.loaded else "(new rule)", "edited")
+        self.query_one("#rules-result").display = False
+        view.display = True
+        self.query_one("#rules-output").border_title = f"diff ({view.mode}; v toggles)"
+
+    def action_diff_mode(self) -> None:
+        mode = self.query_one("#rules-diffview", DiffView).toggle_mode()
+        self.query_one("#rules-output").border_title = f"diff ({mode}; v toggles)"
+
+    # -- apply --------------------------------------------------------------------------------------------
+    def action_apply(self) -> None:
+        if self.read_only:
+            self.notify("read-only mode: applying is disabled", severity="warning")
+            return
+        if not self._need_cluster():
+            return
+        self.validate_now()
+        if self.parsed is None or self.errors:
+            self.notify("fix the errors shown under the editor first", severity="warning")
+            return
+        content = self.editor.text
+        if self.dry_run is None or self.dry_run_content != content:
+            self._apply_after_dry_run = True  # always preview before applying
+            self.action_dry_run()
+            return
+        if self.dry_run.error:
+            self.notify(self.dry_run.error, title="rule cannot be evaluated", severity="error")
+            return
+        obj, name = self.parsed, self.dry_run.rule
+        replacing = self.loaded is not None and self.loaded["metadata"]["name"] == name
+        rv = self.loaded["metadata"].get("resourceVersion", "") if replacing and self.loaded else ""
+        affected = len(self.dry_run.affected)
+        before = rule_yaml(self.loaded) if replacing and self.loaded else ""
+        preview = dry_run_summary(self.dry_run) + "\n\n" + unified_text(before, content, "deployed", "edited")
+        target = f"NodeFeatureRule {name} ({affected} node{'s' if affected != 1 else ''} affected)"
+
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self.apply_rule(obj, content, rv, before)
+
+        self.app.push_screen(ConfirmDanger("Replace" if replacing else "Create", target, preview), confirmed)
+
+    @work(thread=True, exclusive=True, group="rules-apply", exit_on_error=False)
+    def apply_rule(self, obj: dict[str, Any], content: str, resource_version: str, before: str) -> None:
+        name = obj["metadata"]["name"]
+        verb = "replace" if resource_version else "create"
+        assert self.store is not None
+        try:
+            # the server validates first (dry-run persists nothing), then the real write with the same precondition
+            if resource_version:
+                self.store.replace(obj, resource_version=resource_version, dry_run=True)
+                out = self.store.replace(obj, resource_version=resource_version)
+            else:
+                self.store.create(obj, dry_run=True)
+                out = self.store.create(obj)
+        except NfdStoreError as e:
+            self.audit.record(f"nfd.rule.{verb}", f"nodefeaturerule/{name}", before=before or None, after=content,
+                              result="conflict" if isinstance(e, StoreConflict) else "error", detail=str(e))
+            self.post_message(RuleApplyFailed(e, content))
+            return
+        affected = len(self.dry_run.affected) if self.dry_run else 0
+        self.audit.record(f"nfd.rule.{verb}", f"nodefeaturerule/{name}", before=before or None, after=content,
+                          detail=f"resourceVersion {resource_version or '(new)'} -> "
+                                 f"{out['metadata'].get('resourceVersion')}; dry-run: {affected} node(s) affected")
+        self.post_message(RuleApplied(out, verb))
+
+    def on_rule_applied(self, msg: RuleApplied) -> None:
+        name = msg.obj["metadata"]["name"]
+        self.drafts.pop(name, None)
+        self.drafts.pop(NEW, None)
+        self.loaded = msg.obj
+        self.notify(f"{msg.verb}d NodeFeatureRule {name}; nfd-master relabels the nodes")
+        self.load_rules()
+
+    def on_rule_apply_failed(self, msg: RuleApplyFailed) -> None:
+        err = msg.error
+        if not isinstance(err, StoreConflict) or not isinstance(err.current, dict):
+            self.notify(str(err), title="apply failed", severity="error")
+            return
+        current = err.current
+
+        def chosen(choice: str | None) -> None:
+            if choice == "reload":
+                self.drafts.pop(current["metadata"]["name"], None)
+                self.loaded = None
+                self.editor.load_text("")
+                self.open_rule(current)
+            elif choice == "overwrite" and self.parsed is not None:
+                self.apply_rule(self.parsed, msg.content, err.current_version, rule_yaml(current))
+
+        self.app.push_screen(ConflictDialog(str(err), rule_yaml(current), msg.content), chosen)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            event.stop()  # reported here, once
+            self.query_one("#rules-output").loading = False
+            self._apply_after_dry_run = False
+            self.notify(f"{event.worker.name} failed: {event.worker.error}. Check the connection and retry.",
+                        title="error", severity="error")
+
+
+def dry_run_summary(r: RuleDryRun) -> str:
+    """Plain-text per-node changes (for the confirmation)."""
+    lines = [f"{len(r.affected)} of {len(r.nodes)} node(s) change under NFD {r.version}"]
+    for n in r.affected:
+        lines.append(f"{n.node}:")
+        for section, change in n.sections():
+            for tag, row in change.lines():
+                lines.append(f"  {tag} {section[:-1] if section.endswith('s') else section} {row}")
+    return "\n".join(lines)
+
+
+def render_dry_run(r: RuleDryRun, colors: dict[str, str], keys: set[str] | None = None) -> Text:
+    keys = keys or set()
+    add = colors.get("diff-add") or colors.get("success", "green")
+    remove = colors.get("diff-remove") or colors.get("error", "red")
+    change = colors.get("diff-change") or colors.get("warning", "yellow")
+    warn = colors.get("warning", "yellow")
+    t = Text()
+    if r.error:
+        t.append(f"✗ {r.error}\n", style=f"bold {remove}")
+        return t
+    t.append(f"{r.rule}: {len(r.affected)} of {len(r.nodes)} node(s) change (NFD {r.version})\n", style="bold")
+    for w in r.warnings[:5]:
+        t.append(f"! {w}\n", style=warn)
+    style = {"+": add, "-": remove, "~": change}
+    quiet = [n.node for n in r.nodes if not n.changed and not n.errors and not n.matched]
+    # nodes that change (or match, or fail) first; the rest on one line
+    for n in [n for n in r.nodes if n.node not in quiet]:
+        status = "changes" if n.changed else "no change"
+        matched = f"matched: {', '.join(n.matched)}" if n.matched else "no rule of it matched"
+        t.append(f"{n.node}", style="bold")
+        t.append(f" — {status}; {matched}\n")
+        for e in n.errors:
+            t.append(f"  ✗ {e} (nfd-master skips this rule)\n", style=remove)
+        for section, ch in n.sections():
+            for tag, row in ch.lines():
+                t.append(f"  {tag} {section}: {row}\n", style=style[tag])
+        for d in n.dropped:
+            if d.key in keys:
+                t.append(f"  ! dropped {d.key}={d.value}: {d.reason}\n", style=warn)
+    if quiet:
+        t.append(f"no match, no change: {', '.join(quiet)}\n")
+    return t
+
+
+def rule_output_keys(obj: dict[str, Any] | None) -> set[str]:
+    """Label/annotation/ER/taint keys a rule object writes statically (to show only its dropped items)."""
+    keys: set[str] = set()
+    rules = ((obj or {}).get("spec") or {}).get("rules") or []
+    for r in rules if isinstance(rules, list) else []:
+        if not isinstance(r, dict):
+            continue
+        for fld in ("labels", "annotations", "extendedResources"):
+            for k in (r.get(fld) or {}) if isinstance(r.get(fld), dict) else {}:
+                keys.update({str(k), f"feature.node.kubernetes.io/{k}"})
+        for taint in r.get("taints") or [] if isinstance(r.get("taints"), list) else []:
+            if isinstance(taint, dict):
+                keys.add(str(taint.get("key")))
+    return keys

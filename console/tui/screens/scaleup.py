@@ -1,0 +1,582 @@
+"""`:scale-up NODE` — pick a node and a target, see the plan, run it live, verify, revert where possible.
+
+The screen drives the same `Session` / engine / journal as `console scale-up` (console/runbook/session.py).
+Everything blocking runs in thread workers that report back through the messages below; the engine's
+`on_event` callback runs on the run worker's thread and only posts `RunbookStepChanged`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Container, VerticalScroll
+from textual.message import Message
+from textual.widgets import Footer, Header, RichLog, Static
+from textual.worker import Worker, WorkerState
+
+from console.config import Settings
+from console.runbook.engine import RunEvent, RunResult
+from console.runbook.scaleup import ScaleUpPlan, ScaleUpRequest
+from console.tui.safety import ConfirmDanger, dangerous
+from console.tui.screens.base import ConsoleScreen
+from console.tui.widgets import runbook_data as data
+from console.tui.widgets.cells import theme_colors
+from console.tui.widgets.runbook import CapacityRow, PodRow, RunbookSteps, capacity_table, pods_table
+from console.tui.widgets.runbook_pickers import NodePicker, Target, TargetPicker, default_target
+
+LOG_ICONS = {"step-start": "…", "step-done": "✓", "step-skip": "↷", "step-failed": "✗", "step-progress": " ",
+             "undo-start": "↺", "undo-done": "↺", "run-start": "▶", "run-done": "■"}
+
+
+# -- messages (workers → screen) ----------------------------------------------------------------------------
+class NodesListed(Message):
+    def __init__(self, nodes: list[tuple[str, str]], error: str = "") -> None:
+        super().__init__()
+        self.nodes, self.error = nodes, error
+
+
+class TargetsLoaded(Message):
+    def __init__(self, info: data.NodeTargets | None, error: str = "") -> None:
+        super().__init__()
+        self.info, self.error = info, error
+
+
+class PlanReady(Message):
+    def __init__(self, plan: ScaleUpPlan | None, journal: Any, error: str = "", seq: int = 0) -> None:
+        super().__init__()
+        self.plan, self.journal, self.error, self.seq = plan, journal, error, seq
+
+
+class RunbookStepChanged(Message):
+    """One engine event (posted from the engine's thread)."""
+
+    def __init__(self, event: RunEvent) -> None:
+        super().__init__()
+        self.event = event
+
+
+class RunFinished(Message):
+    def __init__(self, result: RunResult | None, error: str = "") -> None:
+        super().__init__()
+        self.result, self.error = result, error
+
+
+class LiveStateReady(Message):
+    def __init__(self, state: data.LiveState) -> None:
+        super().__init__()
+        self.state = state
+
+
+class RevertChecked(Message):
+    def __init__(self, possible: bool, reason: str, preview: str = "") -> None:
+        super().__init__()
+        self.possible, self.reason, self.preview = possible, reason, preview
+
+
+class RevertDone(Message):
+    def __init__(self, ok: bool, message: str) -> None:
+        super().__init__()
+        self.ok, self.message = ok, message
+
+
+@dataclass
+class RunState:
+    running: bool = False
+    run_id: str = ""
+    result: RunResult | None = None
+    error: str = ""
+    events: list[RunEvent] = field(default_factory=list)
+    started: float = 0.0
+
+
+class ScaleUpScreen(ConsoleScreen):
+    """Scale a worker's VM up (OpenStack resize or libvirt live) and verify the Pending pods run."""
+
+    CSS_PATH = Path(__file__).with_suffix(".tcss")
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (120, "-wide")]
+    HELP = ("Pick a node (n) and a target (t): a flavor (OpenStack resize: cordon, drain, resize, confirm) or "
+            "vCPUs and memory (libvirt live: raise the maxima, restart through Nova, hot-add, online, restart the "
+            "kubelet). The plan lists the Pending pods it makes fit; r runs it with live step status, v reverts a "
+            "resize Nova still allows to revert. Runs are journaled: an unfinished run is offered for resuming.")
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "pick_node", "Node", id="scale-up-pick-node"),
+        Binding("t", "pick_target", "Target", id="scale-up-pick-target"),
+        dangerous(Binding("r", "run", "Run", id="scale-up-run")),
+        dangerous(Binding("v", "revert", "Revert", id="scale-up-revert")),
+        Binding("l", "toggle_log", "Log", id="scale-up-toggle-log"),
+        Binding("escape", "back", "Back", id="scale-up-back"),
+    ]
+
+    def __init__(self, node: str | None = None, pod: Any = None, *, settings: Settings | None = None,
+                 kube: Any = None) -> None:
+        super().__init__()
+        self.node = node
+        # a pod from the Pending screen: "namespace/name" or a PodInfo
+        self.pod = pod if pod is None or isinstance(pod, str) else f"{pod.namespace}/{pod.name}"
+        self.settings = settings
+        self.kube = kube
+        self.session: Any = None  # console.runbook.session.Session, made in a worker
+        self.info: data.NodeTargets | None = None
+        self.target: Target | None = None
+        self.plan: ScaleUpPlan | None = None
+        self.journal: Any = None  # the journal to resume (None: a new run)
+        self.plan_error = ""
+        self.run = RunState()
+        self.live: data.LiveState | None = None
+        self.revert_message = ""
+        self._node_choices: list[tuple[str, str]] = []
+        self._plan_seq = 0
+
+    # -- layout -------------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("", id="su-status", markup=False)
+        yield Static("", id="su-verdict", markup=False)
+        with Container(id="su-body"):
+            with VerticalScroll(id="su-main"):
+                yield Static("", id="su-plan", markup=False)
+                yield RunbookSteps(id="su-steps")
+                yield Static("", id="su-pods")
+                yield Static("", id="su-capacity")
+            yield RichLog(id="su-log", wrap=True, markup=False, max_lines=2000)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.ready = True
+        if self.settings is None:
+            self.settings = getattr(self.app, "settings", None) or Settings()
+        if self.kube is None:
+            self.kube = getattr(self.app, "kube", None)
+        for wid, title in (("#su-plan", "plan"), ("#su-steps", "steps"), ("#su-pods", "Pending pods"),
+                           ("#su-capacity", "capacity: before → after"), ("#su-log", "log")):
+            self.query_one(wid).border_title = title
+        self.query_one("#su-verdict").display = False
+        self._render_all()
+        if self.node:
+            self.load_targets(self.node)
+        else:
+            self._status("Loading nodes… (n picks a node)")
+            self.list_nodes()
+
+    # -- small helpers ------------------------------------------------------------------------------------
+    @property
+    def steps(self) -> RunbookSteps:
+        return self.query_one("#su-steps", RunbookSteps)
+
+    @property
+    def log_pane(self) -> RichLog:
+        return self.query_one("#su-log", RichLog)
+
+    def _status(self, text: str) -> None:
+        self.query_one("#su-status", Static).update(text)
+
+    def _log(self, text: str, when: str = "") -> None:
+        stamp = when[11:23] if when else time.strftime("%H:%M:%S")
+        self.log_pane.write(f"[{stamp}] {text}")
+
+    def _ensure_session(self) -> Any:
+        """Called in workers only: connecting reads the kubeconfig and may touch the network."""
+        if self.session is None:
+            from console.runbook.session import Session
+
+            self.session = Session(self.settings)
+        return self.session
+
+    # -- nodes --------------------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="scale-up-load", exit_on_error=False)
+    def list_nodes(self) -> None:
+        try:
+            nodes = data.list_nodes(self.kube, self._ensure_session)
+        except data.LoadError as e:
+            self.post_message(NodesListed([], str(e)))
+            return
+        self.post_message(NodesListed(nodes))
+
+    def on_nodes_listed(self, msg: NodesListed) -> None:
+        if msg.error:
+            self._status(f"Cannot list nodes: {msg.error}")
+            return
+        self._node_choices = msg.nodes
+        if self.node is None:
+            self._status("Pick a node (n).")
+            self.action_pick_node()
+
+    def action_pick_node(self) -> None:
+        if self.run.running:
+            self.notify("a run is in progress", severity="warning")
+            return
+        if not self._node_choices:
+            self.list_nodes()
+            self.notify("loading nodes…")
+            return
+
+        def chosen(name: str | None) -> None:
+            if name and name != self.node:
+                self.node, self.target, self.plan, self.journal, self.info = name, None, None, None, None
+                self.live, self.plan_error = None, ""
+                self.run = RunState()
+                self.steps.set_steps([])
+                self._render_all()
+                self.load_targets(name)
+
+        self.app.push_screen(NodePicker(self._node_choices, self.node), chosen)
+
+    # -- targets ------------------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="scale-up-load", exit_on_error=False)
+    def load_targets(self, node: str) -> None:
+        try:
+            info = data.load_targets(self._ensure_session(), node)
+        except data.LoadError as e:
+            self.post_message(TargetsLoaded(None, str(e)))
+            return
+        self.post_message(TargetsLoaded(info))
+
+    def on_targets_loaded(self, msg: TargetsLoaded) -> None:
+        if msg.error or msg.info is None:
+            self.plan_error = msg.error
+            self._status(f"{self.node}: cannot read the node or its VM")
+            self._render_all()
+            return
+        self.info = msg.info
+        self._log(f"{self.node}: VM {self.info.vm_text}; {len(self.info.advice)} Pending pods in the cluster")
+        for note in self.info.notes:
+            self._log(f"note: {note}")
+        unfinished = self.info.unfinished
+        if unfinished is not None:
+            self._log(f"unfinished run {unfinished.run_id} ({unfinished.status}) stopped at: {unfinished.where}")
+            self.make_plan(ScaleUpRequest(node=self.node or ""), unfinished.run_id, False)
+            return
+        if self.target is None:
+            self.target = default_target(self.info.advice, self.pod, bool(self.info.flavors)) if self.pod else None
+        if self.target is not None:
+            self.make_plan(self._request(self.target), None, True)
+        self._render_all()
+
+    def action_pick_target(self) -> None:
+        if self.run.running:
+            self.notify("a run is in progress", severity="warning")
+            return
+        if self.info is None:
+            self.notify("the node and its VM are still loading" if self.node else "pick a node first (n)",
+                        severity="warning")
+            return
+        info = self.info
+        suggested = self.target or default_target(info.advice, self.pod, bool(info.flavors))
+
+        def chosen(target: Target | None) -> None:
+            if target is not None:
+                self.target = target
+                self.journal = None
+                self.run = RunState()
+                self.make_plan(self._request(target), None, True)
+
+        self.app.push_screen(TargetPicker(self.node or "", info.flavors, info.current, info.advice,
+                                          suggested=suggested, libvirt=info.libvirt, note=info.picker_note), chosen)
+
+    def _request(self, target: Target) -> ScaleUpRequest:
+        return ScaleUpRequest(node=self.node or "", flavor=target.flavor, vcpus=target.vcpus,
+                              memory_mib=target.memory_mib, method=target.method)
+
+    # -- plan ---------------------------------------------------------------------------------------------
+    def make_plan(self, request: ScaleUpRequest, resume: str | None, new: bool) -> None:
+        self._plan_seq += 1
+        self.plan, self.plan_error = None, ""
+        self._plan_worker(request, resume, new, self._plan_seq)
+        self._render_all()
+
+    @work(thread=True, exclusive=True, group="scale-up-plan", exit_on_error=False)
+    def _plan_worker(self, request: ScaleUpRequest, resume: str | None, new: bool, seq: int) -> None:
+        from console.runbook.scaleup import PlanRefused
+        from console.runbook.session import SessionError
+
+        try:
+            plan, journal = self._ensure_session().plan(request, resume=resume, new=new)
+        except (PlanRefused, SessionError) as e:
+            self.post_message(PlanReady(None, None, str(e), seq))
+            return
+        self.post_message(PlanReady(plan, journal, seq=seq))
+
+    def on_plan_ready(self, msg: PlanReady) -> None:
+        if msg.seq != self._plan_seq:
+            return  # an older plan (the target changed since): ignore it
+        self.plan, self.journal, self.plan_error = msg.plan, msg.journal, msg.error
+        self.live = None
+        self.query_one("#su-verdict").display = False
+        if msg.plan is None:
+            self._log(f"plan refused: {msg.error}")
+            self.steps.set_steps([])
+        else:
+            p = msg.plan
+            if self.journal is not None:
+                self.target = Target(p.flavor.name) if p.flavor else Target(vcpus=p.target.vcpus,
+                                                                            memory_mib=p.target.memory_mib)
+                self.steps.set_steps(self.journal.doc["steps"])
+            else:
+                self.steps.set_steps(p.steps)
+            self._log(f"plan: {p.node.name} {p.current} → {p.target} ({p.method}); makes fit: "
+                      f"{', '.join(p.will_fit) or 'none'}")
+        self._render_all()
+
+    # -- run ----------------------------------------------------------------------------------------------
+    def action_run(self) -> None:
+        if self.run.running:
+            self.notify("the run is in progress", severity="warning")
+            return
+        if self.plan is None:
+            self.notify(self.plan_error or "pick a target first (t)", severity="warning")
+            return
+        plan = self.plan
+        from console.runbook.scaleup import render_plan
+
+        verb = "resume scale-up" if self.journal is not None else "scale up"
+        target = f"{plan.node.name} → {plan.target}" + (f" (flavor {plan.flavor.name})" if plan.flavor else "")
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._start_run()
+
+        self.app.push_screen(ConfirmDanger(verb, target, render_plan(plan)), confirmed)
+
+    def _start_run(self) -> None:
+        assert self.plan is not None
+        self.run = RunState(running=True, started=time.monotonic())
+        self.query_one("#su-verdict").display = False
+        self._log(("resuming " if self.journal is not None else "starting ") + f"scale-up of {self.plan.node.name}")
+        self.run_plan(self.plan, self.journal)
+        self._render_all()
+        self.query_one("#su-main", VerticalScroll).scroll_to_widget(self.steps, animate=False, top=True)
+
+    @work(thread=True, exclusive=True, group="scale-up-run", exit_on_error=False)
+    def run_plan(self, plan: ScaleUpPlan, journal: Any) -> None:
+        from console.runbook.session import SessionError
+
+        try:
+            result = self._ensure_session().run(plan, journal,
+                                                on_event=lambda ev: self.post_message(RunbookStepChanged(ev)))
+        except SessionError as e:
+            self.post_message(RunFinished(None, str(e)))
+            return
+        self.post_message(RunFinished(result))
+
+    def on_runbook_step_changed(self, msg: RunbookStepChanged) -> None:
+        ev = msg.event
+        self.run.events.append(ev)
+        if ev.kind == "run-start":
+            self.run.run_id = ev.run_id
+        self.steps.apply(ev.kind, ev.step, ev.message)
+        text = f"{ev.title} {ev.message}".strip() if ev.title else ev.message
+        if ev.kind == "run-done":
+            status = ev.data.get("status", "")
+            text = status if ev.message in ("", status) else f"{status}: {ev.message}"
+        self._log(f"{LOG_ICONS.get(ev.kind, '·')} {text}", ev.time)
+        if ev.kind in ("step-done", "step-skip", "step-failed", "undo-done"):
+            self.refresh_live(False)
+        self._render_status()
+
+    def on_run_finished(self, msg: RunFinished) -> None:
+        self.run.running = False
+        self.run.result, self.run.error = msg.result, msg.error
+        if msg.result is not None:
+            r = msg.result
+            self._log(f"run {r.run_id}: {r.status} (exit {r.exit_code}) in {r.elapsed:.1f}s "
+                      f"({r.infra_wait:.1f}s waiting on the infrastructure); journal {r.journal_path}")
+            self.journal = None
+        else:
+            self._log(f"run failed to start: {msg.error}")
+        self.steps.apply("run-done")
+        self.refresh_live(True)
+        self._render_all()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # the app turns the error into a notification; here the screen stops showing "running"
+        if event.state != WorkerState.ERROR or event.worker.error is None:
+            return
+        err = f"{type(event.worker.error).__name__}: {event.worker.error}"
+        if event.worker.group == "scale-up-run":
+            self.run.running = False
+            self.run.error = err
+            self.steps.apply("run-done")
+            self._log(f"✗ the run stopped with an error: {err}. The journal keeps its state: reopen the "
+                      "screen to resume it.")
+            self._render_all()
+        elif event.worker.group in ("scale-up-load", "scale-up-plan"):
+            self.plan_error = err
+            self._render_all()
+
+    # -- verification / live state --------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="scale-up-live", exit_on_error=False)
+    def refresh_live(self, final: bool) -> None:
+        if self.plan is None:
+            return
+        self.post_message(LiveStateReady(data.live_state(self._ensure_session(), self.plan, describe_vm=final)))
+
+    def on_live_state_ready(self, msg: LiveStateReady) -> None:
+        if self.live is not None and self.live.vm_now and not msg.state.vm_now:
+            msg.state.vm_now = self.live.vm_now  # keep the VM read at the end of the run
+        self.live = msg.state
+        self._render_all()
+
+    def view_changed(self, view: Any) -> None:
+        """The app's cluster snapshot: pod phases without extra API calls between refreshes."""
+        if not self.ready or self.plan is None or self.live is None:
+            return
+        self.live = data.merge_view(self.live, view)
+        self._render_pods()
+
+    # -- revert -------------------------------------------------------------------------------------------
+    def action_revert(self) -> None:
+        if self.run.running:
+            self.notify("the run is in progress", severity="warning")
+            return
+        if self.plan is None:
+            self.notify("nothing to revert: no plan for this node yet", severity="warning")
+            return
+        old = None
+        if self.journal is not None:  # a resumed run: the plan the run started from has the old flavor
+            old = ((self.journal.doc.get("context") or {}).get("plan") or {}).get("vm", {}).get("flavor")
+        self.check_revert(self.plan, old)
+
+    @work(thread=True, exclusive=True, group="scale-up-revert", exit_on_error=False)
+    def check_revert(self, plan: ScaleUpPlan, old_flavor: str | None) -> None:
+        possible, reason, preview = data.revert_possible(self._ensure_session(), plan, old_flavor)
+        self.post_message(RevertChecked(possible, reason, preview))
+
+    def on_revert_checked(self, msg: RevertChecked) -> None:
+        self.revert_message = msg.reason
+        self._log(("revert: " if msg.possible else "cannot revert: ") + msg.reason)
+        if not msg.possible:
+            self.notify(msg.reason, title="cannot revert", severity="warning", timeout=12)
+            return
+        assert self.plan is not None
+        target = f"server {self.plan.vm.name}"
+
+        def confirmed(yes: bool | None) -> None:
+            if yes and self.plan is not None:
+                self.run = RunState(running=True, started=time.monotonic())
+                self._render_status()
+                self.do_revert(self.plan)
+
+        self.app.push_screen(ConfirmDanger("revert resize", target, msg.preview), confirmed)
+
+    @work(thread=True, exclusive=True, group="scale-up-revert", exit_on_error=False)
+    def do_revert(self, plan: ScaleUpPlan) -> None:
+        ok, message = data.revert(self._ensure_session(), plan, progress=lambda m: self.post_message(
+            RunbookStepChanged(RunEvent("revert", "step-progress", "", "revert", m))))
+        self.post_message(RevertDone(ok, message))
+
+    def on_revert_done(self, msg: RevertDone) -> None:
+        self.run.running = False
+        self.revert_message = msg.message
+        self._log(("✓ " if msg.ok else "✗ ") + msg.message)
+        self.notify(msg.message, title="revert", severity="information" if msg.ok else "error", timeout=12)
+        self.refresh_live(True)
+        self._render_all()
+
+    # -- misc actions ---------------------------------------------------------------------------------------
+    def action_toggle_log(self) -> None:
+        log = self.log_pane
+        log.display = not log.display
+
+    def action_back(self) -> None:
+        if self.run.running:
+            self.notify("the run is in progress; leaving now would hide it (it is journaled and resumable)",
+                        severity="warning")
+            return
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+    # -- rendering (no I/O) ---------------------------------------------------------------------------------
+    def _render_all(self) -> None:
+        if not self.ready:
+            return
+        self._render_status()
+        self._render_plan()
+        self._render_pods()
+        self._render_capacity()
+        self._render_verdict()
+
+    def _render_status(self) -> None:
+        parts = [self.node or "no node"]
+        if self.live is not None and self.live.vm_now is not None:
+            parts.append(f"VM now {self.live.vm_now} {self.live.vm_status}")
+        elif self.info is not None:
+            parts.append(f"VM {self.info.vm_text}")
+        if self.target is not None:
+            parts.append(f"→ {self.target}")
+        if self.run.running:
+            parts.append(f"running {time.monotonic() - self.run.started:.0f}s")
+        elif self.run.result is not None:
+            parts.append(self.run.result.status)
+        elif self.journal is not None:
+            parts.append(f"unfinished run {self.journal.run_id}: r resumes it, t starts a new one")
+        elif self.plan is not None:
+            parts.append("r runs the plan")
+        elif self.info is not None:
+            parts.append("t picks a target")
+        else:
+            parts.append("loading…")
+        self._status(" · ".join(parts))
+
+    def _render_plan(self) -> None:
+        w = self.query_one("#su-plan", Static)
+        colors = theme_colors(self.app)
+        if self.plan_error:
+            w.update(Text(f"✗ plan refused: {self.plan_error}", style=colors.get("danger", "red")))
+            return
+        if self.plan is None:
+            w.update(Text(self._plan_hint(), style="dim"))
+            return
+        w.update(data.plan_text(self.plan, self.journal, colors))
+
+    def _plan_hint(self) -> str:
+        if not self.node:
+            return "Pick a node (n)."
+        if self.info is None:
+            return f"Reading {self.node}, its VM and the Pending pods…"
+        if self.target is None:
+            return "Pick a target (t): a flavor, or vCPUs and memory."
+        return f"Planning {self.target}…"
+
+    def _render_pods(self) -> None:
+        colors = theme_colors(self.app)
+        rows: list[PodRow] = []
+        if self.live is not None:
+            rows = self.live.pods
+        elif self.plan is not None:
+            rows = data.planned_pod_rows(self.plan)
+        elif self.info is not None:
+            rows = data.advice_rows(self.info.advice)
+        self.query_one("#su-pods", Static).update(pods_table(rows, colors))
+
+    def _render_capacity(self) -> None:
+        colors = theme_colors(self.app)
+        rows: list[CapacityRow] = []
+        if self.plan is not None:
+            rows = data.capacity_rows(self.plan, self.live)
+        elif self.info is not None:
+            rows = data.capacity_rows_info(self.info)
+        w = self.query_one("#su-capacity", Static)
+        w.update(capacity_table(rows, colors) if rows else Text("—", style="dim"))
+
+    def _render_verdict(self) -> None:
+        w = self.query_one("#su-verdict", Static)
+        text = self.verdict()
+        w.display = bool(text)
+        if text:
+            colors = theme_colors(self.app)
+            ok = self.run.result is not None and self.run.result.status == "done" and \
+                self.live is not None and self.live.capacity_ok
+            w.update(Text(text, style=colors.get("status-ready" if ok else "danger", "")))
+            w.set_class(not ok, "-bad")
+
+    def verdict(self) -> str:
+        """What the run achieved, or exactly why not (empty while nothing ran)."""
+        return data.verdict(self.plan, self.run.result, self.run.error, self.live)
+

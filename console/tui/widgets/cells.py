@@ -1,0 +1,60 @@
+"""Small renderers for table cells: coloured status, capacity bars (colours from the theme)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from console.kube.model import NodeInfo, fmt_cpu, fmt_mem
+
+_cache: dict[str, dict[str, str]] = {}
+
+
+def theme_colors(app: Any) -> dict[str, str]:
+    """The active theme's CSS variables (cached per theme name)."""
+    name = str(app.theme)
+    if name not in _cache:
+        _cache[name] = app.get_css_variables()
+    return _cache[name]
+
+
+def forget_theme(name: str) -> None:
+    _cache.pop(name, None)
+
+
+def status_text(node: NodeInfo, colors: dict[str, str], short: bool = False) -> Text:
+    ready = {"True": "Ready", "False": "NotReady"}.get(node.ready, "Unknown")
+    color = colors.get("status-ready") if ready == "Ready" else colors.get("status-notready")
+    text = Text(ready, style=color or "")
+    if node.unschedulable:
+        text.append(",")
+        text.append("SchedDisabled" if short else "SchedulingDisabled", style=colors.get("status-cordoned") or "")
+    return text
+
+
+def ratio_color(ratio: float, colors: dict[str, str]) -> str:
+    if ratio >= 0.9:
+        return colors.get("capacity-crit", "red")
+    if ratio >= 0.7:
+        return colors.get("capacity-warn", "yellow")
+    return colors.get("capacity-ok", "blue")
+
+
+def bar(ratio: float, width: int, colors: dict[str, str]) -> Text:
+    filled = max(0, min(width, round(ratio * width)))
+    if ratio > 0 and filled == 0:
+        filled = 1
+    text = Text("█" * filled, style=ratio_color(ratio, colors))
+    text.append("░" * (width - filled), style="dim")
+    return text
+
+
+def capacity_cell(kind: str, cap: int, alloc: int, req: int, colors: dict[str, str], *, wide: bool) -> Text:
+    """`▇▇░░░ req/alloc` (narrow) or `▇▇░░░ cap/alloc/req` (wide)."""
+    fmt = fmt_cpu if kind == "cpu" else fmt_mem
+    ratio = req / alloc if alloc else 0.0
+    text = bar(ratio, 5 if wide else 4, colors)
+    text.append(" ")
+    text.append(f"{fmt(cap)}/{fmt(alloc)}/{fmt(req)}" if wide else f"{fmt(req)}/{fmt(alloc)}")
+    return text

@@ -1,0 +1,357 @@
+"""What the scale-up screen shows, gathered off the UI thread, and pure renderers of it.
+
+Functions taking a `session` (console/runbook/session.py Session) do I/O and are called from the screen's
+thread workers only; the others are pure and run on the UI thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from rich.text import Text
+
+from console.infra.protocol import InfraError, VmDescription
+from console.kube import nodes_ops
+from console.kube.model import NodeInfo, fmt_cpu
+from console.runbook.plan import FitAdvice, FlavorInfo, VmSize, advise, fmt_mem
+from console.runbook.scaleup import ScaleUpPlan
+from console.tui.widgets.runbook import CapacityRow, PodRow
+from console.tui.widgets.runbook_pickers import node_summary
+
+MiB = 2**20
+STATUS_TEXT = {
+    "done": "done",
+    "failed": "failed — rolled back, the node and VM are in a safe state",
+    "needs-attention": "needs attention — the runbook could not make the state safe",
+    "verify-failed": "verification failed — the VM grew but the cluster is not as planned",
+}
+
+
+class LoadError(Exception):
+    """Reading the node, its VM or the cluster failed; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class UnfinishedRun:
+    run_id: str
+    status: str
+    where: str  # the step it stopped in (or before)
+    created: str
+
+
+@dataclass
+class NodeTargets:
+    """The node, its VM, the flavors and the fit of every Pending pod: what the target picker shows."""
+
+    node: NodeInfo
+    vm: VmDescription | None
+    flavors: list[FlavorInfo]
+    advice: list[FitAdvice]
+    libvirt: bool
+    notes: list[str] = field(default_factory=list)
+    unfinished: UnfinishedRun | None = None
+
+    @property
+    def current(self) -> VmSize | None:
+        return VmSize(self.vm.vcpus, self.vm.memory_mib) if self.vm and self.vm.vcpus else None
+
+    @property
+    def vm_text(self) -> str:
+        if self.vm is None:
+            return "not found"
+        flavor = f" {self.vm.flavor}" if self.vm.flavor else ""
+        return f"{self.vm.name} {self.current}{flavor} [{self.vm.status}]"
+
+    @property
+    def picker_note(self) -> str:
+        return "; ".join(self.notes)
+
+
+@dataclass
+class LiveState:
+    """The node and the planned pods as they are now (and the VM, read at the end of a run)."""
+
+    kubelet_cpu: str
+    kubelet_memory: str
+    node_status: str
+    cpu_ok: bool
+    memory_ok: bool
+    pods: list[PodRow]
+    vm_now: VmSize | None = None
+    vm_status: str = ""
+
+    @property
+    def capacity_ok(self) -> bool:
+        return self.cpu_ok and self.memory_ok
+
+
+def _explain(e: BaseException) -> str:
+    from console.tui.errors import explain
+
+    return explain(e)
+
+
+# -- I/O (worker threads) ------------------------------------------------------------------------------------
+def list_nodes(kube: Any, session_factory: Callable[[], Any]) -> list[tuple[str, str]]:
+    """(name, summary) of every node: from the app's watch cache when it has one, else one list call."""
+    nodes: list[NodeInfo] = []
+    snapshot = getattr(kube, "snapshot", None)
+    if snapshot is not None:
+        nodes = list(snapshot().nodes.values())
+    if not nodes:
+        from console.kube.nfdstore import list_nodes as list_raw
+
+        try:
+            nodes = [NodeInfo.from_api(n) for n in list_raw(session_factory().api).values()]
+        except Exception as e:  # any failure (connection, API, kubeconfig) becomes the screen's message
+            raise LoadError(_explain(e)) from e
+    return [(n.name, node_summary(n)) for n in sorted(nodes, key=lambda n: n.name)]
+
+
+def load_targets(session: Any, name: str) -> NodeTargets:
+    from console.runbook.journal import Journal
+
+    try:
+        api = session.api
+        node = nodes_ops.get_node(api, name)
+        pods = nodes_ops.pods_on_node(api, name)
+        pending = nodes_ops.pending_pods(api)
+    except nodes_ops.NodeOpError as e:
+        raise LoadError(str(e)) from e
+    except Exception as e:  # connection or API errors: say what to check
+        raise LoadError(_explain(e)) from e
+    vm, flavors, notes = None, [], []
+    if session.openstack is not None:
+        try:
+            vm = session.openstack.describe(node)
+            flavors = session.openstack.flavors()
+        except InfraError as e:
+            notes.append(f"OpenStack: {e}")
+    libvirt = session.libvirt is not None
+    if vm is None and libvirt:
+        try:
+            vm = session.libvirt.describe(node, None)
+        except InfraError as e:
+            notes.append(f"libvirt: {e}")
+    if not libvirt:
+        notes.append("libvirt is not configured (libvirt_uris / CONSOLE_LIBVIRT_URI): flavors only")
+    current = VmSize(vm.vcpus, vm.memory_mib) if vm and vm.vcpus else None
+    advice = [advise(node, pods, p, vm=current, flavors=flavors) for p in pending]
+    unfinished = None
+    found = Journal.unfinished("scale-up", name)
+    if found:
+        doc = found[-1].doc
+        stop = next((s for s in doc["steps"] if s["status"] not in ("done", "skipped")), None)
+        where = f"{stop['title']} ({stop['status']})" if stop else "after the last step"
+        unfinished = UnfinishedRun(doc["run_id"], doc["status"], where, doc.get("created", ""))
+    return NodeTargets(node, vm, flavors, advice, libvirt, notes, unfinished)
+
+
+def live_state(session: Any, plan: ScaleUpPlan, *, describe_vm: bool) -> LiveState:
+    from console.kube.model import cpu_millis, mem_bytes
+    from console.runbook import verify
+
+    api = session.api
+    raw = nodes_ops.get_node_raw(api, plan.node.name)
+    info = NodeInfo.from_api(raw)
+    cap = (raw.get("status") or {}).get("capacity") or {}
+    cpu_ok = cpu_millis(cap.get("cpu")) == plan.target.vcpus * 1000
+    ram = plan.target.memory_mib * MiB
+    memory_ok = ram * (1 - verify.MAX_OVERHEAD) <= mem_bytes(cap.get("memory")) <= ram
+    state = LiveState(str(cap.get("cpu", "?")), str(cap.get("memory", "?")), info.status,
+                      cpu_ok and info.ready == "True", memory_ok, pod_rows(api, plan))
+    if describe_vm:
+        try:
+            if plan.method == "openstack" and session.openstack is not None:
+                d = session.openstack.describe(info)
+            elif session.libvirt is not None:
+                d = session.libvirt.describe(info, plan.vm.instance_name)
+            else:
+                return state
+            state.vm_now = VmSize(d.vcpus, d.memory_mib)
+            state.vm_status = f"{d.flavor + ' ' if d.flavor else ''}[{d.status}]"
+        except InfraError as e:
+            state.vm_status = f"cannot read the VM: {e}"
+    return state
+
+
+def pod_rows(api: Any, plan: ScaleUpPlan) -> list[PodRow]:
+    rows = []
+    reasons = {a.pods[0]: a.reason for a in plan.advice}
+    for key, planned in [*((k, "will fit") for k in plan.will_fit), *((k, "still too big") for k in
+                                                                     plan.still_pending)]:
+        ns, name = key.split("/", 1)
+        obj = nodes_ops.get_pod_raw(api, ns, name)
+        if obj is None:
+            rows.append(PodRow(key, planned, "deleted", ""))
+            continue
+        phase = (obj.get("status") or {}).get("phase", "Pending")
+        node = (obj.get("spec") or {}).get("nodeName") or ""
+        why = ""
+        if phase == "Pending":
+            why = nodes_ops.latest_failed_scheduling(api, ns, name) or reasons.get(key, "")
+        rows.append(PodRow(key, planned, phase, node, why))
+    return rows
+
+
+def revert_possible(session: Any, plan: ScaleUpPlan, old_flavor: str | None = None) -> tuple[bool, str, str]:
+    """(possible, why / what it does, preview). Nova reverts a resize only before it is confirmed.
+
+    `old_flavor`: the flavor before the run (from the journal); a plan made while the server already waits
+    in VERIFY_RESIZE shows the new flavor as the VM's."""
+    if plan.method != "openstack":
+        return (False, "a libvirt live scale-up cannot be reverted from the console: vCPUs and memory hot-added "
+                "to a running guest are not unplugged safely. Shrink the domain in a maintenance window "
+                "(lower the maxima, then restart through Nova).", "")
+    if session.openstack is None:
+        return False, "OpenStack is not configured", ""
+    try:
+        st = session.openstack.server(plan.vm.ref)
+    except InfraError as e:
+        return False, f"cannot read server {plan.vm.name}: {e}", ""
+    old = old_flavor or (plan.vm.flavor if plan.vm.status != "VERIFY_RESIZE" else None) or "its previous flavor"
+    if st.status == "VERIFY_RESIZE":
+        preview = (f"openstack server resize revert {st.id}\n  {st.name}: {st.flavor} → {old}; the node reboots "
+                   f"again.\nThen: wait for {plan.node.name} Ready with the capacity of {old} "
+                   "and uncordon it if the runbook cordoned it.")
+        return True, f"server {st.name} is in VERIFY_RESIZE with {st.flavor}: revert returns it to {old}", preview
+    if st.flavor == (old_flavor or plan.vm.flavor) and plan.vm.status != "VERIFY_RESIZE":
+        return False, f"nothing to revert: server {st.name} still has flavor {st.flavor} [{st.status}]", ""
+    return (False, f"the resize of {st.name} to {st.flavor} was confirmed [{st.status}]: Nova can only revert a "
+            f"resize in VERIFY_RESIZE. To go back, resize to {old} (reboots the node again).", "")
+
+
+def revert(session: Any, plan: ScaleUpPlan, progress: Callable[[str], None]) -> tuple[bool, str]:
+    """Revert a resize waiting in VERIFY_RESIZE, then wait for the node and uncordon it (audited)."""
+    from console.audit import AuditLog
+    from console.runbook import verify
+
+    os_, sid, node = session.openstack, plan.vm.ref, plan.node.name
+    audit = AuditLog.default()
+    before = os_.server(sid)
+    progress(f"reverting the resize of {before.name} (now {before.flavor})")
+    try:
+        os_.revert(sid)
+        st = os_.wait(sid, lambda s: s.status in ("ACTIVE", "SHUTOFF", "ERROR"), plan.request.resize_timeout)
+    except (InfraError, TimeoutError) as e:
+        audit.record("scale-up.revert", f"server/{sid}", before={"status": before.status, "flavor": before.flavor},
+                     result="error", detail=str(e))
+        return False, f"revert of {before.name} failed: {e}"
+    audit.record("scale-up.revert", f"server/{sid}", before={"status": before.status, "flavor": before.flavor},
+                 after={"status": st.status, "flavor": st.flavor}, detail=f"revert resize of {before.name}")
+    if st.status == "ERROR":
+        return False, f"server {st.name} is in ERROR after the revert: {st.fault or 'no fault message'}"
+    parts = [f"server {st.name} back to {st.flavor} [{st.status}]"]
+    progress(f"waiting for {node} Ready with cpu {st.vcpus}")
+    try:
+        verify.wait_capacity(session.api, node, st.vcpus, st.ram_mib, plan.request.node_timeout)
+        parts.append(f"{node} Ready with cpu {st.vcpus}")
+    except TimeoutError as e:
+        parts.append(str(e))
+    if not plan.node.unschedulable and nodes_ops.get_node(session.api, node).unschedulable:
+        nodes_ops.set_unschedulable(session.api, node, False)
+        audit.record("scale-up.revert.uncordon", f"node/{node}", before={"unschedulable": True},
+                     after={"unschedulable": False})
+        parts.append(f"{node} uncordoned")
+    return True, "reverted: " + "; ".join(parts)
+
+
+# -- pure (UI thread) ----------------------------------------------------------------------------------------
+def merge_view(live: LiveState, view: Any) -> LiveState:
+    """Pod phases from the app's watch cache (ClusterView) between refreshes."""
+    pods = getattr(getattr(view, "snapshot", None), "pods", None) or {}
+    rows = []
+    for r in live.pods:
+        ns, name = r.key.split("/", 1)
+        p = pods.get((ns, name))
+        rows.append(replace(r, phase=p.phase, node=p.node, why="" if p.phase != "Pending" else r.why) if p else r)
+    return replace(live, pods=rows)
+
+
+def plan_text(plan: ScaleUpPlan, journal: Any, colors: dict[str, str]) -> Text:
+    how = "OpenStack resize (reboots the node)" if plan.method == "openstack" else "libvirt live scale-up"
+    t = Text()
+    t.append(f"{plan.node.name}: {plan.current} → {plan.target}", style="bold")
+    if plan.flavor:
+        t.append(f" (flavor {plan.flavor.name})", style="bold")
+    t.append(f"\n{how}; VM {plan.vm.name} [{plan.vm.status}] on {plan.vm.host or '?'}")
+    if plan.will_fit:
+        t.append(f"\nmakes fit: {', '.join(plan.will_fit)}", style=colors.get("status-ready", "green"))
+    else:
+        t.append("\nmakes no Pending pod fit (none waiting)", style="dim")
+    if plan.still_pending:
+        t.append(f"\nstill too big: {', '.join(plan.still_pending)}", style=colors.get("status-pending", "yellow"))
+    evict = ", ".join(f"{e.namespace}/{e.name}" for e in plan.evictions)
+    t.append(f"\nwill evict: {evict}" if evict else "\nnothing to evict", style="" if evict else "dim")
+    for note in plan.notes:
+        t.append(f"\nnote: {note}", style="dim")
+    if journal is not None:
+        t.append(f"\nresuming run {journal.run_id} ({journal.doc.get('status')}): steps marked ✓/↷ are not "
+                 "repeated; t picks a new target instead", style=colors.get("status-pending", "yellow"))
+    return t
+
+
+def planned_pod_rows(plan: ScaleUpPlan) -> list[PodRow]:
+    reasons = {a.pods[0]: a.reason for a in plan.advice}
+    return [PodRow(k, "will fit", "Pending", "", reasons.get(k, "")) for k in plan.will_fit] + \
+        [PodRow(k, "still too big", "Pending", "", reasons.get(k, "")) for k in plan.still_pending]
+
+
+def advice_rows(advice: list[FitAdvice]) -> list[PodRow]:
+    return [PodRow(a.pods[0], "fits now" if a.fits_now else "needs a bigger VM", "Pending", "",
+                   "" if a.fits_now else f"{a.reason}. {a.target_reason}") for a in advice]
+
+
+def _kubelet_mem(n: int) -> str:
+    return f"{n // 1024}Ki" if n % 1024 == 0 else str(n)
+
+
+def capacity_rows(plan: ScaleUpPlan, live: LiveState | None) -> list[CapacityRow]:
+    cap = plan.node.capacity
+    vm_now = live.vm_now if live else None
+    return [
+        CapacityRow("cpu", str(plan.current.vcpus), fmt_cpu(cap.cpu_m), str(plan.target.vcpus),
+                    str(vm_now.vcpus) if vm_now else "", live.kubelet_cpu if live else "",
+                    live.cpu_ok if live else None),
+        CapacityRow("memory", fmt_mem(plan.current.memory_mib * MiB), _kubelet_mem(cap.memory),
+                    fmt_mem(plan.target.memory_mib * MiB), fmt_mem(vm_now.memory_mib * MiB) if vm_now else "",
+                    live.kubelet_memory if live else "", live.memory_ok if live else None),
+    ]
+
+
+def capacity_rows_info(info: NodeTargets) -> list[CapacityRow]:
+    cur, cap = info.current, info.node.capacity
+    return [CapacityRow("cpu", str(cur.vcpus) if cur else "?", fmt_cpu(cap.cpu_m), "—"),
+            CapacityRow("memory", fmt_mem(cur.memory_mib * MiB) if cur else "?", _kubelet_mem(cap.memory), "—")]
+
+
+def verdict(plan: ScaleUpPlan | None, result: Any, error: str, live: LiveState | None) -> str:
+    """What the run achieved, or exactly why not; empty while nothing has run."""
+    if error:
+        return f"✗ the run stopped: {error}"
+    if result is None or plan is None:
+        return ""
+    node = plan.node.name
+    now = ""
+    if live is not None:
+        vm = f"; the VM has {live.vm_now} {live.vm_status}".rstrip() if live.vm_now else ""
+        now = f"{node} now: {live.node_status}, capacity cpu {live.kubelet_cpu} / memory {live.kubelet_memory}{vm}"
+    if result.status == "done":
+        if live is None:
+            return f"✓ run {result.run_id} done; reading the node and the VM…"
+        not_running = [r for r in live.pods if r.planned == "will fit" and r.phase != "Running"]
+        if live.capacity_ok and not not_running:
+            running = ", ".join(f"{r.key} Running on {r.node}" for r in live.pods if r.planned == "will fit")
+            return (f"✓ verified: kubelet capacity cpu {live.kubelet_cpu} / memory {live.kubelet_memory} matches "
+                    f"the VM ({live.vm_now or plan.target})" + (f"; {running}" if running else ""))
+        why = [f"{r.key} {r.phase}: {r.why or 'no reason recorded'}" for r in not_running]
+        if not live.capacity_ok:
+            why.insert(0, f"the kubelet does not match the target {plan.target}")
+        return f"✗ the run finished but {'; '.join(why)}. {now}"
+    head = f"✗ {STATUS_TEXT.get(result.status, result.status)}: {result.message}"
+    tail = ""
+    if result.status == "needs-attention":
+        tail = f" Journal: {result.journal_path}; fix the cause, then reopen :scale-up {node} to resume."
+    return f"{head}.{' ' + now if now else ''}{tail}"

@@ -1,0 +1,60 @@
+"""DirectoryHookStore: source.d/features.d layout, atomic executable writes, content-hash conflicts."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from console.config import Settings
+from console.kube.nfdstore import (
+    DirectoryHookStore,
+    NfdStoreError,
+    StoreConflict,
+    directory_layout,
+    hook_store,
+)
+
+
+def test_layout_accepts_parent_or_either_subdir(tmp_path: Path) -> None:
+    expect = (tmp_path / "source.d", tmp_path / "features.d")
+    assert directory_layout(tmp_path) == expect
+    assert directory_layout(tmp_path / "source.d") == expect
+    assert directory_layout(tmp_path / "features.d") == expect
+
+
+def test_save_list_conflict_delete(tmp_path: Path) -> None:
+    store = DirectoryHookStore(tmp_path)
+    assert store.list() == []
+    hook = store.save("hook", "probe.sh", "#!/bin/sh\necho A=1\n", expected_version="")
+    assert os.access(tmp_path / "source.d" / "probe.sh", os.X_OK)
+    feat = store.save("feature", "inventory", "RACK=r1\n", expected_version="")
+    assert not os.access(tmp_path / "features.d" / "inventory", os.X_OK)
+    assert [(f.kind, f.name) for f in store.list()] == [("hook", "probe.sh"), ("feature", "inventory")]
+    assert not list((tmp_path / "source.d").glob(".*"))  # no temp files left behind
+
+    (tmp_path / "features.d" / "inventory").write_text("RACK=r2\n")  # someone else edits it
+    with pytest.raises(StoreConflict) as exc:
+        store.save("feature", "inventory", "RACK=r3\n", expected_version=feat.version)
+    assert exc.value.current.content == "RACK=r2\n"
+    saved = store.save("feature", "inventory", "RACK=r3\n", expected_version=exc.value.current_version)
+    assert (tmp_path / "features.d" / "inventory").read_text() == "RACK=r3\n"
+    with pytest.raises(StoreConflict):
+        store.save("hook", "probe.sh", "x", expected_version="")  # exists already
+    store.delete("hook", "probe.sh", expected_version=hook.version)
+    assert store.get("hook", "probe.sh") is None
+    assert saved.version != feat.version
+
+
+@pytest.mark.parametrize("name", ["", "../evil", "a/b", "sp ace", ".."])
+def test_bad_names_are_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(NfdStoreError):
+        DirectoryHookStore(tmp_path).save("feature", name, "A=1\n", expected_version="")
+
+
+def test_settings_choose_the_store(tmp_path: Path) -> None:
+    store = hook_store(Settings(hook_store="directory", hook_dir=str(tmp_path / "source.d")), None)
+    assert isinstance(store, DirectoryHookStore) and store.features_dir == tmp_path / "features.d"
+    with pytest.raises(NfdStoreError, match="hook_dir"):
+        hook_store(Settings(hook_store="directory"), None)

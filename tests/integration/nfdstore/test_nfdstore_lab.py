@@ -1,0 +1,112 @@
+"""nfdstore against the default lab through the real kubernetes client: ConfigMaps, rules, conflicts, dry-run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from console.kube.nfdstore import (
+    ConfigMapHookStore,
+    RuleStore,
+    StoreConflict,
+    StoreNotFound,
+    StoreRejected,
+    detect_nfd_version,
+    list_node_features,
+    list_nodes,
+)
+from console.lab.world import Lab
+from console.nfd import versions as V
+from console.nfd.master import MasterConfig
+from console.nfd_preview import RULE_TEMPLATES, dry_run_rule
+
+pytestmark = pytest.mark.lab
+
+
+def avx_rule(name: str = "avx512-test") -> dict[str, Any]:
+    import yaml
+
+    obj = yaml.safe_load(RULE_TEMPLATES["AVX512F nodes"])
+    obj["metadata"]["name"] = name
+    return obj
+
+
+def test_configmap_store_lists_saves_and_detects_conflicts(default_lab: Lab, api_client: Any) -> None:
+    store = ConfigMapHookStore(api_client, group="workers")
+    assert {"workers", "control-plane"} <= set(store.groups())
+    files = {(f.kind, f.name): f for f in store.list()}
+    assert ("hook", "my-script") in files and ("feature", "inventory") in files
+    inv = files[("feature", "inventory")]
+    assert inv.location == "configmap node-feature-discovery/nfd-features-workers" and inv.version
+
+    saved = store.save("feature", "inventory", inv.content + "EXTRA_FROM_TEST=yes\n", expected_version=inv.version)
+    assert saved.version != inv.version
+    assert "EXTRA_FROM_TEST=yes" in store.get("feature", "inventory").content  # type: ignore[union-attr]
+
+    # saving again from the stale version: 409 from the API server, with what is there now
+    with pytest.raises(StoreConflict) as exc:
+        store.save("feature", "inventory", "STALE=1\n", expected_version=inv.version)
+    assert "EXTRA_FROM_TEST" in exc.value.current.content
+    assert exc.value.current_version == saved.version
+    # a new file must not exist yet; a second "create" of it conflicts
+    new = store.save("feature", "from-test", "A=1\n", expected_version="")
+    with pytest.raises(StoreConflict):
+        store.save("feature", "from-test", "A=2\n", expected_version="")
+    store.delete("feature", "from-test", expected_version=new.version)
+    assert store.get("feature", "from-test") is None
+    # a group without ConfigMaps yet: the first save creates its ConfigMap
+    fresh = ConfigMapHookStore(api_client, group="test-group")
+    assert fresh.list() == []
+    made = fresh.save("hook", "probe.sh", "#!/bin/sh\necho X=1\n", expected_version="")
+    assert made.location.endswith("nfd-hooks-test-group") and "test-group" in store.groups()
+
+
+def test_rule_store_dry_run_create_replace_conflict(default_lab: Lab, api_client: Any) -> None:
+    rules = RuleStore(api_client)
+    obj = avx_rule()
+    out = rules.create(obj, dry_run=True)
+    assert out["metadata"]["name"] == "avx512-test"
+    with pytest.raises(StoreNotFound):
+        rules.get("avx512-test")  # the server-side dry-run persisted nothing
+
+    created = rules.create(obj)
+    rv = created["metadata"]["resourceVersion"]
+    assert "avx512-test" in [r["metadata"]["name"] for r in rules.list()]
+    with pytest.raises(StoreConflict):
+        rules.create(obj)  # already exists
+
+    obj["spec"]["rules"][0]["labels"] = {"example.dev/avx512": "yes"}
+    dry = rules.replace(obj, resource_version=rv, dry_run=True)
+    assert dry["spec"]["rules"][0]["labels"] == {"example.dev/avx512": "yes"}
+    assert rules.get("avx512-test")["metadata"]["resourceVersion"] == rv  # dry-run changed nothing
+    replaced = rules.replace(obj, resource_version=rv)
+    assert replaced["metadata"]["resourceVersion"] != rv
+
+    with pytest.raises(StoreConflict) as exc:
+        rules.replace(obj, resource_version=rv)  # stale
+    assert exc.value.current_version == replaced["metadata"]["resourceVersion"]
+
+    bad = avx_rule("bad-rule")
+    bad["spec"] = {"rules": "not a list"}
+    with pytest.raises(StoreRejected):
+        rules.create(bad, dry_run=True)
+
+    rules.delete("avx512-test", resource_version=replaced["metadata"]["resourceVersion"])
+    with pytest.raises(StoreNotFound):
+        rules.get("avx512-test")
+
+
+def test_version_detection_and_cluster_dry_run(default_lab: Lab, api_client: Any) -> None:
+    nfs = list_node_features(api_client)
+    nodes = list_nodes(api_client)
+    assert set(nfs) == set(nodes)
+    detected = detect_nfd_version(nfs, nodes.values())
+    assert detected == default_lab.scenario.nfd_version
+    result = dry_run_rule(avx_rule(), RuleStore(api_client).list(), nfs, nodes,
+                          MasterConfig(version=V.parse_version(detected)))
+    assert result.error == ""
+    changed = {n.node: n for n in result.affected}
+    assert set(changed) == {"kube-worker02", "kube-worker03"}  # Skylake and Ice Lake have AVX512F
+    assert changed["kube-worker02"].labels.added == {"example.dev/avx512": "true"}
+    assert changed["kube-worker02"].matched == ["cpu has AVX512F"]

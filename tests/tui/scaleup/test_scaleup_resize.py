@@ -1,0 +1,218 @@
+"""The scale-up screen on `seed-resize` (field report 2, offline): failures shown clearly, then the resize.
+
+Order matters (one lab per module): a flavor too small (plan refused), Nova NoValidHost (rolled back), the
+field-report resize to m1.large (nginx Running, cpu 8 / memory 12268324Ki), then revert: refused once the
+resize is confirmed, and done for a resize left in VERIFY_RESIZE.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+from rich.console import Console
+from textual.widgets import OptionList, RichLog, Static
+
+from console.tui.safety import ConfirmDanger
+from console.tui.screens.scaleup import ScaleUpScreen
+from console.tui.widgets.runbook_pickers import TargetPicker
+
+pytestmark = pytest.mark.lab
+
+NODE = "kube-worker02"
+
+
+def server_id(lab: Any) -> str:
+    return next(vm.server_id for vm in lab.vms if vm.node_name == NODE)
+
+
+def node_obj(lab: Any) -> dict:
+    return lab.store.get("nodes", None, NODE)
+
+
+def text_of(screen: ScaleUpScreen, wid: str) -> str:
+    """The plain text a Static shows (Rich tables and groups rendered wide, so nothing wraps)."""
+    console = Console(width=200, record=True, color_system=None, file=io.StringIO())
+    console.print(screen.query_one(wid, Static).content)
+    return console.export_text()
+
+
+def log_text(screen: ScaleUpScreen) -> str:
+    return "\n".join(strip.text for strip in screen.query_one("#su-log", RichLog).lines)
+
+
+async def open_screen(pilot: Any, until: Any) -> ScaleUpScreen:
+    screen = pilot.app.screen
+    assert isinstance(screen, ScaleUpScreen)
+    await until(pilot, lambda: screen.info is not None or screen.plan_error, 30, what="node and VM loaded")
+    assert screen.info is not None, screen.plan_error
+    return screen
+
+
+async def pick_flavor(pilot: Any, until: Any, screen: ScaleUpScreen, flavor: str) -> None:
+    await pilot.press("t")
+    await until(pilot, lambda: isinstance(pilot.app.screen, TargetPicker), 5, what="target picker")
+    picker = pilot.app.screen
+    olist = picker.query_one("#target-flavors", OptionList)
+    ids = [olist.get_option_at_index(i).id for i in range(olist.option_count)]
+    olist.highlighted = ids.index(flavor)
+    await pilot.press("enter")
+    await until(pilot, lambda: (screen.plan is not None and screen.target is not None
+                                and screen.target.flavor == flavor) or bool(screen.plan_error), 30, what="plan")
+
+
+async def run_confirmed(pilot: Any, until: Any, screen: ScaleUpScreen, timeout: float = 90) -> ConfirmDanger:
+    await pilot.press("r")
+    await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmDanger), 5, what="confirmation")
+    confirm = pilot.app.screen
+    await pilot.press("y")
+    try:
+        await until(pilot, lambda: screen.run.result is not None and screen.live is not None
+                    and screen.live.vm_now is not None, timeout, what="run finished and verified")
+    except AssertionError as e:
+        seen = "\n".join(f"{ev.time} {ev.kind} {ev.step} {ev.message}" for ev in screen.run.events)
+        raise AssertionError(f"{e}; engine events so far:\n{seen}") from None
+    return confirm
+
+
+async def test_flavor_too_small_is_refused_in_the_plan_pane(resize_lab, settings_for, host, until):
+    app = host(ScaleUpScreen(NODE), settings_for(resize_lab))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, until)
+        await pick_flavor(pilot, until, screen, "m1.medium")
+        assert screen.plan is None
+        assert "plan refused" in text_of(screen, "#su-plan") and "does not make any Pending pod fit" in \
+            text_of(screen, "#su-plan")
+        await pilot.press("r")  # nothing to run: a warning, no confirmation
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmDanger)
+    assert not node_obj(resize_lab)["spec"].get("unschedulable")
+
+
+async def test_no_valid_host_is_shown_and_rolled_back(resize_lab, settings_for, host, until):
+    sid = server_id(resize_lab)
+    app = host(ScaleUpScreen(NODE), settings_for(resize_lab))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, until)
+        await pick_flavor(pilot, until, screen, "m1.large")
+        assert screen.plan is not None and screen.plan.will_fit == ["default/nginx"]
+        resize_lab.nova.inject_fault(sid, "no-valid-host")
+        await run_confirmed(pilot, until, screen)
+        result = screen.run.result
+        assert result.status == "failed" and result.exit_code == 1
+        assert screen.steps.status_of("wait-verify-resize") == "failed"
+        assert screen.steps.status_of("cordon") == "undone"
+        assert screen.steps.status_of("confirm-resize") == "pending"
+        verdict = text_of(screen, "#su-verdict")
+        assert "rolled back" in verdict and "No valid host was found" in verdict and "m1.medium" in verdict
+        assert screen.query_one("#su-verdict").has_class("-bad")
+        assert "capacity cpu 2 / memory 4030532Ki" in verdict
+        assert "No valid host" in log_text(screen)
+        rows = {r.key: r for r in screen.live.pods}
+        assert rows["default/nginx"].phase == "Pending" and "Insufficient cpu" in rows["default/nginx"].why
+    assert resize_lab.nova.server(sid).flavor.name == "m1.medium"
+    assert not node_obj(resize_lab)["spec"].get("unschedulable")
+
+
+async def test_field_report_resize_from_the_screen(resize_lab, settings_for, host, until, tmp_path):
+    app = host(ScaleUpScreen(NODE), settings_for(resize_lab))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, until)
+        await pick_flavor(pilot, until, screen, "m1.large")
+        plan_text = text_of(screen, "#su-plan")
+        assert "2 vCPU / 4Gi → 8 vCPU / 12Gi" in plan_text and "makes fit: default/nginx" in plan_text
+        confirm = await run_confirmed(pilot, until, screen)
+        assert NODE in confirm.target and "m1.large" in confirm.target
+        result = screen.run.result
+        assert (result.status, result.exit_code) == ("done", 0), result.message
+        assert all(s.status in ("done", "skipped") for s in screen.steps.steps)
+        assert screen.live.capacity_ok and screen.live.vm_now.vcpus == 8
+        verdict = text_of(screen, "#su-verdict")
+        assert "✓ verified: kubelet capacity cpu 8 / memory 12268324Ki" in verdict
+        assert "default/nginx Running on kube-worker02" in verdict
+        log = log_text(screen)
+        assert "resize server kube-worker02 to m1.large" in log and "done" in log
+    cap = node_obj(resize_lab)["status"]["capacity"]
+    assert (cap["cpu"], cap["memory"]) == ("8", "12268324Ki")
+    pod = resize_lab.store.get("pods", "default", "nginx")
+    assert pod["status"]["phase"] == "Running" and pod["spec"]["nodeName"] == NODE
+    journal = next((tmp_path / "xdg_state_home" / "console" / "runbooks").glob("scale-up-*.json"))
+    assert json.loads(journal.read_text())["status"] == "done"
+    audit = (tmp_path / "xdg_state_home" / "console" / "audit.log").read_text()
+    assert "runbook.scale-up.resize" in audit and "runbook.scale-up.confirm-resize" in audit
+
+
+async def test_revert_is_refused_once_the_resize_is_confirmed(resize_lab, settings_for, host, until):
+    app = host(ScaleUpScreen(NODE), settings_for(resize_lab))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, until)
+        await pick_flavor(pilot, until, screen, "m1.xlarge")
+        assert screen.plan is not None and screen.plan.vm.flavor == "m1.large"
+        await pilot.press("v")
+        await until(pilot, lambda: bool(screen.revert_message), 20, what="revert check")
+        assert "was confirmed" in screen.revert_message or "nothing to revert" in screen.revert_message
+        assert not isinstance(app.screen, ConfirmDanger)
+    assert resize_lab.nova.server(server_id(resize_lab)).flavor.name == "m1.large"
+
+
+async def test_revert_a_resize_waiting_in_verify_resize(resize_lab, settings_for, host, until, tmp_path):
+    # kube-worker01 (m1.medium) resized to m1.large and left unconfirmed, as by a console killed mid-run
+    sid = next(vm.server_id for vm in resize_lab.vms if vm.node_name == "kube-worker01")
+    resize_lab.nova.resize(sid, "4")
+    resize_lab.nova.wait_for(sid, lambda s: s.vm_state == "resized" and s.task_state is None, timeout=30)
+    app = host(ScaleUpScreen("kube-worker01"), settings_for(resize_lab))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, until)
+        await pick_flavor(pilot, until, screen, "m1.large")
+        assert screen.plan is not None
+        await pilot.press("v")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDanger), 20, what="revert confirmation")
+        confirm = app.screen
+        assert "revert" in confirm.action_name and "kube-worker01" in confirm.target
+        assert "resize revert" in confirm.preview
+        await pilot.press("y")
+        await until(pilot, lambda: not screen.run.running and screen.revert_message.startswith(
+            ("reverted", "revert of", "server")), 60, what="revert done")
+        assert screen.revert_message.startswith("reverted"), screen.revert_message
+        assert "back to m1.medium" in screen.revert_message and "kube-worker01 Ready with cpu 2" in \
+            screen.revert_message
+    server = resize_lab.nova.server(sid)
+    assert server.flavor.name == "m1.medium" and server.vm_state == "active"
+    assert resize_lab.store.get("nodes", None, "kube-worker01")["status"]["capacity"]["cpu"] == "2"
+    audit = (tmp_path / "xdg_state_home" / "console" / "audit.log").read_text()
+    assert "scale-up.revert" in audit
+
+
+async def test_unfinished_run_is_offered_and_resumed(resize_lab, settings_for, host, until):
+    from dataclasses import asdict
+
+    from console.runbook.journal import Journal
+    from console.runbook.scaleup import ScaleUpRequest
+    from console.runbook.session import Session
+
+    # a run killed after "wait-node": its journal says running, the first six steps done
+    plan, _ = Session(settings_for(resize_lab)).plan(ScaleUpRequest(NODE, flavor="m1.large"), new=True)
+    journal = Journal.create("scale-up", NODE, asdict(plan.request), plan.steps)
+    for step in plan.steps[:6]:
+        journal.mark(step["id"], "done")
+    app = host(ScaleUpScreen(NODE), settings_for(resize_lab))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, until)
+        await until(pilot, lambda: screen.plan is not None and screen.journal is not None, 30, what="resume offer")
+        assert screen.journal.run_id == journal.run_id
+        assert f"unfinished run {journal.run_id}" in text_of(screen, "#su-status")
+        assert "resuming run" in text_of(screen, "#su-plan")
+        assert [s.status for s in screen.steps.steps][:7] == ["done"] * 6 + ["pending"]
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDanger), 5, what="confirmation")
+        assert app.screen.action_name == "resume scale-up"
+        await pilot.press("y")
+        await until(pilot, lambda: screen.run.result is not None and screen.live is not None
+                    and screen.live.vm_now is not None, 60, what="resumed run finished")
+        assert screen.run.result.run_id == journal.run_id and screen.run.result.status == "done"
+        skipped = [e.step for e in screen.run.events if e.kind == "step-skip" and e.message == "done in an earlier run"]
+        assert skipped == [s["id"] for s in plan.steps[:6]]
+    assert Journal.load(journal.run_id).doc["status"] == "done"
+    assert resize_lab.nova.server(server_id(resize_lab)).flavor.name == "m1.large"

@@ -1,0 +1,81 @@
+"""Pure parts of the scale-up screen: the step list's state machine, target proposals, flavor hints, verdicts."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from console.kube.model import NodeInfo, PodInfo, Resources
+from console.runbook.plan import FlavorInfo, VmSize, advise
+from console.tui.widgets.runbook import PodRow, RunbookSteps, fmt_elapsed
+from console.tui.widgets.runbook_data import LiveState, verdict
+from console.tui.widgets.runbook_pickers import Target, default_target, flavor_hint
+
+GiB = 2**30
+FLAVORS = [FlavorInfo("m1.medium", 2, 4096), FlavorInfo("m1.large", 8, 12288), FlavorInfo("m1.small", 1, 2048)]
+
+
+def node(cpu: int = 2, mem: int = 4030532 * 1024) -> NodeInfo:
+    return NodeInfo("w2", "", "", {}, (), "True", False, Resources(cpu * 1000, mem, 110),
+                    Resources(cpu * 1000, mem - 256 * 2**20, 110), "", "", "")
+
+
+def pending(cpu_m: int = 3000, mem: int = 5 * GiB) -> PodInfo:
+    return PodInfo("default", "nginx", "", "Pending", Resources(cpu_m, mem, 1))
+
+
+def test_steps_follow_engine_events():
+    w = RunbookSteps()
+    w.set_steps([{"id": "a", "title": "cordon"}, {"id": "b", "title": "resize"}, {"id": "c", "title": "verify"}])
+    w.apply("run-start", now=0.0)
+    w.apply("step-start", "a", now=0.0)
+    w.apply("step-done", "a", now=0.5)
+    w.apply("step-start", "b", now=0.5)
+    w.apply("step-progress", "b", "waiting for VERIFY_RESIZE", now=1.0)
+    assert w.status_of("b") == "running" and w.step("b").message == "waiting for VERIFY_RESIZE"
+    w.apply("step-failed", "b", "No valid host was found", now=2.0)
+    w.apply("undo-start", "a", "undoing: cordon", now=2.1)
+    w.apply("undo-done", "a", now=2.2)
+    w.apply("run-done", now=2.3)
+    assert [s.status for s in w.steps] == ["undone", "failed", "pending"]
+    text = w.render_steps(now=3.0).plain
+    assert "✗ 2. resize  1.5s" in text and "No valid host was found" in text and "elapsed 2.3s" in text
+
+
+def test_journal_steps_started_but_unfinished_show_as_pending():
+    w = RunbookSteps()
+    w.set_steps([{"id": "a", "title": "x", "status": "done"}, {"id": "b", "title": "y", "status": "acted"}])
+    assert [s.status for s in w.steps] == ["done", "pending"]
+    assert fmt_elapsed(75.0) == "1m15s" and fmt_elapsed(None) == ""
+
+
+def test_default_target_prefers_the_smallest_fitting_flavor_else_a_size():
+    a = advise(node(), [], pending(), vm=VmSize(2, 4096), flavors=FLAVORS)
+    assert default_target([a], "default/nginx", True) == Target(flavor="m1.large")
+    b = advise(node(), [], pending(), vm=VmSize(2, 4096))
+    t = default_target([b], "default/nginx", False)
+    assert t is not None and t.flavor is None and t.vcpus == 3 and t.memory_mib >= 5 * 1024
+    assert default_target([advise(node(), [], pending(100, GiB), vm=VmSize(2, 4096))], None, True) is None
+
+
+def test_flavor_hints_say_what_a_flavor_would_do():
+    a = advise(node(), [], pending(), vm=VmSize(2, 4096), flavors=FLAVORS)
+    cur = VmSize(2, 4096)
+    assert "fits default/nginx" in flavor_hint(FLAVORS[1], cur, [a])
+    assert "current size" in flavor_hint(FLAVORS[0], cur, [a])
+    assert "smaller than the VM" in flavor_hint(FLAVORS[2], cur, [a])
+
+
+def test_verdict_names_what_is_wrong():
+    plan = SimpleNamespace(node=SimpleNamespace(name="w2"), target=VmSize(8, 12288))
+    done = SimpleNamespace(status="done", run_id="r1", message="", journal_path="/j")
+    live = LiveState("8", "12268324Ki", "Ready", True, True, [PodRow("default/nginx", "will fit", "Running", "w2")],
+                     VmSize(8, 12288), "m1.large [ACTIVE]")
+    assert verdict(plan, done, "", live).startswith("✓ verified: kubelet capacity cpu 8 / memory 12268324Ki")
+    stale = LiveState("2", "4030532Ki", "Ready", False, False,
+                      [PodRow("default/nginx", "will fit", "Pending", "", "0/3 nodes are available")], None)
+    v = verdict(plan, done, "", stale)
+    assert v.startswith("✗") and "default/nginx Pending: 0/3 nodes are available" in v and "does not match" in v
+    attention = SimpleNamespace(status="needs-attention", run_id="r2", message="revert failed", journal_path="/j/r2")
+    v = verdict(plan, attention, "", stale)
+    assert "needs attention" in v and "/j/r2" in v and ":scale-up w2" in v
+    assert verdict(plan, None, "", None) == ""

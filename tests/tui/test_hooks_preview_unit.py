@@ -1,0 +1,52 @@
+"""Pure parts of the hook editor: preview per NFD version, hook -> feature file, diffs, editor language."""
+
+from __future__ import annotations
+
+from console.nfd import versions as V
+from console.nfd.hooks import HookResult
+from console.nfd_preview import hook_to_feature_file, hooks_note, preview_file
+from console.tui.widgets.diff import side_by_side_rows, unified_lines, unified_text
+from console.tui.widgets.editor import language_for
+
+
+def test_preview_names_labels_per_version() -> None:
+    script = "#!/bin/sh\necho FOO=bar\n"
+    assert preview_file("hook", "h.sh", script, "v0.8.2").labels == {"feature.node.kubernetes.io/h.sh-FOO": "bar"}
+    assert preview_file("hook", "h.sh", script, "v0.12.0").labels == {"feature.node.kubernetes.io/FOO": "bar"}
+    removed = preview_file("hook", "h.sh", script, "v0.19.0")
+    assert "has no hooks" in removed.note and removed.labels == {"feature.node.kubernetes.io/FOO": "bar"}
+    feat = preview_file("feature", "f", "# comment\nexample.com/x=1\nbad key\n", "v0.19.0")
+    assert feat.labels == {"example.com/x": "1"}
+    assert [d.key for d in feat.dropped] == ["bad key"]
+
+
+def test_hang_and_flood_are_reported() -> None:
+    hung = preview_file("hook", "h", "#!/bin/sh\nsleep 20\n", "v0.12.0", timeout=0.5)
+    assert hung.failed and hung.hook is not None and hung.hook.timed_out and hung.labels == {}
+    flood = preview_file("hook", "h", "#!/bin/sh\nyes A=1\n", "v0.12.0", max_output=4096)
+    assert flood.failed and flood.hook is not None and flood.hook.output_capped
+
+
+def test_hook_to_feature_file_header_and_old_versions() -> None:
+    ok = HookResult("h", True, 0, stdout="A=1\n\n  B=2  \n")
+    text = hook_to_feature_file("h", ok, "v0.18.1")
+    assert text.startswith("# Converted from hook 'h'") and text.endswith("A=1\nB=2\n")
+    assert hook_to_feature_file("h", ok, "v0.12.0") == "A=1\nB=2\n"  # '#' is not a comment before v0.14
+    assert "removed" in hooks_note(V.parse_version("v0.17.0"))
+    assert "hooksEnabled" in hooks_note(V.parse_version("v0.16.0"))
+
+
+def test_diff_helpers() -> None:
+    old, new = "a\nb\nc\n", "a\nB\nc\nd\n"
+    tags = [t for t, _ in unified_lines(old, new)]
+    assert tags.count("+") == 2 and tags.count("-") == 1
+    assert unified_text(old, old) == ""
+    assert side_by_side_rows(old, new) == [(" ", "a", "a"), ("~", "b", "B"), (" ", "c", "c"), ("+", "", "d")]
+
+
+def test_editor_language_by_shebang() -> None:
+    assert language_for("hook", "x", "#!/usr/bin/env python3\n") == "python"
+    assert language_for("hook", "x", "#!/bin/sh\n") == "bash"
+    assert language_for("hook", "x.py", "print(1)\n") == "python"
+    assert language_for("feature", "x.sh", "#!/bin/sh\n") is None
+    assert language_for("rule", "r", "") == "yaml"

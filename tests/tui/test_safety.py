@@ -1,0 +1,64 @@
+"""ConfirmDanger and read-only mode (the API the editors use), on a minimal app."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import Static
+
+from console.config import Settings
+from console.tui.safety import ConfirmDanger, allow_action, dangerous, is_read_only
+
+
+class _App(App[None]):
+    def __init__(self, read_only: bool) -> None:
+        super().__init__()
+        self.settings = Settings(read_only=read_only)
+        self.results: list[bool] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("x")
+
+    def ask(self) -> None:
+        self.push_screen(ConfirmDanger("apply rule", "nfr/my-rule", "+ feature.node.kubernetes.io/x=true"),
+                         self.results.append)
+
+
+async def _answer(keys: tuple[str, ...], read_only: bool = False) -> tuple[list[bool], Any]:
+    app = _App(read_only)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.ask()
+        await pilot.pause()
+        title = str(app.screen.query_one("#danger-title").render()) if not app.results else ""
+        await pilot.press(*keys)
+        await pilot.pause()
+    return app.results, title
+
+
+async def test_confirm_names_the_target_and_returns_true_on_y() -> None:
+    results, title = await _answer(("y",))
+    assert results == [True]
+    assert "apply rule: nfr/my-rule" in title
+
+
+async def test_cancel_by_n_escape_or_default_button() -> None:
+    assert (await _answer(("n",)))[0] == [False]
+    assert (await _answer(("escape",)))[0] == [False]
+    assert (await _answer(("enter",)))[0] == [False]  # the focused default is Cancel
+
+
+async def test_read_only_refuses_without_asking() -> None:
+    results, _ = await _answer((), read_only=True)
+    assert results == [False]
+
+
+def test_dangerous_actions_are_filtered_in_read_only() -> None:
+    b = dangerous(Binding("a", "apply_rule", "Apply", id="rules-apply"))
+    assert b.id == "rules-apply"
+    ro, rw = _App(True), _App(False)
+    assert is_read_only(ro) and not is_read_only(rw)
+    assert allow_action(ro, "apply_rule") is False
+    assert allow_action(rw, "apply_rule") is True
+    assert allow_action(ro, "filter") is True
