@@ -27,6 +27,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--vcpus", type=int, help="target vCPUs (libvirt)")
     p.add_argument("--memory", help="target memory, e.g. 16Gi (libvirt)")
     p.add_argument("--method", choices=("openstack", "libvirt"))
+    p.add_argument("--node-access", choices=("debug-pod", "ssh", "guest-agent"),
+                   help="how to reach the node for vCPU onlining and the kubelet restart (default: config, debug-pod)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text")
@@ -54,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
         err("give --flavor NAME, or --vcpus N and --memory SIZE")
         return EXIT_USAGE
     try:
-        settings = load_settings({"kubeconfig": args.kubeconfig, "context": args.context})
+        settings = load_settings({"kubeconfig": args.kubeconfig, "context": args.context,
+                                  "node_access": args.node_access})
         request = ScaleUpRequest(
             node=args.node, flavor=args.flavor, vcpus=args.vcpus,
             memory_mib=parse_memory_mib(args.memory) if args.memory else None, method=args.method,

@@ -10,6 +10,9 @@ The config file (YAML):
     cloud: mycloud                 # clouds.yaml cloud for OpenStack (default $OS_CLOUD)
     libvirt_uris: [qemu+ssh://cmp001/system]
     node_access: debug-pod         # debug-pod | ssh | guest-agent
+    ssh_config: ~/.ssh/config      # with node_access: ssh, an OpenSSH client config (-F); env CONSOLE_SSH_CONFIG
+    ssh_user: root                 # default: User from ssh_config, else your login name; non-root runs sudo -n
+    ssh_target: name               # name | internal-ip: what `ssh` is given for a node
     contexts:                      # per kube context overrides of any key above
       prod: {read_only: true, theme: high-contrast}
 """
@@ -40,10 +43,14 @@ class Settings:
     cloud: str | None = None
     libvirt_uris: tuple[str, ...] = ()
     node_access: str = "debug-pod"
+    ssh_config: str | None = None
+    ssh_user: str | None = None
+    ssh_target: str = "name"
     key_overrides: dict[str, str] = field(default_factory=dict)  # binding id -> key(s)
 
 
-_CHOICES = {"hook_store": ("configmap", "directory"), "node_access": ("debug-pod", "ssh", "guest-agent")}
+_CHOICES = {"hook_store": ("configmap", "directory"), "node_access": ("debug-pod", "ssh", "guest-agent"),
+            "ssh_target": ("name", "internal-ip")}
 _BOOL = {"read_only"}
 _LIST = {"libvirt_uris"}
 

@@ -32,13 +32,15 @@ class StateDir:
         self.root.mkdir(parents=True, exist_ok=True)
         self.ready.unlink(missing_ok=True)
 
-    def write_env(self, *, libvirt_uri: str, cloud: str = "lab") -> None:
+    def write_env(self, *, libvirt_uri: str, cloud: str = "lab", ssh_config: Path | None = None) -> None:
         values = {
             "KUBECONFIG": str(self.kubeconfig),
             "OS_CLIENT_CONFIG_FILE": str(self.clouds_yaml),
             "OS_CLOUD": cloud,
             "CONSOLE_LIBVIRT_URI": libvirt_uri,
         }
+        if ssh_config is not None:  # the lab's nodes over SSH (Settings.ssh_config)
+            values["CONSOLE_SSH_CONFIG"] = str(ssh_config)
         text = "".join(f"{k}={shlex.quote(v)}\n" for k, v in values.items())
         self.env.write_text(text)
         os.chmod(self.env, 0o600)

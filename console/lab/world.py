@@ -57,6 +57,8 @@ class Lab:
         self.node_exec: Any = None
         self.fleet: Any = None
         self.nfd: Any = None
+        self.sshd: Any = None
+        self.ssh_config: Path | None = None
         self._token = "lab-" + secrets.token_urlsafe(24)
         self._os_password = secrets.token_urlsafe(18)
 
@@ -85,7 +87,9 @@ class Lab:
         self._start_cluster_sims(progress)
         self._start_nfd(progress)
         self._start_servers(progress)
-        self.state.write_env(libvirt_uri=self.libvirt_uri)
+        if self.vms:
+            self._start_sshd(progress)
+        self.state.write_env(libvirt_uri=self.libvirt_uri, ssh_config=self.ssh_config)
         self._wait_ready(progress)
         self.state.mark_ready()
         progress(f"ready after {time.monotonic() - t0:.1f}s")
@@ -197,6 +201,16 @@ class Lab:
             password=self._os_password,
             project="admin",
         )
+
+    def _start_sshd(self, progress: Progress) -> None:
+        from console.lab.sshd import LabSshd
+
+        progress(f"starting SSH for {len(self.vms)} nodes")
+        ips = {vm.node_name: self.kubelets[vm.node_name].internal_ip for vm in self.vms}
+        self.sshd = LabSshd(self.node_exec, ips)
+        self._loop.call(self.sshd.start())
+        self._stack.append(lambda: self._loop.call(self.sshd.stop()))
+        self.ssh_config = self.sshd.write_client_files(self.state.root)
 
     def _wait_ready(self, progress: Progress, timeout: float = 60) -> None:
         """Every VM node has posted a Ready status (the kubelets read their guests)."""

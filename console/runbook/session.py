@@ -31,7 +31,7 @@ class Session:
         except KubeConfigError as e:
             raise SessionError(str(e)) from e
         self.audit = audit or AuditLog.default()
-        self.access = node_access(settings.node_access, self.api)
+        self.access = node_access(settings.node_access, self.api, settings)
         self._openstack: Any = None
         self._libvirt: Any = None
 

@@ -125,6 +125,13 @@ def online_cpus(plan: Any) -> Step:
         onlined: list[str] = []
         deadline = time.monotonic() + 20.0
         delay = 0.2
+        access = ctx.values["access"]
+        if n > 1 and hasattr(access, "online_cpus"):  # the guest agent: guest-set-vcpus, then check below
+            try:
+                with ctx.waiting():
+                    access.online_cpus(_node(ctx), f"1-{n - 1}")
+            except NodeAccessError as e:
+                raise StepFailed(f"onlining vCPUs: {e}") from e
         while True:  # hot-added vCPUs reach the guest a moment after libvirt returns: retry with backoff
             res = _run(ctx, script, "onlining vCPUs")
             if not res.ok:
@@ -167,11 +174,16 @@ def restart_kubelet(plan: Any) -> Step:
             ctx.emit(f"kubelet has {RESIZE_GATE}: waiting for it to re-read capacity, no restart")
         else:
             removes = [p for p, on in ((CPU_STATE, static_cpu), (MEMORY_STATE, static_mem)) if on]
-            script = (f"rm -f {' '.join(removes)}; " if removes else "") + "systemctl restart --no-block kubelet"
+            # a debug pod's log passes through the kubelet, so it must not wait for the restart; an SSH
+            # session or the guest agent is not cut by it and gets systemctl's real exit status
+            block = ctx.values["access"].method in ("ssh", "guest-agent")
+            restart = "systemctl restart kubelet" if block else "systemctl restart --no-block kubelet"
+            script = (f"rm -f {' '.join(removes)}; " if removes else "") + restart
             ctx.emit("restarting the kubelet" + (f" (removing {', '.join(removes)})" if removes else ""))
             res = _run(ctx, script, "restarting the kubelet", timeout=max(1.0, min(30.0, timeout / 2)))
             data["restart_exit"] = res.exit_code
             data["log_cut"] = res.log_cut
+            data["node_access"] = ctx.values["access"].method
         try:
             with ctx.waiting():
                 verify.wait_capacity(_api(ctx), node, vcpus, mem, max(1.0, deadline - time.monotonic()))
