@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from labstart import start_lab
 
-from console.lab import scenarios
 from console.lab.world import Lab
 
 
@@ -23,15 +23,11 @@ def _xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    the_lab = Lab(scenarios.get("default"), tmp_path_factory.mktemp("tui-lab"))
-    old = os.environ.get("OS_CLIENT_CONFIG_FILE")
-    try:
-        the_lab.start()
-        os.environ["OS_CLIENT_CONFIG_FILE"] = str(the_lab.state.clouds_yaml)
-        yield the_lab
-    finally:
-        the_lab.stop()
-        if old is None:
-            os.environ.pop("OS_CLIENT_CONFIG_FILE", None)
-        else:
-            os.environ["OS_CLIENT_CONFIG_FILE"] = old
+    """The default lab, with OS_CLIENT_CONFIG_FILE naming its clouds.yaml."""
+    yield from start_lab("default", tmp_path_factory.mktemp("tui-lab"), clouds_env=True)
+
+
+@pytest.fixture(scope="module")
+def default_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """The default lab, the process environment left alone (the NFD editor tests)."""
+    yield from start_lab("default", tmp_path_factory.mktemp("lab-default"))

@@ -8,33 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.app import App
 from textual.widgets import Static, TextArea
+from tuitools import Host, confirm_into_conflict, settle
 
 from console.config import Settings
 from console.tui.safety import ConfirmDanger
 from console.tui.screens.hooks import HooksScreen
-from console.tui.themes import FALLBACK_COLORS, domain_defaults, load_themes
 from console.tui.widgets.diff import DiffView
-from console.tui.widgets.diff_dialog import ConflictDialog
-
-
-class Host(App[None]):
-    """A bare app with the console's themes that pushes one screen (the app helper wires the real one)."""
-
-    def __init__(self, screen: Any, settings: Settings) -> None:
-        super().__init__()
-        self.settings = settings
-        self._screen = screen
-
-    def get_theme_variable_defaults(self) -> dict[str, str]:
-        return domain_defaults(FALLBACK_COLORS)
-
-    def on_mount(self) -> None:
-        for theme in load_themes().themes.values():
-            self.register_theme(theme)
-        self.theme = "dark"
-        self.push_screen(self._screen)
 
 
 @pytest.fixture
@@ -54,11 +34,6 @@ def settings_for(root: Path, **kw: Any) -> Settings:
     return Settings(hook_store="directory", hook_dir=str(root), nfd_version="v0.16.0", **kw)
 
 
-async def wait_workers(pilot: Any) -> None:
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-
-
 def result_text(screen: HooksScreen) -> str:
     return str(screen.query_one("#hooks-result", Static).render())
 
@@ -67,7 +42,7 @@ async def test_edit_preview_diff_save(hook_dir: Path) -> None:
     screen = HooksScreen(settings=settings_for(hook_dir))
     app = Host(screen, screen.settings)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_workers(pilot)
+        await settle(pilot)
         assert [(f.kind, f.name) for f in screen.files] == [("hook", "gpu.sh"), ("feature", "rack")]
         assert screen.current is not None and screen.current.name == "gpu.sh"
         editor = screen.query_one("#hooks-editor", TextArea)
@@ -76,7 +51,7 @@ async def test_edit_preview_diff_save(hook_dir: Path) -> None:
         assert screen.has_class("-narrow")
         editor.text = "#!/bin/sh\necho GPU=true\necho VRAM=16\necho oops >&2\n"
         await pilot.press("ctrl+r")
-        await wait_workers(pilot)
+        await settle(pilot)
         out = result_text(screen)
         assert "feature.node.kubernetes.io/GPU=true" in out
         assert "feature.node.kubernetes.io/VRAM=16" in out
@@ -95,7 +70,7 @@ async def test_edit_preview_diff_save(hook_dir: Path) -> None:
         assert isinstance(app.screen, ConfirmDanger)
         assert app.screen.target.endswith("source.d:gpu.sh")
         await pilot.press("y")
-        await wait_workers(pilot)
+        await settle(pilot)
         assert (hook_dir / "source.d" / "gpu.sh").read_text().endswith("echo oops >&2\n")
         assert os.access(hook_dir / "source.d" / "gpu.sh", os.X_OK)
         log = Path(os.environ["XDG_STATE_HOME"]) / "console" / "audit.log"
@@ -107,18 +82,16 @@ async def test_conflict_then_overwrite(hook_dir: Path) -> None:
     screen = HooksScreen(settings=settings_for(hook_dir))
     app = Host(screen, screen.settings)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_workers(pilot)
+        await settle(pilot)
         screen.query_one("#hooks-editor", TextArea).text = "#!/bin/sh\necho MINE=1\n"
         # someone else edits the hook after we loaded it
         (hook_dir / "source.d" / "gpu.sh").write_text("#!/bin/sh\necho THEIRS=1\n")
         await pilot.press("ctrl+s")
         await pilot.pause()
-        await pilot.press("y")
-        await wait_workers(pilot)
-        assert isinstance(app.screen, ConflictDialog)
-        assert "THEIRS" in app.screen.theirs and "MINE" in app.screen.mine
+        dialog = await confirm_into_conflict(pilot)
+        assert "THEIRS" in dialog.theirs and "MINE" in dialog.mine
         await pilot.press("o")
-        await wait_workers(pilot)
+        await settle(pilot)
         assert (hook_dir / "source.d" / "gpu.sh").read_text() == "#!/bin/sh\necho MINE=1\n"
 
 
@@ -137,7 +110,7 @@ async def test_bad_hooks_give_inline_messages(hook_dir: Path, script: str, expec
     screen = HooksScreen(settings=settings_for(hook_dir), preview_timeout=1.0)
     app = Host(screen, screen.settings)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_workers(pilot)
+        await settle(pilot)
         screen.query_one("#hooks-editor", TextArea).text = script
         await pilot.press("ctrl+r")
         # the UI keeps handling keys while the hook runs in its worker
@@ -146,7 +119,7 @@ async def test_bad_hooks_give_inline_messages(hook_dir: Path, script: str, expec
         assert screen.query_one(DiffView).mode == "split"
         if expect.startswith("would have hung"):
             assert any(w.group == "hooks-preview" and w.is_running for w in app.workers)
-        await wait_workers(pilot)
+        await settle(pilot)
         assert expect in result_text(screen)
         assert app.screen is screen
 
@@ -155,7 +128,7 @@ async def test_read_only_hides_save(hook_dir: Path) -> None:
     screen = HooksScreen(settings=settings_for(hook_dir, read_only=True))
     app = Host(screen, screen.settings)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_workers(pilot)
+        await settle(pilot)
         before = (hook_dir / "source.d" / "gpu.sh").read_text()
         screen.query_one("#hooks-editor", TextArea).text = "#!/bin/sh\necho X=1\n"
         await pilot.press("ctrl+s")
@@ -171,16 +144,16 @@ async def test_convert_hook_to_feature_file_on_v018(hook_dir: Path) -> None:
     screen = HooksScreen(settings=settings)
     app = Host(screen, settings)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_workers(pilot)
+        await settle(pilot)
         assert "has no hooks" in str(screen.query_one("#hooks-status", Static).render())
         screen.query_one("#hooks-editor", TextArea).blur()
         await pilot.press("c")
-        await wait_workers(pilot)
+        await settle(pilot)
         assert "has no hooks" in result_text(screen)
         assert isinstance(app.screen, ConfirmDanger)
         assert app.screen.target.endswith("features.d:gpu.sh")
         await pilot.press("y")
-        await wait_workers(pilot)
+        await settle(pilot)
         text = (hook_dir / "features.d" / "gpu.sh").read_text()
         assert text.startswith("# Converted from hook 'gpu.sh'") and "GPU=true" in text
 
@@ -189,7 +162,7 @@ async def test_mouse_opens_a_file_and_new_file_dialog(hook_dir: Path) -> None:
     screen = HooksScreen(settings=settings_for(hook_dir))
     app = Host(screen, screen.settings)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_workers(pilot)
+        await settle(pilot)
         # the list is stacked on top at 80 columns: its second row is the feature file "rack"
         await pilot.click("#hooks-list", offset=(4, 2))
         await pilot.pause()
@@ -206,6 +179,6 @@ async def test_mouse_opens_a_file_and_new_file_dialog(hook_dir: Path) -> None:
         await pilot.press("ctrl+s")
         await pilot.pause()
         await pilot.press("y")
-        await wait_workers(pilot)
+        await settle(pilot)
         assert os.access(hook_dir / "source.d" / "probe.sh", os.X_OK)
         assert ("hook", "probe.sh") in [(f.kind, f.name) for f in screen.files]

@@ -14,53 +14,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.app import App
+from labstart import start_lab
 from textual.widgets import OptionList, Static, TextArea
+from tuitools import Host, settle
 
 from console.config import Settings
 from console.kube.cluster import Cluster
 from console.kube.nfdstore import list_nodes
-from console.lab import scenarios
 from console.lab.world import Lab
 from console.tui.safety import ConfirmDanger
 from console.tui.screens.hooks import HooksScreen
-from console.tui.themes import FALLBACK_COLORS, domain_defaults, load_themes
 
 pytestmark = pytest.mark.lab
 
 
-class Host(App[None]):
-    """A bare app with the console's themes that pushes one screen (the app helper wires the real one)."""
-
-    def __init__(self, screen: Any, settings: Settings) -> None:
-        super().__init__()
-        self.settings = settings
-        self._screen = screen
-
-    def get_theme_variable_defaults(self) -> dict[str, str]:
-        return domain_defaults(FALLBACK_COLORS)
-
-    def on_mount(self) -> None:
-        for theme in load_themes().themes.values():
-            self.register_theme(theme)
-        self.theme = "dark"
-        self.push_screen(self._screen)
-
-
-def start_lab(name: str, root: Path) -> Iterator[Lab]:
-    lab = Lab(scenarios.get(name), root)
-    try:
-        lab.start()
-        yield lab
-    finally:
-        lab.stop()
-
-
-@pytest.fixture(scope="module")
-def default_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from start_lab("default", tmp_path_factory.mktemp("lab-default-hooks"))
-
-
+# default_lab (one per module) comes from tests/tui/conftest.py
 @pytest.fixture(scope="module")
 def v08_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     yield from start_lab("seed-resize", tmp_path_factory.mktemp("lab-seed-resize-hooks"))
@@ -69,11 +37,6 @@ def v08_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 def cluster_for(lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cluster:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     return Cluster(str(lab.state.kubeconfig))
-
-
-async def settle(pilot: Any) -> None:
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def wait_label(kube: Cluster, node: str, key: str, value: str, timeout: float = 20.0) -> None:

@@ -10,48 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.app import App
 from textual.widgets import Static, TextArea
+from tuitools import Host, confirm_into_conflict, settle
 
 from console.config import Settings
 from console.kube.cluster import Cluster
 from console.kube.nfdstore import RuleStore, list_nodes
-from console.lab import scenarios
 from console.lab.world import Lab
 from console.tui.safety import ConfirmDanger
 from console.tui.screens.rules import RulesScreen, TemplatePicker
-from console.tui.themes import FALLBACK_COLORS, domain_defaults, load_themes
-from console.tui.widgets.diff_dialog import ConflictDialog
 
 pytestmark = pytest.mark.lab
-
-
-class Host(App[None]):
-    """A bare app with the console's themes that pushes one screen (the app helper wires the real one)."""
-
-    def __init__(self, screen: Any, settings: Settings) -> None:
-        super().__init__()
-        self.settings = settings
-        self._screen = screen
-
-    def get_theme_variable_defaults(self) -> dict[str, str]:
-        return domain_defaults(FALLBACK_COLORS)
-
-    def on_mount(self) -> None:
-        for theme in load_themes().themes.values():
-            self.register_theme(theme)
-        self.theme = "dark"
-        self.push_screen(self._screen)
-
-
-@pytest.fixture(scope="module")
-def default_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    lab = Lab(scenarios.get("default"), tmp_path_factory.mktemp("lab-default-rules"))
-    try:
-        lab.start()
-        yield lab
-    finally:
-        lab.stop()
 
 
 @pytest.fixture
@@ -60,11 +29,6 @@ def kube(default_lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> I
     cluster = Cluster(str(default_lab.state.kubeconfig))
     yield cluster
     cluster.api_client.close()
-
-
-async def settle(pilot: Any) -> None:
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def wait_until(predicate: Any, timeout: float = 15.0, what: str = "") -> Any:
@@ -174,10 +138,8 @@ async def test_validation_messages_and_conflict(kube: Cluster) -> None:
         await pilot.press("ctrl+s")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmDanger)
-        await pilot.press("y")
-        await settle(pilot)
-        assert isinstance(app.screen, ConflictDialog)
-        assert "modules-theirs" in app.screen.theirs and "modules-mine" in app.screen.mine
+        dialog = await confirm_into_conflict(pilot)
+        assert "modules-theirs" in dialog.theirs and "modules-mine" in dialog.mine
         await pilot.press("o")
         await settle(pilot)
         assert rules.get(name)["spec"]["rules"][0]["labels"] == {"example.dev/modules-mine": "true"}

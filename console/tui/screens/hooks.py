@@ -9,14 +9,12 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Footer, Header, Input, Label, OptionList, Static, TextArea
+from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import Worker, WorkerState
 
-from console.audit import AuditLog
 from console.config import Settings
 from console.kube.nfdstore import (
     DEFAULT_GROUP,
@@ -38,10 +36,11 @@ from console.nfd_preview import (
     preview_file,
     resolve_version,
 )
-from console.tui.safety import DANGEROUS_ACTIONS, ConfirmDanger, dangerous, is_read_only
-from console.tui.widgets.diff import DiffView, unified_text
+from console.tui.safety import ConfirmDanger, dangerous
+from console.tui.screens.editor_base import EditorScreen
+from console.tui.widgets.diff import unified_text
 from console.tui.widgets.diff_dialog import ConflictDialog
-from console.tui.widgets.editor import code_editor, load_into
+from console.tui.widgets.editor import load_into
 
 STDERR_SHOWN = 2048  # bytes of a hook's stderr/stdout shown inline; the rest is summarised
 AUDIT_CAP = 64 * 1024
@@ -112,11 +111,15 @@ class NewFileDialog(ModalScreen[tuple[str, str] | None]):
         self.dismiss(None)
 
 
-class HooksScreen(Screen[None]):
+class HooksScreen(EditorScreen):
     """`:hooks` — the node group's hooks (source.d) and feature files (features.d)."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
+    PREFIX = "hooks"
+    LIST_TITLE = "hooks & feature files"
+    OUTPUT_TITLE = "preview"
+    LOADING = "Loading hooks and feature files…"
+    HINT = "ctrl+r runs a preview of the file being edited."
     BINDINGS: ClassVar[list[BindingType]] = [
         dangerous(Binding("ctrl+s", "save", "Save", id="hooks-save")),
         Binding("ctrl+r", "preview", "Preview", id="hooks-preview"),
@@ -131,15 +134,10 @@ class HooksScreen(Screen[None]):
 
     def __init__(self, kube: Any = None, settings: Settings | None = None, *, group: str | None = None,
                  preview_timeout: float = PREVIEW_TIMEOUT) -> None:
-        super().__init__()
+        super().__init__(kube, settings)
         self.preview_timeout = preview_timeout
-        self.kube = kube
-        self.settings = settings or Settings()
         self.group = group or DEFAULT_GROUP
-        self._own_settings = settings is not None
         self.store: HookStore | None = None  # chosen on mount, from the settings
-        self.version: V.NfdVersion = V.CURRENT
-        self.version_text = ""
         self.files: list[StoredFile] = []
         self.groups: list[str] = [self.group]
         self.current: StoredFile | None = None
@@ -148,33 +146,9 @@ class HooksScreen(Screen[None]):
         self.preview_content: str | None = None
         self._convert_after_preview = False
         self._preview_seq = 0
-        self.audit = AuditLog.default()
-
-    # -- layout -------------------------------------------------------------------------------------------
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield Static("Loading hooks and feature files…", id="hooks-status", markup=False)
-        with Horizontal(id="hooks-body"):
-            yield OptionList(id="hooks-list")
-            with Vertical(id="hooks-main"):
-                yield code_editor(id="hooks-editor")
-                with VerticalScroll(id="hooks-output"):
-                    yield Static("ctrl+r runs a preview of the file being edited.", id="hooks-result",
-                                 markup=False)
-                    yield DiffView(id="hooks-diffview")
-        yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#hooks-list", OptionList).border_title = "hooks & feature files"
-        self.query_one("#hooks-output").border_title = "preview"
-        self.query_one("#hooks-diffview").display = False
-        # pushed without arguments (e.g. by `:hooks`): use the app's gateway and settings
-        if self.kube is None:
-            self.kube = getattr(self.app, "kube", None)
-        if not self._own_settings:
-            self.settings = getattr(self.app, "settings", None) or self.settings
-        if self.settings.nfd_version:
-            self.version = V.parse_version(self.settings.nfd_version)
+        self.mount_common()
         self._open_store()
         self.load_files()
 
@@ -184,15 +158,6 @@ class HooksScreen(Screen[None]):
         except NfdStoreError as e:
             self.store = None
             self.notify(str(e), title="no hook store", severity="error")
-
-    # -- read-only ----------------------------------------------------------------------------------------
-    @property
-    def read_only(self) -> bool:
-        return self.settings.read_only or is_read_only(self.app)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # dangerous actions disappear in read-only mode (the app's settings or this screen's)
-        return not (action in DANGEROUS_ACTIONS and self.read_only)
 
     # -- loading ------------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="hooks-load", exit_on_error=False)
@@ -241,10 +206,6 @@ class HooksScreen(Screen[None]):
         self.query_one("#hooks-status", Static).update(f"{where} · {self.version_text}\n{hooks_note(self.version)}")
 
     # -- editing ------------------------------------------------------------------------------------------
-    @property
-    def editor(self) -> TextArea:
-        return self.query_one("#hooks-editor", TextArea)
-
     def open_file(self, f: StoredFile) -> None:
         if self.current is not None:
             key = (self.current.kind, self.current.name)
@@ -264,10 +225,6 @@ class HooksScreen(Screen[None]):
         if f is not None:
             self.open_file(f)
             self.editor.focus()
-
-    def action_back(self) -> None:
-        if len(self.app.screen_stack) > 1:
-            self.app.pop_screen()
 
     def action_reload(self) -> None:
         if self.current is not None:
@@ -338,32 +295,13 @@ class HooksScreen(Screen[None]):
             self._convert_after_preview = False
             self.action_convert()
 
-    def _show_result(self, text: Text) -> None:
-        self.query_one("#hooks-diffview").display = False
-        result = self.query_one("#hooks-result", Static)
-        result.display = True
-        result.update(text)
-        self.query_one("#hooks-output").border_title = "preview"
-
     # -- diff ---------------------------------------------------------------------------------------------
-    def action_diff(self) -> None:
+    def _deployed(self) -> tuple[str, str] | None:
         if self.current is None:
-            return
-        view = self.query_one("#hooks-diffview", DiffView)
-        if view.display:
-            view.display = False
-            self.query_one("#hooks-result").display = True
-            return
-        deployed = self.current.content if self.current.version else ""
-        view.show(deployed, self.editor.text, "deployed" if self.current.version else "(new file)", "edited")
-        self.query_one("#hooks-result").display = False
-        view.display = True
-        self.query_one("#hooks-output").border_title = f"diff ({view.mode}; v toggles)"
-
-    def action_diff_mode(self) -> None:
-        view = self.query_one("#hooks-diffview", DiffView)
-        mode = view.toggle_mode()
-        self.query_one("#hooks-output").border_title = f"diff ({mode}; v toggles)"
+            return None
+        if self.current.version:
+            return self.current.content, "deployed"
+        return "", "(new file)"
 
     # -- save ---------------------------------------------------------------------------------------------
     def action_save(self) -> None:
@@ -462,13 +400,6 @@ class HooksScreen(Screen[None]):
                 self.save_file(target, content, "")
 
         self.app.push_screen(ConfirmDanger("Create feature file", target.target, content), confirmed)
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            event.stop()  # reported here, once
-            self.query_one("#hooks-output").loading = False
-            self.notify(f"{event.worker.name} failed: {event.worker.error}. Check the connection and retry.",
-                        title="error", severity="error")
 
 
 def theme_colors(screen: Screen[Any]) -> dict[str, str]:

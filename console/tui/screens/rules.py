@@ -10,15 +10,13 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.message import Message
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import Footer, Header, Label, OptionList, Static, TextArea
+from textual.widgets import Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
-from textual.worker import Worker, WorkerState
 
-from console.audit import AuditLog
 from console.config import Settings
 from console.kube.nfdstore import (
     NfdStoreError,
@@ -32,10 +30,11 @@ from console.nfd import versions as V
 from console.nfd.master import MasterConfig
 from console.nfd.validation import Issue, validate_rule_object
 from console.nfd_preview import RULE_TEMPLATES, RuleDryRun, dry_run_rule, resolve_version
-from console.tui.safety import DANGEROUS_ACTIONS, ConfirmDanger, dangerous, is_read_only
-from console.tui.widgets.diff import DiffView, unified_text
+from console.tui.safety import ConfirmDanger, dangerous
+from console.tui.screens.editor_base import EditorScreen
+from console.tui.widgets.diff import unified_text
 from console.tui.widgets.diff_dialog import ConflictDialog
-from console.tui.widgets.editor import code_editor, load_into
+from console.tui.widgets.editor import load_into
 
 VALIDATE_DELAY = 0.3  # seconds after the last keystroke
 NEW = "(new)"
@@ -113,11 +112,16 @@ class TemplatePicker(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class RulesScreen(Screen[None]):
+class RulesScreen(EditorScreen):
     """`:rules` — NodeFeatureRules with a cluster-wide dry-run before every apply."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
+    PREFIX = "rules"
+    LIST_TITLE = "NodeFeatureRules"
+    OUTPUT_TITLE = "dry-run"
+    LOADING = "Loading NodeFeatureRules…"
+    HINT = "ctrl+r: dry-run on every node · a/ctrl+s: apply · n: new from a template"
+    EDITOR_KIND = "rule"
     BINDINGS: ClassVar[list[BindingType]] = [
         dangerous(Binding("ctrl+s,a", "apply", "Apply", id="rules-apply")),
         Binding("ctrl+r", "dry_run", "Dry-run", id="rules-dry-run"),
@@ -129,13 +133,8 @@ class RulesScreen(Screen[None]):
     ]
 
     def __init__(self, kube: Any = None, settings: Settings | None = None) -> None:
-        super().__init__()
-        self.kube = kube
-        self.settings = settings or Settings()
-        self._own_settings = settings is not None
+        super().__init__(kube, settings)
         self.store: RuleStore | None = None  # built on mount, from the cluster gateway
-        self.version: V.NfdVersion = V.CURRENT
-        self.version_text = ""
         self.rules: list[dict[str, Any]] = []
         self.loaded: dict[str, Any] | None = None  # the cluster object being edited; None for a new rule
         self.drafts: dict[str, str] = {}
@@ -146,49 +145,17 @@ class RulesScreen(Screen[None]):
         self.dry_run_content: str | None = None
         self._apply_after_dry_run = False
         self._validate_timer: Timer | None = None
-        self.audit = AuditLog.default()
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield Static("Loading NodeFeatureRules…", id="rules-status", markup=False)
-        with Horizontal(id="rules-body"):
-            yield OptionList(id="rules-list")
-            with Vertical(id="rules-main"):
-                yield code_editor(id="rules-editor", kind="rule")
-                yield Static("", id="rules-problems", markup=False)
-                with VerticalScroll(id="rules-output"):
-                    yield Static("ctrl+r: dry-run on every node · a/ctrl+s: apply · n: new from a template",
-                                 id="rules-result", markup=False)
-                    yield DiffView(id="rules-diffview")
-        yield Footer()
+    def compose_under_editor(self) -> ComposeResult:
+        yield Static("", id="rules-problems", markup=False)
 
     def on_mount(self) -> None:
-        self.query_one("#rules-list", OptionList).border_title = "NodeFeatureRules"
-        self.query_one("#rules-output").border_title = "dry-run"
-        self.query_one("#rules-diffview").display = False
-        # pushed without arguments (e.g. by `:rules`): use the app's gateway and settings
-        if self.kube is None:
-            self.kube = getattr(self.app, "kube", None)
-        if not self._own_settings:
-            self.settings = getattr(self.app, "settings", None) or self.settings
-        if self.settings.nfd_version:
-            self.version = V.parse_version(self.settings.nfd_version)
+        self.mount_common()
         if self.kube is None:
             self.query_one("#rules-status", Static).update("no cluster connection: NodeFeatureRules need one")
             return
         self.store = RuleStore(self.kube.api_client)
         self.load_rules()
-
-    @property
-    def read_only(self) -> bool:
-        return self.settings.read_only or is_read_only(self.app)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return not (action in DANGEROUS_ACTIONS and self.read_only)
-
-    @property
-    def editor(self) -> TextArea:
-        return self.query_one("#rules-editor", TextArea)
 
     # -- loading ------------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="rules-load", exit_on_error=False)
@@ -250,10 +217,6 @@ class RulesScreen(Screen[None]):
         if obj is not None:
             self.open_rule(obj)
             self.editor.focus()
-
-    def action_back(self) -> None:
-        if len(self.app.screen_stack) > 1:
-            self.app.pop_screen()
 
     def action_reload(self) -> None:
         if self.store is not None:
@@ -338,29 +301,9 @@ class RulesScreen(Screen[None]):
             self._apply_after_dry_run = False
             self.action_apply()
 
-    def _show_result(self, text: Text) -> None:
-        self.query_one("#rules-diffview").display = False
-        result = self.query_one("#rules-result", Static)
-        result.display = True
-        result.update(text)
-        self.query_one("#rules-output").border_title = "dry-run"
-
     # -- diff ---------------------------------------------------------------------------------------------
-    def action_diff(self) -> None:
-        view = self.query_one("#rules-diffview", DiffView)
-        if view.display:
-            view.display = False
-            self.query_one("#rules-result").display = True
-            return
-        deployed = rule_yaml(self.loaded) if self.loaded else ""
-        view.show(deployed, self.editor.text, "deployed" if self.loaded else "(new rule)", "edited")
-        self.query_one("#rules-result").display = False
-        view.display = True
-        self.query_one("#rules-output").border_title = f"diff ({view.mode}; v toggles)"
-
-    def action_diff_mode(self) -> None:
-        mode = self.query_one("#rules-diffview", DiffView).toggle_mode()
-        self.query_one("#rules-output").border_title = f"diff ({mode}; v toggles)"
+    def _deployed(self) -> tuple[str, str] | None:
+        return (rule_yaml(self.loaded), "deployed") if self.loaded else ("", "(new rule)")
 
     # -- apply --------------------------------------------------------------------------------------------
     def action_apply(self) -> None:
@@ -445,13 +388,8 @@ class RulesScreen(Screen[None]):
 
         self.app.push_screen(ConflictDialog(str(err), rule_yaml(current), msg.content), chosen)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            event.stop()  # reported here, once
-            self.query_one("#rules-output").loading = False
-            self._apply_after_dry_run = False
-            self.notify(f"{event.worker.name} failed: {event.worker.error}. Check the connection and retry.",
-                        title="error", severity="error")
+    def _worker_failed(self) -> None:
+        self._apply_after_dry_run = False
 
 
 def dry_run_summary(r: RuleDryRun) -> str:

@@ -9,6 +9,7 @@ kubelet restart, every mutating step audited once. One worker VM per case in one
 from __future__ import annotations
 
 import pytest
+from crashcases import audited_ok, case_lab, case_workers, crash_cases, killed_run
 
 pytestmark = pytest.mark.lab
 
@@ -16,27 +17,18 @@ STEPS = ["cordon", "drain", "raise-maxima", "restart-guest", "hot-add", "online-
          "uncordon", "verify-pods"]
 MUTATING = ["cordon", "drain", "raise-maxima", "restart-guest", "hot-add", "online-cpus", "restart-kubelet",
             "uncordon"]
-CASES = [f"{s}:acted" for s in MUTATING] + STEPS
-WORKERS = {case: f"crl{i:02d}" for i, case in enumerate(CASES)}
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory, h):
-    yield from h.start_lab(h.worker_scenario("crash-live", "m1.large", list(WORKERS.values())),
-                           tmp_path_factory.mktemp("crash-live"))
+CASES = crash_cases(MUTATING, STEPS)
+WORKERS = case_workers(CASES, "crl")
+lab = case_lab("crash-live", "m1.large", WORKERS)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_killed_run_resumes_without_repeating_a_mutation(lab, tmp_path, h, case):
     node = WORKERS[case]
     want = h.add_case_pods(lab, node, "9", "13Gi")
-    step = case.split(":")[0]
     args = (node, "--vcpus", "12", "--memory", "16Gi", "--method", "libvirt", "--yes")
 
-    code, _doc, err = h.scale_up(lab, tmp_path, *args, extra_env={"CONSOLE_RUNBOOK_CRASH_AFTER": case})
-    assert code == 86, f"the run was not killed at {case}: exit {code}\n{err}"
-    [journal] = h.journals(tmp_path)
-    assert h.journal_step(journal, step)["status"] == ("acted" if case.endswith(":acted") else "done")
+    journal = killed_run(h, lab, tmp_path, case, *args)
     restarts_before = lab.kubelets[node].restarts
 
     code, doc, err = h.scale_up(lab, tmp_path, *args)
@@ -53,6 +45,4 @@ def test_killed_run_resumes_without_repeating_a_mutation(lab, tmp_path, h, case)
     assert not n["spec"].get("unschedulable")
     pod = h.pod_obj(lab, want)
     assert pod["status"]["phase"] == "Running" and pod["spec"]["nodeName"] == node
-    done = [e["action"].rsplit(".", 1)[1] for e in h.audit_entries(tmp_path)
-            if e.get("run_id") == journal["run_id"] and e["result"] == "ok"]
-    assert sorted(done) == sorted(MUTATING)
+    assert sorted(audited_ok(h, tmp_path, journal["run_id"])) == sorted(MUTATING)

@@ -10,35 +10,27 @@ One worker VM per case in one lab.
 from __future__ import annotations
 
 import pytest
+from crashcases import audited_ok, case_lab, case_workers, crash_cases, killed_run
 
 pytestmark = pytest.mark.lab
 
 STEPS = ["cordon", "drain", "resize", "wait-verify-resize", "confirm-resize", "wait-node", "uncordon", "verify-pods"]
 MUTATING = ["cordon", "drain", "resize", "confirm-resize", "uncordon"]
-CASES = [f"{s}:acted" for s in MUTATING] + STEPS
-WORKERS = {case: f"crr{i:02d}" for i, case in enumerate(CASES)}
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory, h):
-    yield from h.start_lab(h.worker_scenario("crash-resize", "m1.medium", list(WORKERS.values())),
-                           tmp_path_factory.mktemp("crash-resize"))
+CASES = crash_cases(MUTATING, STEPS)
+WORKERS = case_workers(CASES, "crr")
+lab = case_lab("crash-resize", "m1.medium", WORKERS)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_killed_run_resumes_and_resizes_once(lab, tmp_path, h, case):
     node = WORKERS[case]
     want = h.add_case_pods(lab, node, "3", "5Gi")
-    step = case.split(":")[0]
+    args = (node, "--flavor", "m1.large", "--yes")
 
-    code, _doc, err = h.scale_up(lab, tmp_path, node, "--flavor", "m1.large", "--yes",
-                                 extra_env={"CONSOLE_RUNBOOK_CRASH_AFTER": case})
-    assert code == 86, f"the run was not killed at {case}: exit {code}\n{err}"
-    [journal] = h.journals(tmp_path)
+    journal = killed_run(h, lab, tmp_path, case, *args)
     assert journal["status"] == "running"
-    assert h.journal_step(journal, step)["status"] == ("acted" if case.endswith(":acted") else "done")
 
-    code, doc, err = h.scale_up(lab, tmp_path, node, "--flavor", "m1.large", "--yes")
+    code, doc, err = h.scale_up(lab, tmp_path, *args)
     assert code == 0, err
     assert f"resuming run {journal['run_id']}" in err
     assert doc["run_id"] == journal["run_id"]
@@ -53,6 +45,4 @@ def test_killed_run_resumes_and_resizes_once(lab, tmp_path, h, case):
     pod = h.pod_obj(lab, want)
     assert pod["status"]["phase"] == "Running" and pod["spec"]["nodeName"] == node
     # every mutation is in the audit log once, the interrupted one included
-    done = [e["action"].rsplit(".", 1)[1] for e in h.audit_entries(tmp_path)
-            if e.get("run_id") == journal["run_id"] and e["result"] == "ok"]
-    assert sorted(done) == sorted(MUTATING)
+    assert sorted(audited_ok(h, tmp_path, journal["run_id"])) == sorted(MUTATING)

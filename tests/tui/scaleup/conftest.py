@@ -7,62 +7,26 @@ XDG_STATE_HOME (journal, audit log) is a per-test tmp dir (tests/tui/conftest.py
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.app import App
+from labstart import start_lab
+from tuitools import Host
 
 from console.config import Settings
-from console.lab import scenarios
 from console.lab.world import Lab
-from console.tui.themes import FALLBACK_COLORS, domain_defaults, load_themes
-
-
-class Host(App[None]):
-    """A bare app with the console's themes and settings that pushes one screen."""
-
-    def __init__(self, screen: Any, settings: Settings) -> None:
-        super().__init__()
-        self.settings = settings
-        self._screen = screen
-
-    def get_theme_variable_defaults(self) -> dict[str, str]:
-        return domain_defaults(FALLBACK_COLORS)
-
-    def on_mount(self) -> None:
-        for theme in load_themes().themes.values():
-            self.register_theme(theme)
-        self.theme = "dark"
-        self.push_screen(self._screen)
-
-
-def _start(name: str, root: Path) -> Iterator[Lab]:
-    lab = Lab(scenarios.get(name), root)
-    old = os.environ.get("OS_CLIENT_CONFIG_FILE")
-    try:
-        lab.start(progress=lambda *_a: None)
-        os.environ["OS_CLIENT_CONFIG_FILE"] = str(lab.state.clouds_yaml)
-        yield lab
-    finally:
-        lab.stop()
-        if old is None:
-            os.environ.pop("OS_CLIENT_CONFIG_FILE", None)
-        else:
-            os.environ["OS_CLIENT_CONFIG_FILE"] = old
 
 
 @pytest.fixture(scope="module")
 def resize_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from _start("seed-resize", tmp_path_factory.mktemp("tui-scaleup-resize"))
+    yield from start_lab("seed-resize", tmp_path_factory.mktemp("tui-scaleup-resize"), clouds_env=True)
 
 
 @pytest.fixture(scope="module")
 def live_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from _start("seed-live", tmp_path_factory.mktemp("tui-scaleup-live"))
+    yield from start_lab("seed-live", tmp_path_factory.mktemp("tui-scaleup-live"), clouds_env=True)
 
 
 def lab_settings(lab: Lab, **kw: Any) -> Settings:

@@ -3,12 +3,11 @@ Pending pod; read-only mode hides the run; a target the host cannot give is show
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 import pytest
-from rich.console import Console
-from textual.widgets import Input, RichLog, Static
+from scaleuptui import log_text, open_screen, run_confirmed, text_of
+from textual.widgets import Input
 
 from console.tui.safety import ConfirmDanger
 from console.tui.screens.scaleup import ScaleUpScreen
@@ -23,25 +22,6 @@ def node_obj(lab: Any) -> dict:
     return lab.store.get("nodes", None, NODE)
 
 
-def text_of(screen: ScaleUpScreen, wid: str) -> str:
-    """The plain text a Static shows (Rich tables and groups rendered wide, so nothing wraps)."""
-    console = Console(width=200, record=True, color_system=None, file=io.StringIO())
-    console.print(screen.query_one(wid, Static).content)
-    return console.export_text()
-
-
-def log_text(screen: ScaleUpScreen) -> str:
-    return "\n".join(strip.text for strip in screen.query_one("#su-log", RichLog).lines)
-
-
-async def loaded(pilot: Any, until: Any) -> ScaleUpScreen:
-    screen = pilot.app.screen
-    assert isinstance(screen, ScaleUpScreen)
-    await until(pilot, lambda: screen.info is not None or screen.plan_error, 30, what="node and VM loaded")
-    assert screen.info is not None, screen.plan_error
-    return screen
-
-
 async def pick_size(pilot: Any, until: Any, screen: ScaleUpScreen, vcpus: str, memory: str) -> None:
     await pilot.press("t")
     await until(pilot, lambda: isinstance(pilot.app.screen, TargetPicker), 5, what="target picker")
@@ -54,24 +34,10 @@ async def pick_size(pilot: Any, until: Any, screen: ScaleUpScreen, vcpus: str, m
                                 and str(screen.target.vcpus) == vcpus) or bool(screen.plan_error), 30, what="plan")
 
 
-async def run_confirmed(pilot: Any, until: Any, screen: ScaleUpScreen, timeout: float = 120) -> ConfirmDanger:
-    await pilot.press("r")
-    await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmDanger), 5, what="confirmation")
-    confirm = pilot.app.screen
-    await pilot.press("y")
-    try:
-        await until(pilot, lambda: screen.run.result is not None and screen.live is not None
-                    and screen.live.vm_now is not None, timeout, what="run finished and verified")
-    except AssertionError as e:
-        seen = "\n".join(f"{ev.time} {ev.kind} {ev.step} {ev.message}" for ev in screen.run.events)
-        raise AssertionError(f"{e}; engine events so far:\n{seen}") from None
-    return confirm
-
-
 async def test_read_only_hides_run_and_revert(live_lab, settings_for, host, until):
     app = host(ScaleUpScreen(NODE, "default/nginx-large"), settings_for(live_lab, read_only=True))
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await loaded(pilot, until)
+        screen = await open_screen(pilot, until)
         keys = {b.binding.id for b in screen.active_bindings.values() if b.enabled}
         assert "scale-up-pick-target" in keys and "scale-up-toggle-log" in keys
         assert "scale-up-run" not in keys and "scale-up-revert" not in keys
@@ -84,7 +50,7 @@ async def test_read_only_hides_run_and_revert(live_lab, settings_for, host, unti
 async def test_more_vcpus_than_the_host_allows_is_shown(live_lab, settings_for, host, until):
     app = host(ScaleUpScreen(NODE), settings_for(live_lab))
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await loaded(pilot, until)
+        screen = await open_screen(pilot, until)
         await pick_size(pilot, until, screen, "1000", "16Gi")
         assert screen.plan is not None and screen.plan.method == "libvirt"
         await run_confirmed(pilot, until, screen, timeout=60)
@@ -100,7 +66,7 @@ async def test_more_vcpus_than_the_host_allows_is_shown(live_lab, settings_for, 
 async def test_field_report_live_scale_up_from_a_pending_pod(live_lab, settings_for, host, until):
     app = host(ScaleUpScreen(NODE, "default/nginx-large"), settings_for(live_lab))
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await loaded(pilot, until)
+        screen = await open_screen(pilot, until)
         # started from the pod: a target that makes it fit is proposed and planned right away
         await until(pilot, lambda: screen.plan is not None or bool(screen.plan_error), 30, what="proposed plan")
         assert screen.target is not None and screen.plan is not None
@@ -111,7 +77,7 @@ async def test_field_report_live_scale_up_from_a_pending_pod(live_lab, settings_
         assert screen.plan.will_fit == ["default/nginx-large"]
         plan_text = text_of(screen, "#su-plan")
         assert "→ 12 vCPU / 16Gi" in plan_text and "libvirt live" in plan_text
-        confirm = await run_confirmed(pilot, until, screen)
+        confirm = await run_confirmed(pilot, until, screen, timeout=120)
         assert NODE in confirm.target and "12 vCPU / 16Gi" in confirm.target
         result = screen.run.result
         assert (result.status, result.exit_code) == ("done", 0), result.message

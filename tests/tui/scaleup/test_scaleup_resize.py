@@ -7,13 +7,12 @@ resize is confirmed, and done for a resize left in VERIFY_RESIZE.
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any
 
 import pytest
-from rich.console import Console
-from textual.widgets import OptionList, RichLog, Static
+from scaleuptui import log_text, open_screen, run_confirmed, text_of
+from textual.widgets import OptionList
 
 from console.tui.safety import ConfirmDanger
 from console.tui.screens.scaleup import ScaleUpScreen
@@ -32,25 +31,6 @@ def node_obj(lab: Any) -> dict:
     return lab.store.get("nodes", None, NODE)
 
 
-def text_of(screen: ScaleUpScreen, wid: str) -> str:
-    """The plain text a Static shows (Rich tables and groups rendered wide, so nothing wraps)."""
-    console = Console(width=200, record=True, color_system=None, file=io.StringIO())
-    console.print(screen.query_one(wid, Static).content)
-    return console.export_text()
-
-
-def log_text(screen: ScaleUpScreen) -> str:
-    return "\n".join(strip.text for strip in screen.query_one("#su-log", RichLog).lines)
-
-
-async def open_screen(pilot: Any, until: Any) -> ScaleUpScreen:
-    screen = pilot.app.screen
-    assert isinstance(screen, ScaleUpScreen)
-    await until(pilot, lambda: screen.info is not None or screen.plan_error, 30, what="node and VM loaded")
-    assert screen.info is not None, screen.plan_error
-    return screen
-
-
 async def pick_flavor(pilot: Any, until: Any, screen: ScaleUpScreen, flavor: str) -> None:
     await pilot.press("t")
     await until(pilot, lambda: isinstance(pilot.app.screen, TargetPicker), 5, what="target picker")
@@ -61,20 +41,6 @@ async def pick_flavor(pilot: Any, until: Any, screen: ScaleUpScreen, flavor: str
     await pilot.press("enter")
     await until(pilot, lambda: (screen.plan is not None and screen.target is not None
                                 and screen.target.flavor == flavor) or bool(screen.plan_error), 30, what="plan")
-
-
-async def run_confirmed(pilot: Any, until: Any, screen: ScaleUpScreen, timeout: float = 90) -> ConfirmDanger:
-    await pilot.press("r")
-    await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmDanger), 5, what="confirmation")
-    confirm = pilot.app.screen
-    await pilot.press("y")
-    try:
-        await until(pilot, lambda: screen.run.result is not None and screen.live is not None
-                    and screen.live.vm_now is not None, timeout, what="run finished and verified")
-    except AssertionError as e:
-        seen = "\n".join(f"{ev.time} {ev.kind} {ev.step} {ev.message}" for ev in screen.run.events)
-        raise AssertionError(f"{e}; engine events so far:\n{seen}") from None
-    return confirm
 
 
 async def test_flavor_too_small_is_refused_in_the_plan_pane(resize_lab, settings_for, host, until):
@@ -99,7 +65,7 @@ async def test_no_valid_host_is_shown_and_rolled_back(resize_lab, settings_for, 
         await pick_flavor(pilot, until, screen, "m1.large")
         assert screen.plan is not None and screen.plan.will_fit == ["default/nginx"]
         resize_lab.nova.inject_fault(sid, "no-valid-host")
-        await run_confirmed(pilot, until, screen)
+        await run_confirmed(pilot, until, screen, timeout=90)
         result = screen.run.result
         assert result.status == "failed" and result.exit_code == 1
         assert screen.steps.status_of("wait-verify-resize") == "failed"
@@ -123,7 +89,7 @@ async def test_field_report_resize_from_the_screen(resize_lab, settings_for, hos
         await pick_flavor(pilot, until, screen, "m1.large")
         plan_text = text_of(screen, "#su-plan")
         assert "2 vCPU / 4Gi → 8 vCPU / 12Gi" in plan_text and "makes fit: default/nginx" in plan_text
-        confirm = await run_confirmed(pilot, until, screen)
+        confirm = await run_confirmed(pilot, until, screen, timeout=90)
         assert NODE in confirm.target and "m1.large" in confirm.target
         result = screen.run.result
         assert (result.status, result.exit_code) == ("done", 0), result.message

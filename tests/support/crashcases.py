@@ -1,0 +1,52 @@
+"""The kill-at-every-step-boundary cases of tests/integration/scaleup/test_crash_*.py.
+
+A case is `<step>` (the CLI is killed right after the step is journaled done) or `<step>:acted` (right after a
+mutating step's action, before it is verified and journaled). Each case gets its own worker VM in one lab per
+module. `h` is the `h` fixture of tests/integration/scaleup/conftest.py (its helpers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from console.lab.world import Lab
+
+
+def crash_cases(mutating: list[str], steps: list[str]) -> list[str]:
+    """`<step>:acted` for every mutating step, then `<step>` for every step."""
+    return [f"{s}:acted" for s in mutating] + steps
+
+
+def case_workers(cases: list[str], prefix: str) -> dict[str, str]:
+    """One worker node name per case: prefix00, prefix01, …"""
+    return {case: f"{prefix}{i:02d}" for i, case in enumerate(cases)}
+
+
+def case_lab(name: str, flavor: str, workers: dict[str, str]) -> Callable[..., Iterator[Lab]]:
+    """A module-scoped `lab` fixture: scenario `name` with one worker VM on `flavor` per case."""
+
+    @pytest.fixture(scope="module", name="lab")
+    def lab(tmp_path_factory: pytest.TempPathFactory, h: Any) -> Iterator[Lab]:
+        yield from h.start_lab(h.worker_scenario(name, flavor, list(workers.values())), tmp_path_factory.mktemp(name))
+
+    return lab
+
+
+def killed_run(h: Any, lab: Lab, state: Path, case: str, *args: str) -> dict[str, Any]:
+    """`scale-up ARGS` killed at `case`: asserts it was (exit 86, the step journaled as such); the run's journal."""
+    code, _doc, err = h.scale_up(lab, state, *args, extra_env={"CONSOLE_RUNBOOK_CRASH_AFTER": case})
+    assert code == 86, f"the run was not killed at {case}: exit {code}\n{err}"
+    [journal] = h.journals(state)
+    step = case.split(":")[0]
+    assert h.journal_step(journal, step)["status"] == ("acted" if case.endswith(":acted") else "done")
+    return journal
+
+
+def audited_ok(h: Any, state: Path, run_id: str) -> list[str]:
+    """The steps of run `run_id` the audit log records as done (result ok), in log order."""
+    return [e["action"].rsplit(".", 1)[1] for e in h.audit_entries(state)
+            if e.get("run_id") == run_id and e["result"] == "ok"]

@@ -1,0 +1,43 @@
+"""Helpers for TUI tests: a bare host App with the console's themes, waiting for workers, answering dialogs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import App
+
+from console.config import Settings
+from console.tui.themes import FALLBACK_COLORS, domain_defaults, load_themes
+from console.tui.widgets.diff_dialog import ConflictDialog
+
+
+class Host(App[None]):
+    """A bare app with the console's themes and settings that pushes one screen (the app helper wires the real one)."""
+
+    def __init__(self, screen: Any, settings: Settings) -> None:
+        super().__init__()
+        self.settings = settings
+        self._screen = screen
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return domain_defaults(FALLBACK_COLORS)
+
+    def on_mount(self) -> None:
+        for theme in load_themes().themes.values():
+            self.register_theme(theme)
+        self.theme = "dark"
+        self.push_screen(self._screen)
+
+
+async def settle(pilot: Any) -> None:
+    """Wait until every worker of the app is done, then let the messages they posted be handled."""
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def confirm_into_conflict(pilot: Any) -> ConflictDialog:
+    """Answer y to the open confirmation of a save/apply that meets a newer version: the conflict dialog shown."""
+    await pilot.press("y")
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, ConflictDialog)
+    return pilot.app.screen
