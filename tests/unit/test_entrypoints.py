@@ -1,0 +1,16 @@
+"""`python -m console` and the installed `console` command are the same program."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_module_and_installed_command_agree():
+    script = Path(sys.executable).parent / "console"
+    assert script.exists(), "the project is not installed (pip install -e .)"
+    by_module = subprocess.run([sys.executable, "-m", "console", "--help"], capture_output=True, text=True, timeout=60)
+    by_script = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert by_module.returncode == by_script.returncode == 0, by_script.stderr
+    for sub in ("lab", "nfd", "scale-up"):
+        assert sub in by_script.stdout
+    assert by_module.stdout.replace("__main__.py", "console") == by_script.stdout.replace("__main__.py", "console")
