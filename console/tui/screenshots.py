@@ -101,28 +101,17 @@ async def _command(pilot: Any) -> None:
     await pilot.pause()
 
 
-async def _hooks(pilot: Any) -> None:
-    await loaded(pilot)
-    await pilot.press("colon", *"hooks", "enter")
-    await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "HooksScreen")
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause(0.5)
+def _via_command(command: str, screen: str) -> Steps:
+    """Steps that type `:command` and wait until `screen` has loaded its data."""
 
+    async def steps(pilot: Any) -> None:
+        await loaded(pilot)
+        await pilot.press("colon", *command, "enter")
+        await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == screen)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause(0.5)
 
-async def _rules(pilot: Any) -> None:
-    await loaded(pilot)
-    await pilot.press("colon", *"rules", "enter")
-    await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "RulesScreen")
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause(0.5)
-
-
-async def _scale_up(pilot: Any) -> None:
-    await loaded(pilot)
-    await pilot.press("colon", *"scale-up kube-worker01", "enter")
-    await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "ScaleUpScreen")
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause(0.5)
+    return steps
 
 
 # name -> steps that bring the app to that screen
@@ -135,9 +124,9 @@ SCREENS: dict[str, Steps] = {
     "pending-plan": _plan,
     "help": _help,
     "command-bar": _command,
-    "hooks": _hooks,
-    "rules": _rules,
-    "scale-up": _scale_up,
+    "hooks": _via_command("hooks", "HooksScreen"),
+    "rules": _via_command("rules", "RulesScreen"),
+    "scale-up": _via_command("scale-up kube-worker01", "ScaleUpScreen"),
 }
 
 
