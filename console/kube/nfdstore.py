@@ -443,15 +443,17 @@ def _rule_body(obj: dict[str, Any]) -> dict[str, Any]:
 # -- inputs for previews ---------------------------------------------------------------------------------------
 
 
-def list_node_features(api_client: Any) -> dict[str, list[dict[str, Any]]]:
-    """NodeFeature objects in all namespaces, grouped by the node they target (one list call)."""
+def list_node_features(api_client: Any, node: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """NodeFeature objects in all namespaces, grouped by the node they target (one list call;
+    with `node`, only that node's, selected by NFD's node-name label)."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
     custom = client.CustomObjectsApi(api_client)
+    selector = {"label_selector": f"{NODE_NAME_LABEL}={node}"} if node else {}
     try:
         items = _json(custom.list_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL,
-                                                        _preload_content=False)).get("items") or []
+                                                        _preload_content=False, **selector)).get("items") or []
     except ApiException as e:
         raise _api_error(e, "NodeFeatures") from e
     out: dict[str, list[dict[str, Any]]] = {}

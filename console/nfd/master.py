@@ -110,6 +110,7 @@ class NodeOutcome:
     features: Features  # merged features incl. rule.matched
     warnings: list[str] = field(default_factory=list)
     patch: dict[str, Any] | None = None  # with `node`: labels/annotations add, replace, remove
+    rule_label_keys: frozenset[str] = frozenset()  # the final labels a NodeFeatureRule wrote (it won over features)
     _results: list[tuple[str, str, bool, str]] = field(default_factory=list, repr=False)
 
     @property
@@ -293,7 +294,8 @@ def compute_node_outcome(
     if taints:
         annotations[TAINTS_ANNOTATION] = ",".join(t.to_string() for t in taints)
 
-    outcome = NodeOutcome(final_labels, annotations, ers, taints, dropped, raw, features, warnings, _results=results)
+    outcome = NodeOutcome(final_labels, annotations, ers, taints, dropped, raw, features, warnings,
+                          rule_label_keys=frozenset(k for k in cr_labels if k in final_labels), _results=results)
     if node is not None:
         outcome.patch = node_patch(node, outcome, config)
     return outcome

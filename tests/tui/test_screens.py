@@ -321,3 +321,35 @@ async def test_read_only_refuses_scale_up_command(lab: Any) -> None:
         await pilot.press("colon", *"scale-up kube-worker01", "enter")
         assert screen_name(pilot) == "NodesScreen"
         assert any("read-only mode" in m for m in notifications(pilot.app))
+
+
+async def test_node_detail_groups_unprefixed_rule_labels_under_rules(lab: Any) -> None:
+    """A rule's unprefixed label lands in NFD's namespace; the node screen still files it under rules."""
+    from kubernetes import client
+    from kubernetes.config import new_client_from_config
+
+    api = client.CustomObjectsApi(new_client_from_config(str(lab.state.kubeconfig)))
+    rule = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule",
+            "metadata": {"name": "tui-avx512-ready"},
+            "spec": {"rules": [{"name": "avx512", "labels": {"avx512-ready": "true"},
+                                "matchFeatures": [{"feature": "cpu.cpuid",
+                                                   "matchExpressions": {"AVX512F": {"op": "Exists"}}}]}]}}
+    api.create_cluster_custom_object("nfd.k8s-sigs.io", "v1alpha1", "nodefeaturerules", rule)
+    try:
+        async with running(lab, size=(100, 60)) as pilot:
+            await wait_until(pilot, lambda: pilot.app.view.snapshot.nodes["kube-worker03"].labels.get(
+                "feature.node.kubernetes.io/avx512-ready") == "true", what="nfd-master applying the rule")
+            pilot.app.screen.query_one("#nodes-table").move_to("kube-worker03")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: screen_name(pilot) == "NodeDetailScreen")
+
+            def rules_group() -> str:
+                text = str(pilot.app.screen.query_one("#node-labels").render())
+                return text[text.index("rules ("):] if "rules (" in text else ""
+
+            await wait_until(pilot, lambda: "avx512-ready=true" in rules_group(), what="the label under rules")
+            text = str(pilot.app.screen.query_one("#node-labels").render())
+            assert text.count("avx512-ready=true") == 1
+            assert text.index("cpu (") < text.index("rules (") < text.index("avx512-ready=true")
+    finally:
+        api.delete_cluster_custom_object("nfd.k8s-sigs.io", "v1alpha1", "nodefeaturerules", "tui-avx512-ready")

@@ -6,14 +6,18 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widgets import Footer, Header, Static
 
 from console.kube.model import NodeInfo, fmt_cpu, fmt_mem
+from console.kube.nfdstore import NfdStoreError, RuleStore, detect_nfd_version, list_node_features
 from console.kube.nodelabels import group_labels
 from console.nfd.labels import FEATURE_NS
+from console.nfd_preview import resolve_version, rule_label_keys
 from console.tui.messages import ClusterView
 from console.tui.safety import dangerous
 from console.tui.screens.base import ConsoleScreen
@@ -28,6 +32,14 @@ def age(seconds: float) -> str:
         if s >= size:
             return f"{s // size}{unit}"
     return f"{s}s"
+
+
+class RuleKeysLoaded(Message):
+    """Which of the node's labels NodeFeatureRules wrote (computed in a worker)."""
+
+    def __init__(self, keys: frozenset[str]) -> None:
+        super().__init__()
+        self.keys = keys
 
 
 class NodeDetailScreen(ConsoleScreen):
@@ -49,6 +61,8 @@ class NodeDetailScreen(ConsoleScreen):
         self.node_name = node
         self._events_gen = -1
         self._node_rv = ""
+        self._rule_keys: frozenset[str] = frozenset()
+        self._labels_seen: frozenset[str] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -83,6 +97,9 @@ class NodeDetailScreen(ConsoleScreen):
             if row.stale:
                 head.append("  stale capacity", style=f"bold {colors.get('capacity-crit', 'red')}")
         title.update(head)
+        if frozenset(node.labels) != self._labels_seen:  # a rule or feature change: ask again which are rules'
+            self._labels_seen = frozenset(node.labels)
+            self.load_rule_keys()
         self._section("resources", self._resources(node, view, colors))
         self._section("labels", self._labels(node, colors))
         self._section("taints", self._taints(node))
@@ -113,7 +130,7 @@ class NodeDetailScreen(ConsoleScreen):
         return out
 
     def _labels(self, node: NodeInfo, colors: dict[str, str]) -> Text:
-        groups = group_labels(node.labels, node.annotations)
+        groups = group_labels(node.labels, node.annotations, rule_keys=self._rule_keys)
         out = self._heading(f"Labels ({len(node.labels)}) by source", colors)
         for group, labels in groups.items():
             style = colors.get("label-nfd", "")
@@ -171,6 +188,28 @@ class NodeDetailScreen(ConsoleScreen):
         if not node.annotations:
             out.append("  <none>\n")
         return out
+
+    @work(thread=True, exclusive=True, group="node-rule-keys", exit_on_error=False)
+    def load_rule_keys(self) -> None:
+        """Two list calls for this node: its NodeFeatures and the cluster's NodeFeatureRules."""
+        api = getattr(getattr(self.app, "kube", None), "api_client", None)
+        if api is None:
+            return
+        try:
+            nfs = list_node_features(api, self.node_name).get(self.node_name, [])
+            rules = RuleStore(api).list() if nfs else []
+        except NfdStoreError:
+            return  # no NFD CRDs (NFD < v0.10) or no access: group labels by namespace alone
+        version, _ = resolve_version(self.app.settings.nfd_version, detect_nfd_version({self.node_name: nfs}))
+        self.post_message(RuleKeysLoaded(rule_label_keys(nfs, rules, version)))
+
+    def on_rule_keys_loaded(self, msg: RuleKeysLoaded) -> None:
+        if msg.keys == self._rule_keys:
+            return
+        self._rule_keys = msg.keys
+        node = self.node
+        if node is not None and self.ready:
+            self._section("labels", self._labels(node, theme_colors(self.app)))
 
     def _refresh_events(self, force: bool = False) -> None:
         events = self.app.events
