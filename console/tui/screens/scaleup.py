@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, Header, RichLog, Static
+from textual.widgets import Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
 from console.config import Settings
@@ -28,6 +28,7 @@ from console.tui.safety import ConfirmDanger, dangerous
 from console.tui.screens.base import ConsoleScreen
 from console.tui.widgets import runbook_data as data
 from console.tui.widgets.cells import theme_colors
+from console.tui.widgets.reflow_log import ReflowLog
 from console.tui.widgets.runbook import CapacityRow, PodRow, RunbookSteps, capacity_table, pods_table
 from console.tui.widgets.runbook_pickers import NodePicker, Target, TargetPicker, default_target
 
@@ -145,7 +146,7 @@ class ScaleUpScreen(ConsoleScreen):
                 yield RunbookSteps(id="su-steps")
                 yield Static("", id="su-pods")
                 yield Static("", id="su-capacity")
-            yield RichLog(id="su-log", wrap=True, markup=False, max_lines=2000)
+            yield ReflowLog(id="su-log", wrap=True, markup=False, max_lines=2000)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -171,15 +172,15 @@ class ScaleUpScreen(ConsoleScreen):
         return self.query_one("#su-steps", RunbookSteps)
 
     @property
-    def log_pane(self) -> RichLog:
-        return self.query_one("#su-log", RichLog)
+    def log_pane(self) -> ReflowLog:
+        return self.query_one("#su-log", ReflowLog)
 
     def _status(self, text: str) -> None:
         self.query_one("#su-status", Static).update(text)
 
     def _log(self, text: str, when: str = "") -> None:
         stamp = when[11:23] if when else time.strftime("%H:%M:%S")
-        self.log_pane.write(f"[{stamp}] {text}")
+        self.log_pane.add(f"[{stamp}] {text}")
 
     def _ensure_session(self) -> Any:
         """Called in workers only: connecting reads the kubeconfig and may touch the network."""

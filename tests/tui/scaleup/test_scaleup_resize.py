@@ -57,6 +57,33 @@ async def test_flavor_too_small_is_refused_in_the_plan_pane(resize_lab, settings
     assert not node_obj(resize_lab)["spec"].get("unschedulable")
 
 
+
+async def test_log_lines_rewrap_when_the_layout_changes(resize_lab, settings_for, host, until):
+    """80×24 stacks the log under the plan; 140 columns puts it beside: no entry may be cut at the edge."""
+    app = host(ScaleUpScreen(NODE), settings_for(resize_lab))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, until)
+        await pick_flavor(pilot, until, screen, "m1.large")
+        log = screen.log_pane
+        await until(pilot, lambda: "plan:" in log_text(screen), 30, what="the plan in the log")
+
+        def check(what: str) -> None:
+            width = log.scrollable_content_region.width
+            assert width > 0
+            assert all(strip.cell_length <= width for strip in log.lines), (what, width, [s.text for s in log.lines])
+            shown = "".join(strip.text for strip in log.lines).replace(" ", "")
+            for entry in log._entries:
+                assert entry.replace(" ", "") in shown, f"{what}: entry cut: {entry!r}"
+
+        check("at 80×24")
+        narrow = log.scrollable_content_region.width
+        await pilot.resize_terminal(140, 30)
+        await until(pilot, lambda: screen.has_class("-wide") and log.scrollable_content_region.width != narrow,
+                    5, what="the wide layout")
+        await pilot.pause()
+        check("at 140×30")
+
+
 async def test_no_valid_host_is_shown_and_rolled_back(resize_lab, settings_for, host, until):
     sid = server_id(resize_lab)
     app = host(ScaleUpScreen(NODE), settings_for(resize_lab))
