@@ -246,7 +246,8 @@ class ScaleUpScreen(ConsoleScreen):
             self._render_all()
             return
         self.info = msg.info
-        self._log(f"{self.node}: VM {self.info.vm_text}; {len(self.info.advice)} Pending pods in the cluster")
+        n = len(self.info.advice)
+        self._log(f"{self.node}: VM {self.info.vm_text}; {n} Pending pod{'' if n == 1 else 's'} in the cluster")
         for note in self.info.notes:
             self._log(f"note: {note}")
         unfinished = self.info.unfinished
