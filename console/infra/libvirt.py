@@ -114,6 +114,15 @@ class LibvirtBackend:
         uri, name = self.find_domain(node, instance_name)
         return self.describe_domain(uri, name)
 
+    def host_cpus(self, uri: str) -> int:
+        """Physical CPUs of the host behind `uri` (libvirt's node info), for the overcommit warning."""
+        import libvirt
+
+        try:
+            return int(self._conn(uri).getInfo()[2])
+        except libvirt.libvirtError as e:
+            raise InfraError(f"reading the host's CPUs at {uri}: {e.get_error_message()}") from e
+
     def flavors(self) -> list[FlavorInfo]:
         return []  # libvirt has no flavors: targets are vCPUs and memory
 

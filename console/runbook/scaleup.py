@@ -132,6 +132,12 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
         flavor = None
         if target.vcpus < current.vcpus or target.memory_mib < current.memory_mib:
             raise PlanRefused(f"target {target} is smaller than the VM ({current}): not a scale-up")
+        host_cpus = libvirt.host_cpus(vm.host)
+        if target.vcpus > host_cpus:
+            # libvirt and QEMU accept it (up to the machine type's limit); the guest then competes for CPUs
+            notes.append(f"{target.vcpus} vCPUs on a host with {host_cpus} physical CPUs: "
+                         f"overcommitted {target.vcpus / host_cpus:.1f}×; check the host's load and "
+                         "Nova's cpu_allocation_ratio before relying on this")
     advice = []
     will_fit, still = [], []
     fits_now_count = 0

@@ -25,6 +25,26 @@ def test_more_vcpus_than_the_host_allows(live_lab, tmp_path, scale_up):
     assert node_obj(live_lab)["status"]["capacity"]["cpu"] == "8"
 
 
+
+def test_plan_warns_when_vcpus_exceed_the_hosts_physical_cpus(live_lab, tmp_path, scale_up):
+    import libvirt
+
+    conn = libvirt.open(live_lab.libvirt_uri)
+    try:
+        host_cpus = conn.getInfo()[2]
+    finally:
+        conn.close()
+    want = str(max(12, host_cpus + 4))
+    code, doc, err = scale_up(live_lab, tmp_path, NODE, "--vcpus", want, "--memory", "16Gi",
+                              "--method", "libvirt", "--dry-run")
+    assert code == 0, err
+    over = [n for n in doc["plan"]["notes"] if "physical CPUs" in n]
+    assert over == [f"{want} vCPUs on a host with {host_cpus} physical CPUs: overcommitted "
+                    f"{int(want) / host_cpus:.1f}×; check the host's load and Nova's cpu_allocation_ratio "
+                    "before relying on this"]
+    assert node_obj(live_lab)["status"]["capacity"]["cpu"] == "8"  # a dry-run changes nothing
+
+
 def test_field_report_online_scale_up(live_lab, tmp_path, scale_up):
     code, doc, err = scale_up(live_lab, tmp_path, NODE, "--vcpus", "12", "--memory", "16Gi",
                               "--method", "libvirt", "--yes")
