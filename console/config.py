@@ -8,7 +8,7 @@ The config file (YAML):
     hook_store: configmap          # configmap | directory
     hook_dir: ~/nfd/source.d       # with hook_store: directory
     cloud: mycloud                 # clouds.yaml cloud for OpenStack (default $OS_CLOUD)
-    libvirt_uris: [qemu+ssh://cmp001/system]
+    libvirt_uris: [qemu+ssh://cmp001/system]   # also $CONSOLE_LIBVIRT_URI; the VM column uses them without a cloud
     node_access: debug-pod         # debug-pod | ssh | guest-agent
     ssh_config: ~/.ssh/config      # with node_access: ssh, an OpenSSH client config (-F); env CONSOLE_SSH_CONFIG
     ssh_user: root                 # default: User from ssh_config, else your login name; non-root runs sudo -n

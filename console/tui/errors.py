@@ -16,7 +16,7 @@ def explain(error: BaseException, *, server: str = "") -> str:
     name = type(error).__name__
     status = getattr(error, "status", None)
     where = f" at {server}" if server else ""
-    if name == "KubeConfigError":
+    if name in ("KubeConfigError", "VmListError"):
         return redact(str(error))
     if name == "ApiException" and status in (401, 403):
         return (f"the API server{where} refused the credentials (HTTP {status}); "

@@ -139,6 +139,7 @@ def make_app(lab: Any, clock: Callable[[], float] | None = None, **kw: Any) -> A
     from console.tui.app import ConsoleApp
 
     os.environ["OS_CLIENT_CONFIG_FILE"] = str(lab.state.clouds_yaml)
+    vms = kw.pop("vms", None) or OpenStackServers("lab")
     cluster = Cluster(str(lab.state.kubeconfig))
     cluster.start()
     settings = kw.pop("settings", None) or Settings(
@@ -148,7 +149,7 @@ def make_app(lab: Any, clock: Callable[[], float] | None = None, **kw: Any) -> A
         cluster,
         None,
         settings,
-        vms=OpenStackServers("lab"),
+        vms=vms,
         clock=clock or (lambda: FROZEN_CLOCK),
         label=f"lab: {lab.scenario.name}",
         **kw,
