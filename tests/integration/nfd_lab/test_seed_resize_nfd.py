@@ -13,6 +13,9 @@ NS = "node-feature-discovery"
 FNS = "feature.node.kubernetes.io"
 GROUP, VERSION = "nfd.k8s-sigs.io", "v1alpha1"
 WORKERS = ("kube-worker01", "kube-worker02")
+# NFD relabels within ~0.1 s here; how fast is measured by benchmarks/nfd_relabel.py, not asserted
+# (timed assertions flake on a loaded CI machine). The tests check that it happens.
+SETTLE = 10.0
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +91,7 @@ def test_v08_ignores_node_feature_rules(kube):
             "spec": {"rules": [{"name": "always", "labels": {"always": "true"}}]}}
     api.create_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", rule)
     try:
-        msgs = poll(lambda: warnings_for(kube, "lab-v08-rule", "RuleIgnored", namespace="default"), 2.0)
+        msgs = poll(lambda: warnings_for(kube, "lab-v08-rule", "RuleIgnored", namespace="default"), SETTLE)
         assert "v0.10.0" in msgs[0]
         assert f"{FNS}/always" not in node(kube, "kube-worker01").labels
     finally:
@@ -122,7 +125,7 @@ def test_bad_hooks_are_discarded_and_reported(seed_resize_lab, kube):
     finally:
         core.patch_namespaced_config_map("nfd-hooks-workers", NS, {"data": {"hang": None, "noisy": None,
                                                                             "broken": None}})
-    poll(lambda: f"{FNS}/noisy-ok.value" not in node(kube, "kube-worker01").labels, 2.0)
+    poll(lambda: f"{FNS}/noisy-ok.value" not in node(kube, "kube-worker01").labels, SETTLE)
 
 
 def test_hooks_reading_node_name_run_per_node(seed_resize_lab, kube):
@@ -134,10 +137,10 @@ def test_hooks_reading_node_name_run_per_node(seed_resize_lab, kube):
                                      {"data": {"whoami": '#!/bin/sh\necho "/lab.node=$NODE_NAME"\n'}})
     try:
         for w in WORKERS:
-            poll(lambda w=w: node(kube, w).labels.get(f"{FNS}/lab.node") == w, 1.0)
+            poll(lambda w=w: node(kube, w).labels.get(f"{FNS}/lab.node") == w, SETTLE)
         assert seed_resize_lab.nfd.stats["hook_runs"] - runs == len(WORKERS)  # once per node, not per event
         # the control plane is another group: its hooks ConfigMap did not change
         assert f"{FNS}/lab.node" not in node(kube, "kube-controlplane01").labels
     finally:
         core.patch_namespaced_config_map("nfd-hooks-workers", NS, {"data": {"whoami": None}})
-    poll(lambda: all(f"{FNS}/lab.node" not in node(kube, w).labels for w in WORKERS), 1.0)
+    poll(lambda: all(f"{FNS}/lab.node" not in node(kube, w).labels for w in WORKERS), SETTLE)
