@@ -50,12 +50,12 @@ def resolve_version(override: str | None, detected: str | None) -> tuple[V.NfdVe
 
 
 def hooks_note(v: V.NfdVersion) -> str:
-    """One line on whether this NFD version runs hooks at all."""
+    """One line (it heads the hooks screen, 78 columns at 80×24) on whether this NFD version runs hooks."""
     status = V.hooks_status(v)
     if status == "removed":
-        return f"NFD {v} has no hooks (removed in v0.17): turn hooks into feature files (key c)"
+        return f"NFD {v}: no hooks (removed in v0.17); c makes a hook a feature file"
     if status == "disabled-by-default":
-        return f"NFD {v} runs hooks only with sources.local.hooksEnabled: true (off by default since v0.14)"
+        return f"NFD {v}: hooks off unless sources.local.hooksEnabled: true (v0.14+)"
     if V.hooks_labels_lost(v):
         return f"NFD {v} has a bug: hooks produce no labels (fixed in v0.15.2)"
     return f"NFD {v} runs hooks (deprecated since v0.12)" if v.at_least(12) else f"NFD {v} runs hooks"

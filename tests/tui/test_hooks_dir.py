@@ -145,7 +145,7 @@ async def test_convert_hook_to_feature_file_on_v018(hook_dir: Path) -> None:
     app = Host(screen, settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert "has no hooks" in str(screen.query_one("#hooks-status", Static).render())
+        assert "no hooks (removed in v0.17)" in str(screen.query_one("#hooks-status", Static).render())
         screen.query_one("#hooks-editor", TextArea).blur()
         await pilot.press("c")
         await settle(pilot)

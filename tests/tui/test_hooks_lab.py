@@ -67,7 +67,11 @@ async def test_feature_file_edit_relabels_nodes(default_lab: Lab, tmp_path: Path
         await settle(pilot)
         status = str(screen.query_one("#hooks-status", Static).render())
         assert "ConfigMaps in node-feature-discovery (group workers)" in status
-        assert "NFD v0.19.0 (detected on the cluster)" in status and "has no hooks" in status
+        assert "NFD v0.19.0 (detected on the cluster)" in status and "no hooks (removed in v0.17)" in status
+        # what an admin actually sees at 80×24: the note on the first line, the location cut, not wrapped
+        shown = [screen.query_one("#hooks-status", Static).render_line(y).text for y in range(2)]
+        assert "no hooks (removed in v0.17)" in shown[0] and "c makes a hook a feature file" in shown[0], shown
+        assert shown[1].lstrip().startswith("ConfigMaps in node-feature-discovery"), shown
         await open_entry(pilot, screen, "feature:inventory")
         editor = screen.query_one("#hooks-editor", TextArea)
         assert "example.com/rack=r1" in editor.text
@@ -86,9 +90,17 @@ async def test_feature_file_edit_relabels_nodes(default_lab: Lab, tmp_path: Path
         entry = json.loads((Path(os.environ["XDG_STATE_HOME"]) / "console" / "audit.log").read_text().splitlines()[-1])
         assert entry["action"] == "nfd.feature.save" and entry["result"] == "ok"
 
-        # the leftover hook: NFD v0.19 ignores it; turn it into a feature file and its labels appear
+        # the leftover hook: NFD v0.19 ignores it; saving it says so
         await open_entry(pilot, screen, "hook:my-script")
         screen.query_one("#hooks-editor", TextArea).text = "#!/bin/sh\necho converted.flag=yes\n"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDanger)
+        await pilot.press("y")
+        await settle(pilot)
+        shown = [n.message for n in app._notifications]
+        assert any("does not run hooks" in m and "press c" in m for m in shown), shown
+        # turn it into a feature file and its labels appear
         screen.query_one("#hooks-editor", TextArea).blur()
         await pilot.press("c")
         await settle(pilot)

@@ -50,3 +50,9 @@ def test_editor_language_by_shebang() -> None:
     assert language_for("hook", "x.py", "print(1)\n") == "python"
     assert language_for("feature", "x.sh", "#!/bin/sh\n") is None
     assert language_for("rule", "r", "") == "yaml"
+
+
+def test_hooks_note_fits_the_status_line_at_80_columns() -> None:
+    for text in ("v0.4.0", "v0.12.0", "v0.14.0", "v0.15.1", "v0.16.0", "v0.17.0", "v0.19.0", "v0.20.0-devel"):
+        note = hooks_note(V.parse_version(text))
+        assert len(note) <= 78, note

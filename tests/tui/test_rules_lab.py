@@ -179,5 +179,5 @@ async def test_screens_pushed_without_arguments_use_the_apps_gateway(kube: Clust
         app.push_screen(hooks_screen)
         await settle(pilot)
         assert {f.name for f in hooks_screen.files} >= {"my-script", "inventory"}
-        assert "runs hooks only with sources.local.hooksEnabled" in str(
+        assert "hooks off unless sources.local.hooksEnabled: true" in str(
             hooks_screen.query_one("#hooks-status", Static).render())

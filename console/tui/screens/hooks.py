@@ -203,7 +203,9 @@ class HooksScreen(EditorScreen):
 
     def _render_status(self) -> None:
         where = self.store.description if self.store else "no hook store"
-        self.query_one("#hooks-status", Static).update(f"{where} · {self.version_text}\n{hooks_note(self.version)}")
+        # the note first, each line cut with … (hooks.tcss): at 80 columns the location used to wrap and push the note
+        # ("has no hooks: press c") out of the two visible lines
+        self.query_one("#hooks-status", Static).update(f"{hooks_note(self.version)}\n{where} · {self.version_text}")
 
     # -- editing ------------------------------------------------------------------------------------------
     def open_file(self, f: StoredFile) -> None:
@@ -346,6 +348,10 @@ class HooksScreen(EditorScreen):
         if self.current is not None and (self.current.kind, self.current.name) == (msg.file.kind, msg.file.name):
             self.current = msg.file
         self.notify(f"saved {msg.file.target}")
+        if msg.file.kind == "hook" and V.hooks_status(self.version) != "enabled":
+            # saved, but this nfd-worker will not run it: say so rather than let the admin wait for labels
+            self.notify(f"NFD {self.version} does not run hooks by default, so no node label changes; "
+                        "press c to turn this hook into a feature file", severity="warning", timeout=12)
         self.load_files()
 
     def on_file_save_failed(self, msg: FileSaveFailed) -> None:
