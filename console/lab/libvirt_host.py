@@ -83,6 +83,9 @@ class LibvirtHost:
         self._conn = None  # libvirt.virConnect
         self._uri = ""
         self._lock = threading.RLock()
+        # one observation (read libvirt, then update the guest) at a time: the poller's read taken before a
+        # destroy + create must not be applied after the caller's own sync of the new process (a second "boot")
+        self._observe_lock = threading.RLock()
         self._vms: dict[str, VMSpec] = {}
         self._guests: dict[str, SimulatedGuest] = {}
         self._expected_stops: dict[str, int] = {}
@@ -318,26 +321,25 @@ class LibvirtHost:
             self._tap.read()
         with self._lock:
             sids = set(self._vms)
-        if not sids:
-            return
-        seen: dict[str, object] = {}
-        for dom in self._conn.listAllDomains(0):
-            sid = dom.UUIDString()
-            if sid in sids:
-                seen[sid] = dom
         for sid in sids:
-            self._observe(sid, seen.get(sid))
+            self._sync(sid)
 
     def _sync(self, server_id: str) -> None:
+        """Look the domain up afresh and update its guest, one observation at a time.
+
+        Afresh: a virDomain handle caches the domain ID it was looked up with, so a handle taken before a
+        destroy + create would keep reporting the old QEMU process and make the guest "boot" twice.
+        """
         import libvirt
 
-        try:
-            dom = self._conn.lookupByUUIDString(server_id)
-        except libvirt.libvirtError:
-            dom = None
-        self._observe(server_id, dom)
+        with self._observe_lock:
+            try:
+                dom = self._conn.lookupByUUIDString(server_id)
+            except libvirt.libvirtError:
+                dom = None
+            self._observe_locked(server_id, dom)
 
-    def _observe(self, server_id: str, dom) -> None:
+    def _observe_locked(self, server_id: str, dom) -> None:
         import libvirt
 
         guest = self._guests.get(server_id)

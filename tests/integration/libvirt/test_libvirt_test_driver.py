@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -81,3 +82,29 @@ def test_in_process_test_driver_without_daemon(tmp_path: Path) -> None:
             conn.close()
     with pytest.raises(libvirt.libvirtError):
         libvirt.open("test:///default").lookupByUUIDString(vm.server_id)
+
+
+def test_a_reboot_is_one_boot_even_with_a_fast_poller(tmp_path: Path) -> None:
+    """The poller must not apply a domain handle looked up before a destroy + create (it caches the old
+    domain ID): that looked like a second boot, onlining hot-added vCPUs (seen once in CI)."""
+    with LibvirtHost(tmp_path, driver="test", daemon=False, poll_interval=0.001) as host:
+        conn = libvirt.open(host.uri)
+        try:
+            for i in range(40):
+                vm = new_vm(0x7000 + i, M1_MEDIUM)
+                host.define_from_flavor(vm, M1_MEDIUM)
+                host.start(vm.server_id)
+                guest = host.guest(vm.server_id)
+                boots: list[str] = []
+                guest.subscribe(lambda e, boots=boots: boots.append(e) if e == "boot" else None)
+                dom = conn.lookupByUUIDString(vm.server_id)
+                dom.setVcpusFlags(4, libvirt.VIR_DOMAIN_AFFECT_CONFIG | libvirt.VIR_DOMAIN_VCPU_MAXIMUM)
+                host.soft_reboot(vm.server_id)
+                dom.setVcpusFlags(4, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+                wait_for(lambda guest=guest: guest.present_vcpus == 4, what="4 vCPUs")
+                time.sleep(0.01)  # let a few more polls run
+                assert boots == ["boot"], (i, boots)
+                assert guest.online_cpus == frozenset({0, 1}), i
+                host.stop(vm.server_id)
+        finally:
+            conn.close()
