@@ -65,6 +65,7 @@ class SimulatedGuest:
         self._lock = threading.RLock()
         self._running = False
         self._boot_id = ""
+        self._seq = 0  # the newest observation applied (see _stale)
         self._process_key: object = None  # identifies the QEMU process the guest runs in
         self._present = 0
         self._online: set[int] = set()
@@ -132,10 +133,23 @@ class SimulatedGuest:
         return unsubscribe
 
     # -- fed by the hypervisor -----------------------------------------------------------------
-    def observe(self, process_key: object, present_vcpus: int, max_memory_kib: int, balloon_kib: int) -> None:
+    def _stale(self, seq: int) -> bool:
+        """With `seq` (taken before the hypervisor was read), an observation older than one applied already
+        is dropped: a poll that read the old QEMU process must not undo the caller's sync of the new one."""
+        if not seq:
+            return False
+        if seq < self._seq:
+            return True
+        self._seq = seq
+        return False
+
+    def observe(self, process_key: object, present_vcpus: int, max_memory_kib: int, balloon_kib: int,
+                *, seq: int = 0) -> None:
         """The domain runs in QEMU process `process_key` with these live values."""
         events: list[GuestEventKind] = []
         with self._lock:
+            if self._stale(seq):
+                return
             if not self._running or process_key != self._process_key:
                 if self._running:  # the old process ended unobserved (e.g. destroy + create between polls)
                     events.append("shutdown")
@@ -157,9 +171,9 @@ class SimulatedGuest:
                     events.append("memory")
         self._emit(events)
 
-    def observe_stopped(self) -> None:
+    def observe_stopped(self, *, seq: int = 0) -> None:
         with self._lock:
-            if not self._running:
+            if self._stale(seq) or not self._running:
                 return
             self._running = False
             self._process_key = None

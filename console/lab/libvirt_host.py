@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import logging
 import os
 import queue
@@ -83,9 +84,7 @@ class LibvirtHost:
         self._conn = None  # libvirt.virConnect
         self._uri = ""
         self._lock = threading.RLock()
-        # one observation (read libvirt, then update the guest) at a time: the poller's read taken before a
-        # destroy + create must not be applied after the caller's own sync of the new process (a second "boot")
-        self._observe_lock = threading.RLock()
+        self._observations = itertools.count(1)  # numbers each libvirt read (see _sync)
         self._vms: dict[str, VMSpec] = {}
         self._guests: dict[str, SimulatedGuest] = {}
         self._expected_stops: dict[str, int] = {}
@@ -325,28 +324,30 @@ class LibvirtHost:
             self._sync(sid)
 
     def _sync(self, server_id: str) -> None:
-        """Look the domain up afresh and update its guest, one observation at a time.
+        """Look the domain up afresh and update its guest.
 
         Afresh: a virDomain handle caches the domain ID it was looked up with, so a handle taken before a
-        destroy + create would keep reporting the old QEMU process and make the guest "boot" twice.
+        destroy + create would keep reporting the old QEMU process. And numbered: the poller and a caller
+        (soft_reboot, start) may read libvirt concurrently; the guest drops a read older than one it has
+        applied, so a stale read cannot make it "boot" twice (which onlined hot-added vCPUs).
         """
         import libvirt
 
-        with self._observe_lock:
-            try:
-                dom = self._conn.lookupByUUIDString(server_id)
-            except libvirt.libvirtError:
-                dom = None
-            self._observe_locked(server_id, dom)
+        seq = next(self._observations)  # before reading libvirt
+        try:
+            dom = self._conn.lookupByUUIDString(server_id)
+        except libvirt.libvirtError:
+            dom = None
+        self._observe(server_id, dom, seq)
 
-    def _observe_locked(self, server_id: str, dom) -> None:
+    def _observe(self, server_id: str, dom, seq: int) -> None:
         import libvirt
 
         guest = self._guests.get(server_id)
         if guest is None:
             return
         if dom is None:
-            guest.observe_stopped()
+            guest.observe_stopped(seq=seq)
             return
         try:
             state, max_kib, cur_kib, nvcpus, _ = dom.info()
@@ -355,11 +356,11 @@ class LibvirtHost:
             domain_id = dom.ID()
         except libvirt.libvirtError as e:
             if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
-                guest.observe_stopped()
+                guest.observe_stopped(seq=seq)
                 return
             raise
         if state in (libvirt.VIR_DOMAIN_SHUTOFF, libvirt.VIR_DOMAIN_CRASHED) or domain_id < 0:
-            guest.observe_stopped()
+            guest.observe_stopped(seq=seq)
             return
         balloon = cur_kib
         if self._tap is not None:
@@ -368,4 +369,4 @@ class LibvirtHost:
             target = self._tap.balloon_kib(dom.name())
             if target is not None:
                 balloon = target
-        guest.observe(domain_id, nvcpus, max_kib, balloon)
+        guest.observe(domain_id, nvcpus, max_kib, balloon, seq=seq)

@@ -103,3 +103,19 @@ def test_a_failing_subscriber_does_not_starve_the_others() -> None:
     g.subscribe(seen.append)
     g.observe(1, 2, 4 * GiB, 4 * GiB)
     assert seen == ["boot"]
+
+
+def test_an_observation_older_than_one_applied_is_dropped() -> None:
+    """The host numbers its libvirt reads; a poll that read the old QEMU process before a reboot must not
+    be applied after the reboot's own read (it looked like a second boot and onlined hot-added vCPUs)."""
+    g = SimulatedGuest("n1")
+    g.observe(1, 2, 4 * GiB, 4 * GiB, seq=1)
+    boot = g.boot_id
+    g.observe(2, 2, 4 * GiB, 4 * GiB, seq=3)  # the reboot's read: new QEMU process
+    assert g.boot_id != boot
+    rebooted = g.boot_id
+    g.observe(1, 2, 4 * GiB, 4 * GiB, seq=2)  # the poller's read from before the reboot, applied late
+    g.observe(2, 4, 4 * GiB, 4 * GiB, seq=4)  # then vCPUs hot-added to the new process
+    assert g.boot_id == rebooted and g.present_vcpus == 4 and g.online_cpus == frozenset({0, 1})
+    g.observe_stopped(seq=2)  # stale too
+    assert g.running
