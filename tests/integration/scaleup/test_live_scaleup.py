@@ -6,27 +6,20 @@ import pytest
 
 pytestmark = pytest.mark.lab
 
-
-def node_obj(lab, name="kube-worker02"):
-    return lab.store.get("nodes", None, name)
-
-
-def pod_obj(lab, name):
-    return lab.store.get("pods", "default", name)
 NODE = "kube-worker02"
 
 
-def test_more_vcpus_than_the_host_allows(live_lab, tmp_path, scale_up):
+def test_more_vcpus_than_the_host_allows(live_lab, tmp_path, scale_up, h):
     code, doc, err = scale_up(live_lab, tmp_path, NODE, "--vcpus", "1000", "--memory", "16Gi",
                               "--method", "libvirt", "--yes")
     assert code == 1, err
     assert "1000" in doc["message"] and "nothing was changed" in doc["message"]
-    assert not node_obj(live_lab)["spec"].get("unschedulable")
-    assert node_obj(live_lab)["status"]["capacity"]["cpu"] == "8"
+    assert not h.node_obj(live_lab)["spec"].get("unschedulable")
+    assert h.node_obj(live_lab)["status"]["capacity"]["cpu"] == "8"
 
 
 
-def test_plan_warns_when_vcpus_exceed_the_hosts_physical_cpus(live_lab, tmp_path, scale_up):
+def test_plan_warns_when_vcpus_exceed_the_hosts_physical_cpus(live_lab, tmp_path, scale_up, h):
     import libvirt
 
     conn = libvirt.open(live_lab.libvirt_uri)
@@ -42,18 +35,18 @@ def test_plan_warns_when_vcpus_exceed_the_hosts_physical_cpus(live_lab, tmp_path
     assert over == [f"{want} vCPUs on a host with {host_cpus} physical CPUs: overcommitted "
                     f"{int(want) / host_cpus:.1f}×; check the host's load and Nova's cpu_allocation_ratio "
                     "before relying on this"]
-    assert node_obj(live_lab)["status"]["capacity"]["cpu"] == "8"  # a dry-run changes nothing
+    assert h.node_obj(live_lab)["status"]["capacity"]["cpu"] == "8"  # a dry-run changes nothing
 
 
-def test_field_report_online_scale_up(live_lab, tmp_path, scale_up):
+def test_field_report_online_scale_up(live_lab, tmp_path, scale_up, h):
     code, doc, err = scale_up(live_lab, tmp_path, NODE, "--vcpus", "12", "--memory", "16Gi",
                               "--method", "libvirt", "--yes")
     assert code == 0, err
     assert "CPU topology doesn't match" in err
     assert "soft reboot through Nova" in err
-    cap = node_obj(live_lab)["status"]["capacity"]
+    cap = h.node_obj(live_lab)["status"]["capacity"]
     assert (cap["cpu"], cap["memory"]) == ("12", "16396200Ki")
-    pod = pod_obj(live_lab, "nginx-large")
+    pod = h.pod_obj(live_lab, "nginx-large")
     assert pod["status"]["phase"] == "Running" and pod["spec"]["nodeName"] == NODE
     steps = {s["id"]: s for s in doc["steps"]}
     assert steps["online-cpus"]["data"]["onlined"]

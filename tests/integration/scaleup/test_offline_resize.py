@@ -6,23 +6,16 @@ import pytest
 
 pytestmark = pytest.mark.lab
 
-
-def node_obj(lab, name="kube-worker02"):
-    return lab.store.get("nodes", None, name)
-
-
-def pod_obj(lab, name):
-    return lab.store.get("pods", "default", name)
 NODE = "kube-worker02"
 
 
-def test_flavor_too_small_is_refused_at_plan_time(resize_lab, tmp_path, scale_up):
+def test_flavor_too_small_is_refused_at_plan_time(resize_lab, tmp_path, scale_up, h):
     code, doc, _err = scale_up(resize_lab, tmp_path, NODE, "--flavor", "m1.medium", "--yes")
     assert code == 2
     assert "not" in doc["message"] or "does not make" in doc["message"]
     code, doc, _err = scale_up(resize_lab, tmp_path, "kube-worker01", "--flavor", "m1.small", "--yes")
     assert code == 2 and "smaller than the VM" in doc["message"]
-    assert not node_obj(resize_lab, "kube-worker01")["spec"].get("unschedulable")
+    assert not h.node_obj(resize_lab, "kube-worker01")["spec"].get("unschedulable")
 
 
 def test_refuses_without_yes_when_not_a_tty(resize_lab, tmp_path, scale_up):
@@ -39,22 +32,22 @@ def test_dry_run_prints_the_plan(resize_lab, tmp_path, scale_up):
     assert not (tmp_path / "console" / "runbooks").exists() or not list((tmp_path / "console" / "runbooks").iterdir())
 
 
-def test_no_valid_host_reports_nova_error_and_uncordons(resize_lab, tmp_path, scale_up):
+def test_no_valid_host_reports_nova_error_and_uncordons(resize_lab, tmp_path, scale_up, h):
     sid = next(vm.server_id for vm in resize_lab.vms if vm.node_name == NODE)
     resize_lab.nova.inject_fault(sid, "no-valid-host")
     code, doc, err = scale_up(resize_lab, tmp_path, NODE, "--flavor", "m1.large", "--yes")
     assert code == 1, err
     assert "No valid host was found" in doc["message"]
     assert resize_lab.nova.server(sid).flavor.name == "m1.medium"
-    assert not node_obj(resize_lab)["spec"].get("unschedulable")
+    assert not h.node_obj(resize_lab)["spec"].get("unschedulable")
 
 
-def test_field_report_offline_resize(resize_lab, tmp_path, scale_up):
+def test_field_report_offline_resize(resize_lab, tmp_path, scale_up, h):
     code, _doc, err = scale_up(resize_lab, tmp_path, NODE, "--flavor", "m1.large", "--yes")
     assert code == 0, err
-    cap = node_obj(resize_lab)["status"]["capacity"]
+    cap = h.node_obj(resize_lab)["status"]["capacity"]
     assert (cap["cpu"], cap["memory"]) == ("8", "12268324Ki")
-    pod = pod_obj(resize_lab, "nginx")
+    pod = h.pod_obj(resize_lab, "nginx")
     assert pod["status"]["phase"] == "Running" and pod["spec"]["nodeName"] == NODE
     sid = next(vm.server_id for vm in resize_lab.vms if vm.node_name == NODE)
     resizes = [a for a in resize_lab.nova.actions(sid) if a.action == "resize"]
