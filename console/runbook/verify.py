@@ -23,8 +23,14 @@ def capacity_matches(node: dict[str, Any] | None, vcpus: int, memory_mib: int | 
         return False
     if memory_mib is None:  # memory not checked (the balloon target is unknown to libvirt)
         return True
+    return memory_matches(mem_bytes(cap.get("memory")), memory_mib)
+
+
+def memory_matches(total_bytes: float, memory_mib: int) -> bool:
+    """A guest's MemTotal (= the kubelet's memory capacity) for `memory_mib` of RAM: at most the RAM, at most
+    MAX_OVERHEAD below it."""
     ram = memory_mib * 2**20
-    return ram * (1 - MAX_OVERHEAD) <= mem_bytes(cap.get("memory")) <= ram
+    return ram * (1 - MAX_OVERHEAD) <= total_bytes <= ram
 
 
 def describe_capacity(node: dict[str, Any] | None) -> str:

@@ -16,6 +16,7 @@ MEMORY_STATE = "/var/lib/kubelet/memory_manager_state"
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 GATES_ANNOTATION = "lab.console/kubelet-feature-gates"
 RESIZE_GATE = "InPlaceNodeResourceResize"
+GUEST_WAIT_S = 20.0  # for hot-added vCPUs and the raised balloon to show in the guest
 
 
 def _api(ctx: Context) -> Any:
@@ -110,6 +111,37 @@ def _run(ctx: Context, script: str, what: str, timeout: float = 60.0) -> Any:
         raise StepFailed(f"{what}: {e}") from e
 
 
+def _pause(ctx: Context, delay: float) -> float:
+    """Sleep `delay` while the guest catches up with libvirt; returns the next (doubled, capped) delay."""
+    with ctx.waiting():
+        time.sleep(delay)
+    return min(delay * 2, 2.0)
+
+
+def _guest_mem_total_kib(ctx: Context) -> int | None:
+    res = _run(ctx, "cat /proc/meminfo", "reading the guest's memory")
+    m = re.search(r"^MemTotal:\s+(\d+) kB", res.output or "", re.M)
+    return int(m.group(1)) if m else None
+
+
+def _await_guest_memory(ctx: Context, memory_mib: int) -> None:
+    """Wait until the guest's MemTotal shows the raised balloon: the balloon reaches the guest a moment after
+    libvirt returns, and a kubelet started before that reads the old size and keeps it until its next restart."""
+    deadline = time.monotonic() + GUEST_WAIT_S
+    delay = 0.2
+    while True:
+        kib = _guest_mem_total_kib(ctx)
+        if kib is not None and verify.memory_matches(kib * 1024, memory_mib):
+            return
+        shows = f"MemTotal {kib} kB" if kib is not None else "no MemTotal"
+        if time.monotonic() > deadline:
+            raise StepFailed(f"the guest shows {shows}, not ~{memory_mib} MiB, {GUEST_WAIT_S:g}s after the balloon "
+                             "was raised; the kubelet was not restarted. Check that the guest's virtio_balloon driver "
+                             "is loaded (`lsmod | grep virtio_balloon`), then rerun to resume", resumable=True)
+        ctx.emit(f"guest shows {shows}; waiting for ~{memory_mib} MiB before restarting the kubelet")
+        delay = _pause(ctx, delay)
+
+
 def online_cpus(plan: Any) -> Step:
     n = plan.target.vcpus
     want = f"0-{n - 1}" if n > 1 else "0"
@@ -123,7 +155,7 @@ def online_cpus(plan: Any) -> Step:
                   f"if [ -f $f ] && [ \"$(cat $f)\" = 0 ]; then echo 1 > $f; echo onlined cpu$i; fi; done; "
                   "cat /sys/devices/system/cpu/online")
         onlined: list[str] = []
-        deadline = time.monotonic() + 20.0
+        deadline = time.monotonic() + GUEST_WAIT_S
         delay = 0.2
         access = ctx.values["access"]
         if n > 1 and hasattr(access, "online_cpus"):  # the guest agent: guest-set-vcpus, then check below
@@ -141,9 +173,7 @@ def online_cpus(plan: Any) -> Step:
             if (lines and lines[-1] == want) or time.monotonic() > deadline:
                 return {"onlined": onlined, "online": lines[-1:] if lines else []}
             ctx.emit(f"guest shows {lines[-1] if lines else '?'} online; waiting for the new vCPUs to appear")
-            with ctx.waiting():
-                time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+            delay = _pause(ctx, delay)
 
     def check(ctx: Context) -> str | None:
         got = online_list(ctx)
@@ -173,6 +203,8 @@ def restart_kubelet(plan: Any) -> Step:
         if in_place:
             ctx.emit(f"kubelet has {RESIZE_GATE}: waiting for it to re-read capacity, no restart")
         else:
+            if mem:
+                _await_guest_memory(ctx, mem)
             removes = [p for p, on in ((CPU_STATE, static_cpu), (MEMORY_STATE, static_mem)) if on]
             # a debug pod's log passes through the kubelet, so it must not wait for the restart; an SSH
             # session or the guest agent is not cut by it and gets systemctl's real exit status

@@ -96,14 +96,24 @@ TRANSCRIPT: list[str] = []  # every CLI output of the session, for the no-secret
 def _scale_up(lab: Lab, state: Path, *args: str, extra_env: dict[str, str] | None = None,
               timeout: float = 150) -> tuple[int, dict, str]:
     env = lab_env(lab) | {"XDG_STATE_HOME": str(state)} | (extra_env or {})
-    proc = subprocess.run([sys.executable, "-m", "console", "scale-up", *args, "-o", "json"], env=env,
-                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "console", "scale-up", *args, "-o", "json"], env=env,
+                              capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as e:  # show the whole log: which step hung, and the lab's view of it
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        pytest.fail(f"scale-up {' '.join(args)} did not finish in {timeout:g}s; its log:\n{err}\n"
+                    f"lab kubelets: {_kubelet_states(lab)}", pytrace=False)
     TRANSCRIPT.append(proc.stdout + proc.stderr)
     try:
         doc = json.loads(proc.stdout) if proc.stdout.strip() else {}
     except ValueError:
         doc = {}
     return proc.returncode, doc, proc.stderr
+
+
+def _kubelet_states(lab: Lab) -> str:
+    return ", ".join(f"{n}={k.state}/{k.service} restarts={k.restarts} guest_running={k.guest.running}"
+                     for n, k in sorted(lab.kubelets.items()))
 
 
 def scale_up_popen(lab: Lab, state: Path, *args: str) -> subprocess.Popen:

@@ -6,13 +6,16 @@
 - the OpenStack API going away mid-run: exit 4, nothing rolled back, the journal stays open and a
   plain rerun once the API is back resumes and finishes with exactly one resize;
 - a kubelet that does not come back after its restart: exit 4 naming what to check; once the admin
-  started it, `--resume RUN_ID` finishes without restarting it again.
+  started it, `--resume RUN_ID` finishes without restarting it again;
+- a raised balloon that has not reached the guest yet: the kubelet restart waits for it (a kubelet
+  started before would keep the old memory), and if it never comes, exit 4 naming the balloon driver.
 One worker VM per case in one lab.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 
 import pytest
@@ -23,12 +26,13 @@ from console.lab.openstack.server import start_openstack
 
 pytestmark = pytest.mark.lab
 
-W_ERROR, W_STUCK, W_API, W_KUBELET = "f-error", "f-stuck", "f-api", "f-kubelet"
+W_ERROR, W_STUCK, W_API, W_KUBELET, W_BALLOON = "f-error", "f-stuck", "f-api", "f-kubelet", "f-balloon"
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, h):
-    sc = h.worker_scenario("faults", "m1.medium", [W_ERROR, W_STUCK, W_API, W_KUBELET], {W_KUBELET: "m1.large"})
+    sc = h.worker_scenario("faults", "m1.medium", [W_ERROR, W_STUCK, W_API, W_KUBELET, W_BALLOON],
+                           {W_KUBELET: "m1.large", W_BALLOON: "m1.large"})
     yield from h.start_lab(sc, tmp_path_factory.mktemp("faults"))
 
 
@@ -102,11 +106,18 @@ def test_openstack_api_down_mid_run_then_resumed(lab, tmp_path, h):
     assert h.pod_obj(lab, want)["status"]["phase"] == "Running"
 
 
-def test_kubelet_that_does_not_come_back(lab, tmp_path, h):
-    want = h.add_case_pods(lab, W_KUBELET, "9", "13Gi")
-    args = (W_KUBELET, "--vcpus", "12", "--memory", "16Gi", "--method", "libvirt", "--yes", "--node-timeout", "6")
+def _live_run_stopped_before_the_kubelet_restart(lab, tmp_path, h, node: str, node_timeout: str):
+    """A live scale-up of `node` to 12 vCPUs / 16Gi, killed once the vCPUs are online: (Pending pod, args)."""
+    want = h.add_case_pods(lab, node, "9", "13Gi")
+    args = (node, "--vcpus", "12", "--memory", "16Gi", "--method", "libvirt", "--yes", "--node-timeout", node_timeout)
     code, _doc, err = h.scale_up(lab, tmp_path, *args, extra_env={"CONSOLE_RUNBOOK_CRASH_AFTER": "online-cpus"})
     assert code == 86, err
+    assert lab.kubelets[node].restarts == 0
+    return want, args
+
+
+def test_kubelet_that_does_not_come_back(lab, tmp_path, h):
+    want, args = _live_run_stopped_before_the_kubelet_restart(lab, tmp_path, h, W_KUBELET, "6")
     kubelet = lab.kubelets[W_KUBELET]
     kubelet.inject_fault("no-restart")
     try:
@@ -125,6 +136,43 @@ def test_kubelet_that_does_not_come_back(lab, tmp_path, h):
     assert kubelet.restarts == 1
     n = h.node_obj(lab, W_KUBELET)
     assert n["status"]["capacity"]["cpu"] == "12" and not n["spec"].get("unschedulable")
+    assert h.pod_obj(lab, want)["status"]["phase"] == "Running"
+
+
+def _set_balloon(lab, h, node: str, mib: int) -> None:
+    """`virsh setmem --live` on the node's domain."""
+    import libvirt
+
+    conn = libvirt.open(lab.libvirt_uri)
+    try:
+        conn.lookupByUUIDString(h.server_id(lab, node)).setMemoryFlags(mib * 1024, libvirt.VIR_DOMAIN_MEM_LIVE)
+    finally:
+        conn.close()
+
+
+def test_kubelet_restart_waits_for_the_balloon_to_reach_the_guest(lab, tmp_path, h):
+    want, args = _live_run_stopped_before_the_kubelet_restart(lab, tmp_path, h, W_BALLOON, "10")
+    kubelet = lab.kubelets[W_BALLOON]
+    _set_balloon(lab, h, W_BALLOON, 12 * 1024)  # the guest has not caught up with the hot-add yet
+    wait_for(lambda: kubelet.guest.balloon_kib == 12 * 2**20, 10, what="the guest to see the 12 GiB balloon")
+
+    code, doc, err = h.scale_up(lab, tmp_path, *args)  # resumes at the kubelet restart; the balloon never comes
+    assert code == 4, err
+    msg = doc["message"]
+    assert "not ~16384 MiB" in msg and "the kubelet was not restarted" in msg and "virtio_balloon" in msg, msg
+    assert kubelet.restarts == 0
+
+    later = threading.Timer(2.0, _set_balloon, (lab, h, W_BALLOON, 16 * 1024))
+    later.start()
+    try:
+        code, doc, err = h.scale_up(lab, tmp_path, *args)  # resumes again; the balloon arrives meanwhile
+    finally:
+        later.join()
+    assert code == 0, err
+    assert "waiting for ~16384 MiB before restarting the kubelet" in err
+    assert kubelet.restarts == 1
+    n = h.node_obj(lab, W_BALLOON)
+    assert (n["status"]["capacity"]["cpu"], n["status"]["capacity"]["memory"]) == ("12", "16396200Ki")
     assert h.pod_obj(lab, want)["status"]["phase"] == "Running"
 
 
