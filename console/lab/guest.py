@@ -58,11 +58,14 @@ def mem_total_kib(balloon_kib: int, max_memory_kib: int) -> int:
 
 
 class SimulatedGuest:
-    """One VM's guest OS state; thread-safe; callbacks run outside the lock."""
+    """One VM's guest OS state; thread-safe; callbacks run outside the state lock, in the order of the changes."""
 
     def __init__(self, uuid: str) -> None:
         self.uuid = uuid
         self._lock = threading.RLock()
+        # one change and the delivery of its events at a time, so subscribers get events in the order the
+        # changes happened (a poll's "shutdown" delivered after a sync's "boot" left the kubelet stopped)
+        self._changing = threading.RLock()
         self._running = False
         self._boot_id = ""
         self._seq = 0  # the newest observation applied (see _stale)
@@ -106,20 +109,21 @@ class SimulatedGuest:
 
     def set_cpu_online(self, cpu: int, online: bool) -> None:
         """`echo 1 > /sys/devices/system/cpu/cpuN/online`."""
-        with self._lock:
-            if not self._running:
-                raise RuntimeError(f"guest {self.uuid} is not running")
-            if not 0 <= cpu < self._present:
-                raise ValueError(f"cpu{cpu} is not present (present: 0-{self._present - 1})")
-            if cpu == 0 and not online:
-                raise ValueError("cpu0 cannot be offlined (no /sys/devices/system/cpu/cpu0/online)")
-            if (cpu in self._online) == online:
-                return
-            if online:
-                self._online.add(cpu)
-            else:
-                self._online.discard(cpu)
-        self._emit(["cpu-online"])
+        with self._changing:
+            with self._lock:
+                if not self._running:
+                    raise RuntimeError(f"guest {self.uuid} is not running")
+                if not 0 <= cpu < self._present:
+                    raise ValueError(f"cpu{cpu} is not present (present: 0-{self._present - 1})")
+                if cpu == 0 and not online:
+                    raise ValueError("cpu0 cannot be offlined (no /sys/devices/system/cpu/cpu0/online)")
+                if (cpu in self._online) == online:
+                    return
+                if online:
+                    self._online.add(cpu)
+                else:
+                    self._online.discard(cpu)
+            self._emit(["cpu-online"])
 
     def subscribe(self, callback: Callable[[GuestEventKind], None]) -> Callable[[], None]:
         with self._lock:
@@ -146,40 +150,42 @@ class SimulatedGuest:
     def observe(self, process_key: object, present_vcpus: int, max_memory_kib: int, balloon_kib: int,
                 *, seq: int = 0) -> None:
         """The domain runs in QEMU process `process_key` with these live values."""
-        events: list[GuestEventKind] = []
-        with self._lock:
-            if self._stale(seq):
-                return
-            if not self._running or process_key != self._process_key:
-                if self._running:  # the old process ended unobserved (e.g. destroy + create between polls)
-                    events.append("shutdown")
-                self._running = True
-                self._process_key = process_key
-                self._boot_id = str(uuidlib.uuid4())
-                self._present = present_vcpus
-                self._online = set(range(present_vcpus))
-                self._balloon_kib, self._max_kib = balloon_kib, max_memory_kib
-                events.append("boot")
-            else:
-                if present_vcpus != self._present:
-                    # hot-added vCPUs arrive offline; unplugged ones disappear
-                    self._online = {c for c in self._online if c < present_vcpus}
+        with self._changing:
+            events: list[GuestEventKind] = []
+            with self._lock:
+                if self._stale(seq):
+                    return
+                if not self._running or process_key != self._process_key:
+                    if self._running:  # the old process ended unobserved (e.g. destroy + create between polls)
+                        events.append("shutdown")
+                    self._running = True
+                    self._process_key = process_key
+                    self._boot_id = str(uuidlib.uuid4())
                     self._present = present_vcpus
-                    events.append("vcpus")
-                if (balloon_kib, max_memory_kib) != (self._balloon_kib, self._max_kib):
+                    self._online = set(range(present_vcpus))
                     self._balloon_kib, self._max_kib = balloon_kib, max_memory_kib
-                    events.append("memory")
-        self._emit(events)
+                    events.append("boot")
+                else:
+                    if present_vcpus != self._present:
+                        # hot-added vCPUs arrive offline; unplugged ones disappear
+                        self._online = {c for c in self._online if c < present_vcpus}
+                        self._present = present_vcpus
+                        events.append("vcpus")
+                    if (balloon_kib, max_memory_kib) != (self._balloon_kib, self._max_kib):
+                        self._balloon_kib, self._max_kib = balloon_kib, max_memory_kib
+                        events.append("memory")
+            self._emit(events)
 
     def observe_stopped(self, *, seq: int = 0) -> None:
-        with self._lock:
-            if self._stale(seq) or not self._running:
-                return
-            self._running = False
-            self._process_key = None
-            self._present = 0
-            self._online = set()
-        self._emit(["shutdown"])
+        with self._changing:
+            with self._lock:
+                if self._stale(seq) or not self._running:
+                    return
+                self._running = False
+                self._process_key = None
+                self._present = 0
+                self._online = set()
+            self._emit(["shutdown"])
 
     def _emit(self, events: list[GuestEventKind]) -> None:
         if not events:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -118,4 +120,32 @@ def test_an_observation_older_than_one_applied_is_dropped() -> None:
     g.observe(2, 4, 4 * GiB, 4 * GiB, seq=4)  # then vCPUs hot-added to the new process
     assert g.boot_id == rebooted and g.present_vcpus == 4 and g.online_cpus == frozenset({0, 1})
     g.observe_stopped(seq=2)  # stale too
+    assert g.running
+
+
+def test_subscribers_get_events_in_the_order_of_the_changes() -> None:
+    """A poll's stop and a reboot's boot race in two threads: the kubelet must not get "shutdown" after
+    "boot" (it stopped for good while the guest ran, and the node never came back)."""
+    g = SimulatedGuest("n1")
+    g.observe(1, 2, 4 * GiB, 4 * GiB, seq=1)
+    got: list[str] = []
+    delivering, release = threading.Event(), threading.Event()
+
+    def slow_subscriber(kind: str) -> None:
+        if kind == "shutdown":
+            delivering.set()
+            release.wait(5)  # the stop's delivery is slow (a busy machine)
+        got.append(kind)
+
+    g.subscribe(slow_subscriber)
+    stop = threading.Thread(target=g.observe_stopped, kwargs={"seq": 2})
+    stop.start()
+    assert delivering.wait(5)
+    boot = threading.Thread(target=g.observe, args=(2, 2, 4 * GiB, 4 * GiB), kwargs={"seq": 3})
+    boot.start()
+    boot.join(0.5)  # long enough for an unordered boot to overtake the stop's delivery
+    release.set()
+    stop.join(5)
+    boot.join(5)
+    assert got == ["shutdown", "boot"]
     assert g.running
