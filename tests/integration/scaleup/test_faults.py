@@ -151,7 +151,7 @@ def _set_balloon(lab, h, node: str, mib: int) -> None:
 
 
 def test_kubelet_restart_waits_for_the_balloon_to_reach_the_guest(lab, tmp_path, h):
-    want, args = _live_run_stopped_before_the_kubelet_restart(lab, tmp_path, h, W_BALLOON, "10")
+    want, args = _live_run_stopped_before_the_kubelet_restart(lab, tmp_path, h, W_BALLOON, "30")
     kubelet = lab.kubelets[W_BALLOON]
     _set_balloon(lab, h, W_BALLOON, 12 * 1024)  # the guest has not caught up with the hot-add yet
     wait_for(lambda: kubelet.guest.balloon_kib == 12 * 2**20, 10, what="the guest to see the 12 GiB balloon")
@@ -162,14 +162,31 @@ def test_kubelet_restart_waits_for_the_balloon_to_reach_the_guest(lab, tmp_path,
     assert "not ~16384 MiB" in msg and "the kubelet was not restarted" in msg and "virtio_balloon" in msg, msg
     assert kubelet.restarts == 0
 
-    later = threading.Timer(2.0, _set_balloon, (lab, h, W_BALLOON, 16 * 1024))
-    later.start()
+    # resumes again; once it says it waits for the balloon, the balloon arrives
+    proc = h.scale_up_popen(lab, tmp_path, *args)
+    lines: list[str] = []
+    waiting = threading.Event()
+
+    def read_progress() -> None:
+        for line in proc.stderr:
+            lines.append(line)
+            if "waiting for ~16384 MiB before restarting the kubelet" in line:
+                waiting.set()
+
+    reader = threading.Thread(target=read_progress, daemon=True)
+    reader.start()
     try:
-        code, doc, err = h.scale_up(lab, tmp_path, *args)  # resumes again; the balloon arrives meanwhile
+        assert waiting.wait(120), "".join(lines)
+        _set_balloon(lab, h, W_BALLOON, 16 * 1024)
+        out = proc.stdout.read()
+        code = proc.wait(120)
     finally:
-        later.join()
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(10)
+    err = "".join(lines)
+    h.transcript.append(out + err)
     assert code == 0, err
-    assert "waiting for ~16384 MiB before restarting the kubelet" in err
     assert kubelet.restarts == 1
     n = h.node_obj(lab, W_BALLOON)
     assert (n["status"]["capacity"]["cpu"], n["status"]["capacity"]["memory"]) == ("12", "16396200Ki")
