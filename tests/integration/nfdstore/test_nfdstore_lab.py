@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kubernetes import client
+from labtools import wait_for
 
 from console.kube.nfdstore import (
     ConfigMapHookStore,
@@ -95,6 +97,10 @@ def test_rule_store_dry_run_create_replace_conflict(default_lab: Lab, api_client
     rules.delete("avx512-test", resource_version=replaced["metadata"]["resourceVersion"])
     with pytest.raises(StoreNotFound):
         rules.get("avx512-test")
+    # the lab's nfd-master takes the deleted rule's labels off (later tests dry-run this rule on a clean lab)
+    core = client.CoreV1Api(api_client)
+    wait_for(lambda: not core.list_node(label_selector="example.dev/avx512").items, 30,
+             what="the deleted rule's labels to be removed")
 
 
 def test_version_detection_and_cluster_dry_run(default_lab: Lab, api_client: Any) -> None:
