@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 from console.kube import nodes_ops
@@ -111,35 +112,35 @@ def _run(ctx: Context, script: str, what: str, timeout: float = 60.0) -> Any:
         raise StepFailed(f"{what}: {e}") from e
 
 
-def _pause(ctx: Context, delay: float) -> float:
-    """Sleep `delay` while the guest catches up with libvirt; returns the next (doubled, capped) delay."""
-    with ctx.waiting():
-        time.sleep(delay)
-    return min(delay * 2, 2.0)
-
-
-def _guest_mem_total_kib(ctx: Context) -> int | None:
-    res = _run(ctx, "cat /proc/meminfo", "reading the guest's memory")
-    m = re.search(r"^MemTotal:\s+(\d+) kB", res.output or "", re.M)
-    return int(m.group(1)) if m else None
+def _await_guest(ctx: Context, probe: Callable[[], str | None], deadline: float, waiting: str) -> str | None:
+    """Call `probe` until it returns None (the guest shows what we want) or `deadline` has passed, with backoff
+    in between: the guest shows libvirt's changes a moment after libvirt returns. `probe` otherwise returns what
+    the guest shows, announced with `waiting`; the last one is returned (None: done)."""
+    delay = 0.2
+    while (shows := probe()) is not None and time.monotonic() <= deadline:
+        ctx.emit(f"guest shows {shows}; {waiting}")
+        with ctx.waiting():
+            time.sleep(delay)
+        delay = min(delay * 2, 2.0)
+    return shows
 
 
 def _await_guest_memory(ctx: Context, memory_mib: int) -> None:
-    """Wait until the guest's MemTotal shows the raised balloon: the balloon reaches the guest a moment after
-    libvirt returns, and a kubelet started before that reads the old size and keeps it until its next restart."""
-    deadline = time.monotonic() + GUEST_WAIT_S
-    delay = 0.2
-    while True:
-        kib = _guest_mem_total_kib(ctx)
-        if kib is not None and verify.memory_matches(kib * 1024, memory_mib):
-            return
-        shows = f"MemTotal {kib} kB" if kib is not None else "no MemTotal"
-        if time.monotonic() > deadline:
-            raise StepFailed(f"the guest shows {shows}, not ~{memory_mib} MiB, {GUEST_WAIT_S:g}s after the balloon "
-                             "was raised; the kubelet was not restarted. Check that the guest's virtio_balloon driver "
-                             "is loaded (`lsmod | grep virtio_balloon`), then rerun to resume", resumable=True)
-        ctx.emit(f"guest shows {shows}; waiting for ~{memory_mib} MiB before restarting the kubelet")
-        delay = _pause(ctx, delay)
+    """Wait until the guest's MemTotal shows the raised balloon: a kubelet started before that reads the old size
+    and keeps it until its next restart."""
+    def memory() -> str | None:
+        res = _run(ctx, "cat /proc/meminfo", "reading the guest's memory")
+        m = re.search(r"^MemTotal:\s+(\d+) kB", res.output or "", re.M)
+        if m is None:
+            return "no MemTotal"
+        return None if verify.memory_matches(int(m.group(1)) * 1024, memory_mib) else f"MemTotal {m.group(1)} kB"
+
+    shows = _await_guest(ctx, memory, time.monotonic() + GUEST_WAIT_S,
+                         f"waiting for ~{memory_mib} MiB before restarting the kubelet")
+    if shows is not None:
+        raise StepFailed(f"the guest shows {shows}, not ~{memory_mib} MiB, {GUEST_WAIT_S:g}s after the balloon "
+                         "was raised; the kubelet was not restarted. Check that the guest's virtio_balloon driver "
+                         "is loaded (`lsmod | grep virtio_balloon`), then rerun to resume", resumable=True)
 
 
 def online_cpus(plan: Any) -> Step:
@@ -155,8 +156,8 @@ def online_cpus(plan: Any) -> Step:
                   f"if [ -f $f ] && [ \"$(cat $f)\" = 0 ]; then echo 1 > $f; echo onlined cpu$i; fi; done; "
                   "cat /sys/devices/system/cpu/online")
         onlined: list[str] = []
+        lines: list[str] = []
         deadline = time.monotonic() + GUEST_WAIT_S
-        delay = 0.2
         access = ctx.values["access"]
         if n > 1 and hasattr(access, "online_cpus"):  # the guest agent: guest-set-vcpus, then check below
             try:
@@ -164,16 +165,17 @@ def online_cpus(plan: Any) -> Step:
                     access.online_cpus(_node(ctx), f"1-{n - 1}")
             except NodeAccessError as e:
                 raise StepFailed(f"onlining vCPUs: {e}") from e
-        while True:  # hot-added vCPUs reach the guest a moment after libvirt returns: retry with backoff
+
+        def online() -> str | None:
             res = _run(ctx, script, "onlining vCPUs")
             if not res.ok:
                 raise StepFailed(f"onlining vCPUs failed (exit {res.exit_code}): {res.output.strip()[-300:]}")
-            onlined += re.findall(r"onlined (cpu\d+)", res.output)
-            lines = res.output.strip().splitlines()
-            if (lines and lines[-1] == want) or time.monotonic() > deadline:
-                return {"onlined": onlined, "online": lines[-1:] if lines else []}
-            ctx.emit(f"guest shows {lines[-1] if lines else '?'} online; waiting for the new vCPUs to appear")
-            delay = _pause(ctx, delay)
+            onlined.extend(re.findall(r"onlined (cpu\d+)", res.output))
+            lines[:] = res.output.strip().splitlines()
+            return None if lines and lines[-1] == want else f"{lines[-1] if lines else '?'} online"
+
+        _await_guest(ctx, online, deadline, "waiting for the new vCPUs to appear")
+        return {"onlined": onlined, "online": lines[-1:]}
 
     def check(ctx: Context) -> str | None:
         got = online_list(ctx)
