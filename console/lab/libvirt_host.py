@@ -26,7 +26,7 @@ Guests: one `SimulatedGuest` per domain, fed from libvirt. Lifecycle events (STA
 a dispatcher thread; live vCPU count and balloon target changes made by other processes emit no
 libvirt event here (no DEVICE_ADDED for vCPUs, BALLOON_CHANGE only when a guest driver moves the
 balloon, no TUNABLE), so the dispatcher also polls the few lab domains every `poll_interval`
-(0.25 s: one listAllDomains plus one info() per lab domain) and reads the daemon's monitor tap for
+(0.25 s: one lookup plus one info() per lab domain) and reads the daemon's monitor tap for
 balloon targets (see libvirt_daemon). Measured: `virsh setvcpus`/`setmem` show in the guest ~0.2 s
 after virsh returns; polling costs ~0.2% CPU here and ~0.4% in libvirtd with 3 guests; an idle
 diskless TCG guest uses ~0.6% CPU and ~50 MB RSS whatever its RAM size (4-16 GiB).
