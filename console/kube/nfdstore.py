@@ -34,7 +34,7 @@ NFD_API_VERSION = "v1alpha1"
 RULES_PLURAL = "nodefeaturerules"
 NODEFEATURES_PLURAL = "nodefeatures"
 CM_PREFIX: dict[Kind, str] = {"hook": "nfd-hooks-", "feature": "nfd-features-"}
-DEFAULT_GROUP = "workers"  # the lab's and the console's default node group (label node.console.lab/group)
+DEFAULT_GROUP = "workers"  # the ConfigMap store's default node group (until the store writes where nfd-worker reads)
 WORKER_VERSION_ANNOTATION = "nfd.node.kubernetes.io/worker.version"
 MASTER_VERSION_ANNOTATION = "nfd.node.kubernetes.io/master.version"
 
