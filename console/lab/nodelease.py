@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from console.lab.store import AlreadyExists, NotFound, Obj, Store
 
+LEASES = "leases.coordination.k8s.io"  # the store's key
 NAMESPACE = "kube-node-lease"
 DURATION_S = 40
 
@@ -33,7 +34,7 @@ def renew(store: Store, node_name: str) -> None:
         lease.setdefault("spec", {})["renewTime"] = stamp
 
     try:
-        store.mutate("leases", NAMESPACE, node_name, bump)
+        store.mutate(LEASES, NAMESPACE, node_name, bump)
         return
     except NotFound:
         pass
@@ -48,6 +49,6 @@ def renew(store: Store, node_name: str) -> None:
         "spec": {"holderIdentity": node_name, "leaseDurationSeconds": DURATION_S, "renewTime": stamp},
     }
     try:
-        store.create("leases", lease)
+        store.create(LEASES, lease)
     except (AlreadyExists, NotFound):  # created meanwhile; or a world without the kube-node-lease namespace
         return
