@@ -1,9 +1,11 @@
 """`console scale-up NODE`: the scale-up runbook headless (same engine and journal as the screen).
 
 Exit codes:
-  0  done: capacity matches and the planned Pending pods run
+  0  done: capacity matches and the planned Pending pods run; or nothing to do (the VM and the kubelet
+     already have the target size: nothing is changed, journaled or audited)
   1  failed, rolled back / left in a safe state (message says what happened)
-  2  usage error or plan refused (unknown flavor, too small, not a scale-up, no VM found)
+  2  usage error or plan refused (unknown flavor, too small, not a scale-up, no VM found), or the node is held
+     by another run (its Lease names the holder and when it expires)
   3  verification failed: the VM grew but capacity or pods are not as planned (message says why)
   4  needs attention: failed in a state the runbook could not make safe (journal + message say where)
   5  not confirmed (answered no, or stdin is not a TTY and --yes was not given)
@@ -37,6 +39,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--resize-timeout", type=float, default=300.0, help="seconds to wait for Nova (default 300)")
     p.add_argument("--node-timeout", type=float, default=180.0, help="seconds to wait for the node (default 180)")
     p.add_argument("--pods-timeout", type=float, default=60.0, help="seconds to wait for pods (default 60)")
+    p.add_argument("--lease-namespace", help="namespace of the per-node Lease that keeps runs apart "
+                   "(default: config lease_namespace, default)")
 
 
 def _out(args: argparse.Namespace, doc: dict[str, Any], text: str) -> None:
@@ -57,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         settings = load_settings({"kubeconfig": args.kubeconfig, "context": args.context,
-                                  "node_access": args.node_access})
+                                  "node_access": args.node_access,
+                                  "lease_namespace": args.lease_namespace})
         request = ScaleUpRequest(
             node=args.node, flavor=args.flavor, vcpus=args.vcpus,
             memory_mib=parse_memory_mib(args.memory) if args.memory else None, method=args.method,
@@ -74,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
 
     if journal is not None:
         print(f"scale-up: resuming run {journal.run_id}", file=sys.stderr)
+    if plan.nothing_to_do:
+        _out(args, {"status": "nothing-to-do", "message": plan.nothing_to_do, "exit_code": 0,
+                    "dry_run": bool(args.dry_run), "plan": plan.to_dict()}, plan.nothing_to_do)
+        return 0
     if args.dry_run:
         _out(args, {"dry_run": True, "plan": plan.to_dict()}, render_plan(plan))
         return 0
@@ -97,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         result = session.run(plan, journal, on_event=progress)
     except SessionError as e:
         err(str(e))
+        if args.output == "json":
+            print(json.dumps({"status": "refused", "message": str(e), "exit_code": EXIT_USAGE, **e.details}))
         return EXIT_USAGE
     doc = {"run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,
            "message": result.message, "journal": result.journal_path, "elapsed_s": round(result.elapsed, 3),

@@ -13,6 +13,7 @@ The config file (YAML):
     ssh_config: ~/.ssh/config      # with node_access: ssh, an OpenSSH client config (-F); env CONSOLE_SSH_CONFIG
     ssh_user: root                 # default: User from ssh_config, else your login name; non-root runs sudo -n
     ssh_target: name               # name | internal-ip: what `ssh` is given for a node
+    lease_namespace: default       # where a scale-up run holds its per-node Lease (console-scale-up-<node>)
     contexts:                      # per kube context overrides of any key above
       prod: {read_only: true, theme: high-contrast}
 """
@@ -46,6 +47,7 @@ class Settings:
     ssh_config: str | None = None
     ssh_user: str | None = None
     ssh_target: str = "name"
+    lease_namespace: str = "default"
     key_overrides: dict[str, str] = field(default_factory=dict)  # binding id -> key(s)
 
 

@@ -41,6 +41,7 @@ from console.lab.kubelet_status import (
     set_taints,
 )
 from console.lab.nodeexec import is_node_debug_pod
+from console.lab.nodelease import renew as renew_lease
 from console.lab.recorder import EventRecorder, node_ref, object_ref
 from console.lab.store import NotFound, Obj, Store, now_iso
 from console.lab.vm import Guest, GuestEventKind
@@ -307,6 +308,8 @@ class Kubelet:
             return
         self.state = "running"
         self._post(ready=True)
+        if self.heartbeat:  # the lease controller starts with the kubelet; no heartbeats, no lease writes
+            renew_lease(self.store, self.node_name)
         for pod in self.store.pods_on_node(self.node_name):
             if pod.get("status", {}).get("phase", "Pending") == "Pending":
                 meta = pod["metadata"]
@@ -318,6 +321,7 @@ class Kubelet:
         if gen != self._gen or self.state != "running":
             return
         self._post(ready=True, quiet=True)
+        renew_lease(self.store, self.node_name)
         self._later(self.status_interval, self._beat, gen)
 
     def _silence(self) -> None:

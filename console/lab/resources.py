@@ -45,6 +45,7 @@ class ResourceType:
 
 
 NFD_GROUP = "nfd.k8s-sigs.io"
+COORDINATION_GROUP = "coordination.k8s.io"
 
 RESOURCES: dict[str, ResourceType] = {
     r.key: r
@@ -57,6 +58,7 @@ RESOURCES: dict[str, ResourceType] = {
                      subresources=("status", "binding", "eviction", "log")),
         ResourceType("events", "Event", "", "v1", True, ("ev",), singular="event"),
         ResourceType("configmaps", "ConfigMap", "", "v1", True, ("cm",), singular="configmap"),
+        ResourceType("leases", "Lease", COORDINATION_GROUP, "v1", True, (), singular="lease"),
         ResourceType("nodefeatures", "NodeFeature", NFD_GROUP, "v1alpha1", True, (),
                      singular="nodefeature"),
         ResourceType("nodefeaturerules", "NodeFeatureRule", NFD_GROUP, "v1alpha1", False,

@@ -178,7 +178,7 @@ class Scenario:
     # synthetic scale world: nodes without VMs, pods bound up front
     scale_nodes: int = 0
     scale_pods_per_node: int = 0
-    namespaces: tuple[str, ...] = ("default", "kube-system", "node-feature-discovery")
+    namespaces: tuple[str, ...] = ("default", "kube-system", "kube-node-lease", "node-feature-discovery")
     extra: dict[str, str] = field(default_factory=dict)
     host_os: HostOs = FOCAL
     nfd_groups: tuple[NfdGroup, ...] = ()

@@ -52,8 +52,8 @@ class Journal:
 
     @classmethod
     def create(cls, kind: str, node: str, params: dict[str, Any], steps: list[dict[str, Any]],
-               directory: Path | None = None) -> Journal:
-        run_id = new_run_id(kind, node)
+               directory: Path | None = None, run_id: str | None = None) -> Journal:
+        run_id = run_id or new_run_id(kind, node)
         doc = {
             "version": VERSION, "run_id": run_id, "kind": kind, "node": node, "status": "running",
             "params": params, "context": {}, "created": now(), "updated": now(), "message": "",

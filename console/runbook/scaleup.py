@@ -54,6 +54,10 @@ class ScaleUpPlan:
     steps: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     nova_server_id: str | None = None  # libvirt: the domain is Nova-managed
+    # the VM already runs the target and the kubelet reports it: the message, and the plan has no steps
+    nothing_to_do: str | None = None
+    # the VM already runs the target but the kubelet reports less: only the kubelet steps (no cordon/drain/VM)
+    kubelet_only: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -62,7 +66,8 @@ class ScaleUpPlan:
             "vm": self.vm.to_dict(), "will_fit": self.will_fit, "still_pending": self.still_pending,
             "evictions": [asdict(e) for e in self.evictions], "steps": self.steps, "notes": self.notes,
             "reasons": {a.pods[0]: a.reason for a in self.advice},
-            "nova_server_id": self.nova_server_id,
+            "nova_server_id": self.nova_server_id, "nothing_to_do": self.nothing_to_do,
+            "kubelet_only": self.kubelet_only,
         }
 
 
@@ -84,9 +89,10 @@ def parse_memory_mib(text: str) -> int:
 def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: Any = None) -> ScaleUpPlan:
     """Read everything, decide the target, refuse what cannot work. No mutation."""
     try:
-        node = nodes_ops.get_node(api, request.node)
+        node_raw = nodes_ops.get_node_raw(api, request.node)
     except nodes_ops.NodeOpError as e:
         raise PlanRefused(str(e)) from e
+    node = NodeInfo.from_api(node_raw)
     method = request.chosen_method
     pods_raw = nodes_ops.pods_on_node_raw(api, node.name)
     from console.kube.model import PodInfo
@@ -109,8 +115,8 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
         target = flavor.size
         if flavor.vcpus < current.vcpus or flavor.ram_mib < current.memory_mib:
             raise PlanRefused(f"flavor {flavor.name} ({target}) is smaller than the VM ({current}): not a scale-up")
-        if flavor.name == vm.flavor and vm.status == "ACTIVE":
-            notes.append(f"the server already has flavor {flavor.name}")
+        at_target = flavor.name == vm.flavor and vm.status == "ACTIVE"
+        size = f"flavor {flavor.name} ({target})"
     else:
         if libvirt is None:
             raise PlanRefused("libvirt is not configured (set libvirt_uris in the config or CONSOLE_LIBVIRT_URI)")
@@ -132,12 +138,24 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
         flavor = None
         if target.vcpus < current.vcpus or target.memory_mib < current.memory_mib:
             raise PlanRefused(f"target {target} is smaller than the VM ({current}): not a scale-up")
+        at_target = vm.running and target == current
+        size = str(target)
         host_cpus = libvirt.host_cpus(vm.host)
         if target.vcpus > host_cpus:
             # libvirt and QEMU accept it (up to the machine type's limit); the guest then competes for CPUs
             notes.append(f"{target.vcpus} vCPUs on a host with {host_cpus} physical CPUs: "
                          f"overcommitted {target.vcpus / host_cpus:.1f}×; check the host's load and "
                          "Nova's cpu_allocation_ratio before relying on this")
+    nothing, kubelet_only = None, False
+    if at_target:
+        from console.runbook.verify import capacity_matches, describe_capacity
+
+        if capacity_matches(node_raw, target.vcpus, target.memory_mib):
+            nothing = f"{node.name} is already at {size}; nothing changed"
+        else:
+            kubelet_only = True
+            notes.append(f"the VM already runs {size} but the node reports {describe_capacity(node_raw)}: "
+                         "only the kubelet is made to re-read its capacity (no cordon, drain or VM change)")
     advice = []
     will_fit, still = [], []
     fits_now_count = 0
@@ -148,20 +166,33 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
             fits_now_count += 1
             continue
         (still if check_target(a, target) else will_fit).append(f"{p.namespace}/{p.name}")
-    if pending and not will_fit and fits_now_count < len(pending):
+    if pending and not will_fit and fits_now_count < len(pending) and not at_target:
         reasons = "; ".join(f"{a.pods[0]}: {check_target(a, target)}" for a in advice if not a.fits_now)
         hint = next((a.target_reason for a in advice if not a.fits_now), "")
         raise PlanRefused(f"{target} does not make any Pending pod fit on {node.name} ({reasons}). {hint}")
-    evictions = [e for e in nodes_ops.drain_plan(pods_raw) if e.action == "evict"]
+    evictions = [] if at_target else [e for e in nodes_ops.drain_plan(pods_raw) if e.action == "evict"]
     plan = ScaleUpPlan(request, method, node, vm, target, flavor, current, will_fit, still, advice, evictions,
-                       notes=notes, nova_server_id=nova_id)
+                       notes=notes, nova_server_id=nova_id, nothing_to_do=nothing, kubelet_only=kubelet_only)
+    return _with_steps(plan)
+
+
+def _with_steps(plan: ScaleUpPlan) -> ScaleUpPlan:
     from console.runbook.steps import build_steps
 
     plan.steps = [{"id": s.id, "title": s.title} for s in build_steps(plan, {})]
     return plan
 
 
+def resumed(plan: ScaleUpPlan, started: dict[str, Any]) -> ScaleUpPlan:
+    """The plan of a run being resumed keeps the kind it started as (`started`: the plan in its journal): a run
+    killed after the VM grew must finish (uncordon, verify), not read as "nothing to do"."""
+    plan.nothing_to_do, plan.kubelet_only = None, bool(started.get("kubelet_only"))
+    return _with_steps(plan)
+
+
 def render_plan(plan: ScaleUpPlan) -> str:
+    if plan.nothing_to_do:
+        return plan.nothing_to_do
     lines = [f"Scale-up of {plan.node.name} ({plan.method}): {plan.current} → {plan.target}"
              + (f" (flavor {plan.flavor.name})" if plan.flavor else "")]
     lines.append(f"  VM: {plan.vm.name} [{plan.vm.status}] on {plan.vm.host}")

@@ -13,11 +13,17 @@ from typing import Any
 from console.audit import AuditLog
 from console.runbook.engine import Engine, RunEvent, RunResult
 from console.runbook.journal import Journal, JournalError
-from console.runbook.scaleup import PlanRefused, ScaleUpPlan, ScaleUpRequest, prepare
+from console.runbook.scaleup import PlanRefused, ScaleUpPlan, ScaleUpRequest, prepare, resumed
 
 
 class SessionError(Exception):
-    """Cannot connect or resume; the message says what to fix."""
+    """Cannot connect, resume or start (the node is held by another run); the message says what to fix.
+
+    `details`: machine-readable facts for `-o json` (the holder of the node's Lease and when it expires)."""
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.details = details or {}
 
 
 class Session:
@@ -80,20 +86,42 @@ class Session:
             plan = prepare(request, self.api, self.openstack, self.libvirt)
         except InfraError as e:
             raise PlanRefused(str(e)) from e
+        if journal is not None:
+            plan = resumed(plan, journal.doc["context"].get("plan") or {})
         return plan, journal
 
     def run(self, plan: ScaleUpPlan, journal: Journal | None = None, *,
             on_event: Callable[[RunEvent], None] | None = None) -> RunResult:
+        """Run the plan under the node's Lease (console/runbook/lock.py): refused with SessionError, before any
+        change and before a journal exists, while another run holds the node; released however the run ends."""
         from dataclasses import asdict
 
+        from console.runbook.journal import new_run_id, runbooks_dir
+        from console.runbook.lock import LockError, RunLock
         from console.runbook.steps import build_steps
 
-        if journal is None:
-            journal = Journal.create("scale-up", plan.node.name, asdict(plan.request), plan.steps)
-            journal.doc["context"]["plan"] = plan.to_dict()
+        if plan.nothing_to_do:
+            raise SessionError(plan.nothing_to_do)
+        run_id = journal.run_id if journal is not None else new_run_id("scale-up", plan.node.name)
+        emit = on_event or (lambda _e: None)
+        lock = RunLock(self.api, plan.node.name, run_id, namespace=getattr(self.settings, "lease_namespace", "default"),
+                       resuming=journal is not None, journal_dir=journal.path.parent if journal else runbooks_dir(),
+                       on_note=lambda m: emit(RunEvent(run_id, "lease", message=m)))
+        try:
+            lock.acquire()
+        except LockError as e:
+            raise SessionError(str(e), e.details) from e
+        try:
+            if journal is None:
+                journal = Journal.create("scale-up", plan.node.name, asdict(plan.request), plan.steps, run_id=run_id)
+                journal.doc["context"]["plan"] = plan.to_dict()
+            journal.doc["context"]["lease"] = {"lease": f"{lock.namespace}/{lock.name}", "holder": lock.me,
+                                               **({"took_over_from": lock.previous} if lock.previous else {})}
             journal.save()
-        steps = build_steps(plan, self.values())
-        return Engine(journal, steps, audit=self.audit, on_event=on_event, values=self.values()).run()
+            steps = lock.guard(build_steps(plan, self.values()))
+            return Engine(journal, steps, audit=self.audit, on_event=on_event, values=self.values()).run()
+        finally:
+            lock.release()
 
 
 def _timeouts(request: ScaleUpRequest) -> dict[str, float]:

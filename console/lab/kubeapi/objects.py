@@ -15,7 +15,7 @@ from console.lab.kubeapi.encoding import accept_params, json_response, read_json
 from console.lab.kubeapi.listing import predicate, render_list
 from console.lab.kubeapi.status import ApiError, object_details, success_body
 from console.lab.kubeapi.validation import check_type, default_on_create, validate
-from console.lab.resources import RESOURCES, ResourceType
+from console.lab.resources import NFD_GROUP, RESOURCES, ResourceType
 from console.lab.store import AlreadyExists, Conflict, NotFound, Store, now_iso
 
 Obj = dict[str, Any]
@@ -176,7 +176,7 @@ async def patch_object(
 ) -> web.Response:
     ctype = request.content_type
     allowed = [patches.JSON_PATCH, patches.MERGE_PATCH, patches.APPLY_PATCH]
-    if not rt.group:
+    if rt.group != NFD_GROUP:  # built-in kinds take strategic merge patches; custom resources do not
         allowed.insert(2, patches.STRATEGIC_PATCH)
     if ctype not in allowed:
         raise ApiError(415, f"the body of the request was in an unknown format - accepted media types include: "

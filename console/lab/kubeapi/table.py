@@ -250,6 +250,12 @@ _TABLES: dict[str, tuple[list[Obj], RowFn]] = {
                         _age(o["metadata"].get("creationTimestamp"), now)],
     ),
 }
+# kubernetes pkg/printers/internalversion/printers.go leaseColumnDefinitions
+_TABLES["leases.coordination.k8s.io"] = (
+    [_NAME, _col("Holder", desc="The holder of the lease"), _AGE],
+    lambda o, now: [o["metadata"]["name"], (o.get("spec") or {}).get("holderIdentity") or "",
+                    _age(o["metadata"].get("creationTimestamp"), now)],
+)
 _DEFAULT: tuple[list[Obj], RowFn] = (
     [_NAME, _AGE],
     lambda o, now: [o["metadata"]["name"], _age(o["metadata"].get("creationTimestamp"), now)],

@@ -121,8 +121,31 @@ def _configmap_errors(obj: Obj) -> list[Cause]:
     ]
 
 
+# metav1.MicroTime's JSON form (apimachinery RFC3339Micro "2006-01-02T15:04:05.000000Z07:00"); Go's time.Parse
+# wants exactly six fractional digits for that layout, so "…:05Z" or "…:05.123Z" fail to decode (400)
+_MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)$")
+
+
+def _lease_errors(obj: Obj) -> list[Cause]:
+    """pkg/apis/coordination/validation ValidateLeaseSpec, plus MicroTime decoding (a 400, not a 422)."""
+    spec = obj.get("spec") or {}
+    for f in ("acquireTime", "renewTime"):
+        v = spec.get(f)
+        if v is not None and not (isinstance(v, str) and _MICRO_TIME.match(v)):
+            raise ApiError(400, f'Lease in version "v1" cannot be handled as a Lease: parsing time "{v}" as '
+                           '"2006-01-02T15:04:05.000000Z07:00": cannot parse as RFC3339Micro')
+    errs = []
+    duration, transitions = spec.get("leaseDurationSeconds"), spec.get("leaseTransitions")
+    if duration is not None and (not isinstance(duration, int) or duration <= 0):
+        errs.append(_bad("spec.leaseDurationSeconds", duration, "must be greater than 0"))
+    if transitions is not None and (not isinstance(transitions, int) or transitions < 0):
+        errs.append(_bad("spec.leaseTransitions", transitions, "must be greater than or equal to 0"))
+    return errs
+
+
 _CHECKS = {
     "pods": _pod_errors,
+    "leases.coordination.k8s.io": _lease_errors,
     "nodefeaturerules.nfd.k8s-sigs.io": _rule_errors,
     "configmaps": _configmap_errors,
 }

@@ -322,8 +322,11 @@ class ScaleUpScreen(ConsoleScreen):
                 self.steps.set_steps(self.journal.doc["steps"])
             else:
                 self.steps.set_steps(p.steps)
-            self._log(f"plan: {p.node.name} {p.current} → {p.target} ({p.method}); makes fit: "
-                      f"{', '.join(p.will_fit) or 'none'}")
+            if p.nothing_to_do:
+                self._log(f"plan: {p.nothing_to_do}")
+            else:
+                self._log(f"plan: {p.node.name} {p.current} → {p.target} ({p.method}); makes fit: "
+                          f"{', '.join(p.will_fit) or 'none'}")
         self._render_all()
 
     # -- run ----------------------------------------------------------------------------------------------
@@ -335,6 +338,9 @@ class ScaleUpScreen(ConsoleScreen):
             self.notify(self.plan_error or "pick a target first (t)", severity="warning")
             return
         plan = self.plan
+        if plan.nothing_to_do:
+            self.notify(f"{plan.nothing_to_do}: pick another target (t)")
+            return
         from console.runbook.scaleup import render_plan
 
         verb = "resume scale-up" if self.journal is not None else "scale up"
@@ -519,7 +525,7 @@ class ScaleUpScreen(ConsoleScreen):
         elif self.journal is not None:
             parts.append(f"unfinished run {self.journal.run_id}: r resumes it, t starts a new one")
         elif self.plan is not None:
-            parts.append("r runs the plan")
+            parts.append(self.plan.nothing_to_do or "r runs the plan")
         elif self.info is not None:
             parts.append("t picks a target")
         else:
@@ -534,6 +540,9 @@ class ScaleUpScreen(ConsoleScreen):
             return
         if self.plan is None:
             w.update(Text(self._plan_hint(), style="dim"))
+            return
+        if self.plan.nothing_to_do:
+            w.update(Text(f"✓ {self.plan.nothing_to_do}", style=colors.get("status-ready", "")))
             return
         w.update(data.plan_text(self.plan, self.journal, colors))
 

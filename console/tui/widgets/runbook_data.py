@@ -272,6 +272,8 @@ def merge_view(live: LiveState, view: Any) -> LiveState:
 
 def plan_text(plan: ScaleUpPlan, journal: Any, colors: dict[str, str]) -> Text:
     how = "OpenStack resize (reboots the node)" if plan.method == "openstack" else "libvirt live scale-up"
+    if plan.kubelet_only:
+        how = "kubelet only (the VM already runs the target; no cordon, drain or VM change)"
     t = Text()
     t.append(f"{plan.node.name}: {plan.current} → {plan.target}", style="bold")
     if plan.flavor:

@@ -122,6 +122,20 @@ def scale_up_popen(lab: Lab, state: Path, *args: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
 
 
+def stale_kubelet(lab: Lab, node: str) -> int:
+    """Offline the guest's last vCPU and restart the kubelet, which then reports one CPU fewer than the VM has
+    (it counts online CPUs at start); returns the VM's vCPUs."""
+    from labtools import wait_for
+
+    kubelet = lab.kubelets[node]
+    cpus = len(kubelet.guest.online_cpus)
+    kubelet.guest.set_cpu_online(cpus - 1, False)
+    kubelet.restart(wait=True)
+    wait_for(lambda: node_obj(lab, node)["status"]["capacity"]["cpu"] == str(cpus - 1), timeout=60,
+             what=f"the kubelet of {node} to report {cpus - 1} CPUs")
+    return cpus
+
+
 def journal_step(journal: dict[str, Any], step: str) -> dict[str, Any]:
     return next(s for s in journal["steps"] if s["id"] == step)
 
@@ -150,6 +164,7 @@ class Helpers:
     nova_actions = staticmethod(nova_actions)
     journals = staticmethod(journals)
     journal_step = staticmethod(journal_step)
+    stale_kubelet = staticmethod(stale_kubelet)
     audit_entries = staticmethod(audit_entries)
     node_obj = staticmethod(node_obj)
     pod_obj = staticmethod(pod_obj)

@@ -1,6 +1,7 @@
 """The scale-up screen on `seed-resize` (field report 2, offline): failures shown clearly, then the resize.
 
-Order matters (one lab per module): a flavor too small (plan refused), Nova NoValidHost (rolled back), the
+Order matters (one lab per module): the current flavor (nothing to do), a node held by another run's
+Lease (refused), Nova NoValidHost (rolled back), the
 field-report resize to m1.large (nginx Running, cpu 8 / memory 12268324Ki), then revert: refused once the
 resize is confirmed, and done for a resize left in VERIFY_RESIZE.
 """
@@ -43,19 +44,49 @@ async def pick_flavor(pilot: Any, until: Any, screen: ScaleUpScreen, flavor: str
                                 and screen.target.flavor == flavor) or bool(screen.plan_error), 30, what="plan")
 
 
-async def test_flavor_too_small_is_refused_in_the_plan_pane(resize_lab, settings_for, host, until):
+async def test_current_flavor_is_nothing_to_do_in_the_plan_pane(resize_lab, settings_for, host, until):
+    """Choosing the size the VM already has: "already at …; nothing changed", and nothing is offered to run."""
     app = host(ScaleUpScreen(NODE), settings_for(resize_lab))
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_screen(pilot, until)
         await pick_flavor(pilot, until, screen, "m1.medium")
-        assert screen.plan is None
-        assert "plan refused" in text_of(screen, "#su-plan") and "does not make any Pending pod fit" in \
-            text_of(screen, "#su-plan")
-        await pilot.press("r")  # nothing to run: a warning, no confirmation
+        assert screen.plan is not None and screen.plan.nothing_to_do
+        plan_text = text_of(screen, "#su-plan")
+        assert "already at flavor m1.medium" in plan_text and "nothing changed" in plan_text
+        assert screen.steps.steps == []
+        await pilot.press("r")  # nothing to run: a notice, no confirmation
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmDanger)
     assert not node_obj(resize_lab)["spec"].get("unschedulable")
 
+
+async def test_a_node_held_by_another_run_is_refused_with_its_holder(resize_lab, settings_for, host, until):
+    """The screen's runs take the node's Lease too (Session.run): held by another machine's run, the run is
+    refused before any change and the screen says by whom."""
+    from datetime import UTC, datetime
+
+    from console.lab.nodelease import LEASES, micro_time
+
+    holder = "bob@bastion-2/scale-up-kube-worker02-20261201T000000-beef"
+    now = micro_time(datetime.now(UTC))
+    resize_lab.store.create(LEASES, {
+        "metadata": {"name": f"console-scale-up-{NODE}", "namespace": "default"},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 600, "acquireTime": now, "renewTime": now}})
+    try:
+        app = host(ScaleUpScreen(NODE), settings_for(resize_lab))
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = await open_screen(pilot, until)
+            await pick_flavor(pilot, until, screen, "m1.large")
+            await pilot.press("r")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmDanger), 5, what="confirmation")
+            await pilot.press("y")
+            await until(pilot, lambda: bool(screen.run.error), 30, what="the run refused")
+            assert holder in screen.run.error and "expires in" in screen.run.error
+            assert holder in text_of(screen, "#su-verdict")
+    finally:
+        resize_lab.store.delete(LEASES, "default", f"console-scale-up-{NODE}")
+    assert not node_obj(resize_lab)["spec"].get("unschedulable")
+    assert resize_lab.nova.server(server_id(resize_lab)).flavor.name == "m1.medium"
 
 
 async def test_log_lines_rewrap_when_the_layout_changes(resize_lab, settings_for, host, until):
@@ -182,11 +213,13 @@ async def test_unfinished_run_is_offered_and_resumed(resize_lab, settings_for, h
     from dataclasses import asdict
 
     from console.runbook.journal import Journal
-    from console.runbook.scaleup import ScaleUpRequest
+    from console.runbook.scaleup import ScaleUpRequest, resumed
     from console.runbook.session import Session
 
-    # a run killed after "wait-node": its journal says running, the first six steps done
+    # a run killed after "wait-node": its journal says running, the first six steps done. The VM has m1.large
+    # by now, which a new plan reads as nothing to do: the journal gets the steps the run started with
     plan, _ = Session(settings_for(resize_lab)).plan(ScaleUpRequest(NODE, flavor="m1.large"), new=True)
+    plan = resumed(plan, {})
     journal = Journal.create("scale-up", NODE, asdict(plan.request), plan.steps)
     for step in plan.steps[:6]:
         journal.mark(step["id"], "done")
