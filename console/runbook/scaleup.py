@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from console.infra.openstack import disk_refusal
 from console.infra.protocol import InfraError, VmDescription
 from console.kube import nodes_ops
 from console.kube.model import NodeInfo
@@ -97,7 +98,7 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
     nova_id = None
     if method == "openstack":
         if openstack is None:
-            raise PlanRefused("OpenStack is not configured (set cloud in the config or OS_CLOUD)")
+            raise PlanRefused("OpenStack is not configured (set cloud in the config or OS_CLOUD, or source an openrc)")
         vm = openstack.describe(node)
         flavors = openstack.flavors()
         current = VmSize(vm.vcpus, vm.memory_mib)
@@ -109,6 +110,8 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
         target = flavor.size
         if flavor.vcpus < current.vcpus or flavor.ram_mib < current.memory_mib:
             raise PlanRefused(f"flavor {flavor.name} ({target}) is smaller than the VM ({current}): not a scale-up")
+        if refusal := disk_refusal(vm.disk_gb, vm.flavor or "?", flavor):
+            raise PlanRefused(refusal)
         if flavor.name == vm.flavor and vm.status == "ACTIVE":
             notes.append(f"the server already has flavor {flavor.name}")
     else:
@@ -121,7 +124,7 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
                 instance, nova_id = st.instance_name, st.id
             except InfraError as e:
                 notes.append(f"no Nova server found ({e}); restarting through libvirt")
-        vm = libvirt.describe(node, instance)
+        vm = libvirt.describe(node, instance, server_id=nova_id)  # a member sees no instance_name: UUID = id
         if nova_id and vm.nova_server_id and vm.nova_server_id.lower() != nova_id.lower():
             nova_id = None
         flavors = openstack.flavors() if (openstack is not None and nova_id) else []

@@ -98,6 +98,7 @@ class Nova(NovaTransitions):
         self._notifications: queue.SimpleQueue[ServerView | None] = queue.SimpleQueue()
         self._notifier: threading.Thread | None = None
         self._faults: dict[str, FaultKind] = {}
+        self._confirm_races: set[str] = set()  # servers whose next user confirm loses to the auto-confirm
         self._flavors: dict[str, Flavor] = {f.id: f for f in flavors}
         self._servers: dict[str, ServerRecord] = {}
         for vm in servers:
@@ -177,7 +178,8 @@ class Nova(NovaTransitions):
     # ---- test hooks --------------------------------------------------------------------------------
 
     def inject_fault(self, server_id: str, kind: FaultKind) -> None:
-        """Make the next resize of this server fail: "error", "no-valid-host" or "stuck"."""
+        """Make the next resize of this server fail ("error", "no-valid-host", "stuck"), or be confirmed
+        by Nova's periodic task just before the user's confirmResize ("auto-confirm": the user gets 409)."""
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; expected one of {', '.join(FAULT_KINDS)}")
         with self._lock:
@@ -199,6 +201,9 @@ class Nova(NovaTransitions):
                 raise BadRequest("Server disk was unable to be resized because: "
                                  "Resize to zero disk flavor is not allowed.")
             fault = self._faults.pop(server_id, None)
+            if fault == "auto-confirm":
+                self._confirm_races.add(server_id)
+                fault = None
             s.old_vm_state, s.task_state, s.progress, s.fault = s.vm_state, "resize_prep", 0, None
             s.migration_seq += 1
             s.migration_status = "pre-migrating"
@@ -210,6 +215,9 @@ class Nova(NovaTransitions):
     def confirm_resize(self, server_id: str, *, request_id: str | None = None, auto: bool = False) -> str:
         with self._lock:
             s = self._get(server_id)
+            if not auto and server_id in self._confirm_races and s.vm_state == "resized":
+                self._confirm_races.discard(server_id)
+                self._confirm_now(s)  # _poll_unconfirmed_resizes got there first
             self._check_state(s, "confirmResize", vm_states=("resized",))
             if s.migration_status != "finished":
                 raise BadRequest("Instance has not been resized.")
@@ -218,6 +226,21 @@ class Nova(NovaTransitions):
             self._touch(s)
         self._spawn(self._run_confirm, server_id, action)
         return action.request_id
+
+    def _confirm_now(self, s: ServerRecord) -> None:
+        """The periodic task's confirm, done at once (under the lock): ACTIVE with the new flavor."""
+        action = self._start_action(s, "confirmResize", None, system=True)
+        t = now()
+        action.events.append(ActionEvent("compute_confirm_resize", t, t, "Success", None, s.vm.compute_host, None))
+        s.vm_state, s.old_flavor, s.migration_status = s.old_vm_state, None, "confirmed"
+        self._touch(s)
+
+    def add_flavor(self, flavor: Flavor) -> None:
+        """`openstack flavor create` (admin)."""
+        with self._lock:
+            if any(f.name == flavor.name or f.id == flavor.id for f in self._flavors.values()):
+                raise Conflict(f"Flavor with name {flavor.name} already exists.")
+            self._flavors[flavor.id] = flavor
 
     def revert_resize(self, server_id: str, *, request_id: str | None = None) -> str:
         with self._lock:
