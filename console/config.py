@@ -139,7 +139,7 @@ def load(
         settings = _apply(settings, per_context[context], f"{path} contexts.{context}")
     settings = _apply(settings, env_values, "environment")
     settings = _apply(settings, flags, "command line")
-    if settings.cloud is None and env.get("OS_AUTH_URL"):
+    if not settings.cloud and env.get("OS_AUTH_URL"):  # OS_CLOUD="" names no cloud either
         # an openrc and no named cloud: openstacksdk's loader serves the OS_* variables as this cloud
         settings = replace(settings, cloud=env.get("OS_CLOUD_NAME") or ENVVARS_CLOUD)
     return settings
