@@ -148,6 +148,11 @@ class OpenStackBackend:
             disk_gb=st.disk_gb,
         )
 
+    def roles(self) -> tuple[str, ...]:
+        """The token's roles on the project (Keystone), e.g. ("member", "reader") for a project member."""
+        access = self._call("reading the token's roles", self.conn.session.auth.get_access, self.conn.session)
+        return tuple(access.role_names or ())
+
     def flavors(self) -> list[FlavorInfo]:
         items = self._call("listing flavors", lambda: list(self.conn.compute.flavors()))
         return [FlavorInfo(f.name, int(f.vcpus), int(f.ram), id=f.id, disk_gb=int(f.disk or 0)) for f in items]

@@ -112,6 +112,9 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
             raise PlanRefused(f"flavor {flavor.name} ({target}) is smaller than the VM ({current}): not a scale-up")
         if refusal := disk_refusal(vm.disk_gb, vm.flavor or "?", flavor):
             raise PlanRefused(refusal)
+        if "admin" not in openstack.roles():  # Nova's default policy: os-resetState is admin only
+            notes.append("you are not a cloud admin: a resize Nova leaves stuck in a task needs an admin's "
+                         "`openstack server set --state active`; revert and hard reboot need no admin")
         if flavor.name == vm.flavor and vm.status == "ACTIVE":
             notes.append(f"the server already has flavor {flavor.name}")
     else:
@@ -167,7 +170,7 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
 def render_plan(plan: ScaleUpPlan) -> str:
     lines = [f"Scale-up of {plan.node.name} ({plan.method}): {plan.current} → {plan.target}"
              + (f" (flavor {plan.flavor.name})" if plan.flavor else "")]
-    lines.append(f"  VM: {plan.vm.name} [{plan.vm.status}] on {plan.vm.host}")
+    lines.append(f"  VM: {plan.vm.name} [{plan.vm.status}] on {plan.vm.host or '?'}")  # hidden from non-admins
     if plan.will_fit:
         lines.append(f"  makes fit: {', '.join(plan.will_fit)}")
     if plan.still_pending:

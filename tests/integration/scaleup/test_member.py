@@ -60,6 +60,19 @@ def test_openrc_member_file(resize_lab) -> None:
     assert (resize_lab.state.openrc_member.stat().st_mode & 0o777) == 0o600
 
 
+def test_member_plan_says_what_needs_an_admin_and_has_no_host(resize_lab, tmp_path, h) -> None:
+    code, doc, err = scale_up_as_member(resize_lab, tmp_path, h, "kube-worker02", "--flavor", "m1.large",
+                                        "--dry-run")
+    assert code == 0, err
+    plan = doc["plan"]
+    assert (plan["vm"]["host"], plan["vm"]["instance_name"]) == ("", None)  # OS-EXT-SRV-ATTR: admin only
+    assert plan["vm"]["ref"] == h.server_id(resize_lab, "kube-worker02") and plan["vm"]["disk_gb"] == 40
+    assert any("not a cloud admin" in n and "openstack server set --state active" in n for n in plan["notes"])
+    code, doc, err = h.scale_up(resize_lab, tmp_path, "kube-worker02", "--flavor", "m1.large", "--dry-run")
+    assert code == 0, err  # the admin (OS_CLOUD=lab) sees the host and gets no such note
+    assert doc["plan"]["vm"]["host"] == "cmp001" and not any("admin" in n for n in doc["plan"]["notes"])
+
+
 def test_root_disk_smaller_than_the_servers_is_refused_at_plan_time(resize_lab, tmp_path, h) -> None:
     """More vCPUs and RAM but a 20 GB root disk for a server on m1.medium (40 GB): Nova would fail the resize."""
     resize_lab.nova.add_flavor(Flavor("c1", "c1.large", 8, 12288, 20))
