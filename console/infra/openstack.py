@@ -117,7 +117,15 @@ class OpenStackBackend:
         compute = self.conn.compute
 
         def by_id(sid: str) -> Any:
-            return self._call(f"looking up server {sid}", compute.find_server, sid, ignore_missing=True)
+            from openstack import exceptions
+
+            def get() -> Any:
+                try:
+                    return compute.get_server(sid)
+                except exceptions.NotFoundException:
+                    return None
+
+            return self._call(f"looking up server {sid}", get)
 
         def by_name(name: str) -> list[Any]:
             found = self._call(f"listing servers named {name}",

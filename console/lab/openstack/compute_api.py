@@ -298,6 +298,7 @@ async def show_server(request: web.Request) -> web.Response:
 
 async def server_action(request: web.Request) -> web.Response:
     nova, sid, rid = _nova(request), request.match_info["server_id"], request[REQUEST_ID]
+    uid = request[TOKEN].user_id  # instance actions record who asked
     try:
         body = json.loads(await request.read())
     except ValueError as exc:
@@ -311,22 +312,22 @@ async def server_action(request: web.Request) -> web.Response:
         if not isinstance(ref, str | int) or ref == "":
             raise BadRequest(f"Invalid input for field/attribute resize. Value: {json.dumps(args)}. "
                              "'flavorRef' is a required property")
-        nova.resize(sid, str(ref).rstrip("/").rsplit("/", 1)[-1], request_id=rid)
+        nova.resize(sid, str(ref).rstrip("/").rsplit("/", 1)[-1], request_id=rid, user_id=uid)
     elif name == "confirmResize":
-        nova.confirm_resize(sid, request_id=rid)
+        nova.confirm_resize(sid, request_id=rid, user_id=uid)
         return web.Response(status=204)
     elif name == "revertResize":
-        nova.revert_resize(sid, request_id=rid)
+        nova.revert_resize(sid, request_id=rid, user_id=uid)
     elif name == "reboot":
         kind = args.get("type") if isinstance(args, dict) else None
         if not isinstance(kind, str):
             raise BadRequest(f"Invalid input for field/attribute reboot. Value: {json.dumps(args)}. "
                              "'type' is a required property")
-        nova.reboot(sid, kind, request_id=rid)  # type: ignore[arg-type]
+        nova.reboot(sid, kind, request_id=rid, user_id=uid)  # type: ignore[arg-type]
     elif name == "os-start":
-        nova.start(sid, request_id=rid)
+        nova.start(sid, request_id=rid, user_id=uid)
     elif name == "os-stop":
-        nova.stop(sid, request_id=rid)
+        nova.stop(sid, request_id=rid, user_id=uid)
     elif name == "os-resetState":
         policy.authorize(policy.RESET_STATE, admin=_admin(request))
         state = args.get("state") if isinstance(args, dict) else None

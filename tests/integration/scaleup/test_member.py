@@ -21,6 +21,7 @@ import pytest
 from labtools import lab_env, run, wait_for
 
 from console.lab.vm import Flavor
+from console.lab.world import MEMBER_USER_ID as MEMBER_ID
 
 pytestmark = pytest.mark.lab
 
@@ -94,7 +95,8 @@ def test_member_completes_the_offline_resize(resize_lab, tmp_path, h) -> None:
     assert pod["status"]["phase"] == "Running" and pod["spec"]["nodeName"] == "kube-worker02"
     sid = h.server_id(resize_lab, "kube-worker02")
     assert resize_lab.nova.server(sid).flavor.name == "m1.large"
-    assert [a.action for a in resize_lab.nova.actions(sid)][:2] == ["confirmResize", "resize"]
+    recent = resize_lab.nova.actions(sid)[:2]
+    assert [(a.action, a.user_id) for a in recent] == [("confirmResize", MEMBER_ID), ("resize", MEMBER_ID)]
     actions = {e["action"] for e in h.audit_entries(tmp_path)}
     assert {"runbook.scale-up.resize", "runbook.scale-up.confirm-resize"} <= actions
 
