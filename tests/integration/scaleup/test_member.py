@@ -140,3 +140,19 @@ def test_confirm_that_meets_novas_auto_confirm_counts_as_done(resize_lab, tmp_pa
     confirms = [a for a in resize_lab.nova.actions(sid) if a.action == "confirmResize"]
     assert confirms[0].user_id is None  # Nova's periodic task confirmed it, not the member
     assert h.node_obj(resize_lab, node)["status"]["capacity"]["cpu"] == "8"
+
+
+def test_member_rollback_out_of_error_is_a_hard_reboot(resize_lab, tmp_path, h) -> None:
+    """A resize that ends in ERROR: the member's rollback is a hard reboot (servers:reboot, member-allowed)."""
+    node, sid = "kube-worker01", h.server_id(resize_lab, "kube-worker01")
+    wait_for(lambda: _ready(h.node_obj(resize_lab, node)), 60, what=f"{node} Ready")
+    before = resize_lab.nova.server(sid).flavor.name
+    resize_lab.nova.inject_fault(sid, "error")
+    code, doc, err = scale_up_as_member(resize_lab, tmp_path, h, node, "--flavor", "m1.xlarge", "--yes")
+    assert code == 1, err
+    assert "Rolled back: hard-rebooted the server out of ERROR" in doc["message"], doc["message"]
+    server = resize_lab.nova.server(sid)
+    assert (server.status, server.flavor.name) == ("ACTIVE", before)
+    reboot = next(a for a in resize_lab.nova.actions(sid) if a.action == "reboot")
+    assert reboot.user_id == MEMBER_ID
+    assert not h.node_obj(resize_lab, node)["spec"].get("unschedulable")
