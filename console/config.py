@@ -7,7 +7,7 @@ The config file (YAML):
     nfd_version: v0.19.0           # override the NFD version detected on the cluster
     hook_store: configmap          # configmap | directory
     hook_dir: ~/nfd/source.d       # with hook_store: directory
-    cloud: mycloud                 # clouds.yaml cloud for OpenStack (default $OS_CLOUD)
+    cloud: mycloud                 # clouds.yaml cloud (default $OS_CLOUD, else an openrc's OS_* variables)
     libvirt_uris: [qemu+ssh://cmp001/system]   # also $CONSOLE_LIBVIRT_URI; the VM column uses them without a cloud
     node_access: debug-pod         # debug-pod | ssh | guest-agent
     ssh_config: ~/.ssh/config      # with node_access: ssh, an OpenSSH client config (-F); env CONSOLE_SSH_CONFIG
@@ -51,6 +51,7 @@ class Settings:
     key_overrides: dict[str, str] = field(default_factory=dict)  # binding id -> key(s)
 
 
+ENVVARS_CLOUD = "envvars"  # openstacksdk's name for the cloud made of OS_* variables (config/loader.py)
 _CHOICES = {"hook_store": ("configmap", "directory"), "node_access": ("debug-pod", "ssh", "guest-agent"),
             "ssh_target": ("name", "internal-ip")}
 _BOOL = {"read_only"}
@@ -139,4 +140,8 @@ def load(
     if context and context in per_context:
         settings = _apply(settings, per_context[context], f"{path} contexts.{context}")
     settings = _apply(settings, env_values, "environment")
-    return _apply(settings, flags, "command line")
+    settings = _apply(settings, flags, "command line")
+    if not settings.cloud and env.get("OS_AUTH_URL"):  # OS_CLOUD="" names no cloud either
+        # an openrc and no named cloud: openstacksdk's loader serves the OS_* variables as this cloud
+        settings = replace(settings, cloud=env.get("OS_CLOUD_NAME") or ENVVARS_CLOUD)
+    return settings

@@ -62,13 +62,17 @@ class LibvirtBackend:
         return self._conns[uri]
 
     # -- mapping ---------------------------------------------------------------------------------
-    def find_domain(self, node: NodeInfo, instance_name: str | None = None) -> tuple[str, str]:
-        """(uri, domain name) by systemUUID (case-insensitive), else node name, else Nova instance_name."""
+    def find_domain(self, node: NodeInfo, instance_name: str | None = None, *,
+                    server_id: str | None = None) -> tuple[str, str]:
+        """(uri, domain name) by systemUUID (case-insensitive), else Nova server id (the domain UUID,
+        guest.uuid = instance.uuid in Nova's libvirt driver), else node name, else Nova instance_name."""
         import libvirt
 
+        keys = (("uuid", node.system_uuid.lower()), ("uuid", (server_id or "").lower()), ("name", node.name),
+                ("name", instance_name))
         for uri in self.uris:
             conn = self._conn(uri)
-            for how, key in (("uuid", node.system_uuid.lower()), ("name", node.name), ("name", instance_name)):
+            for how, key in keys:
                 if not key:
                     continue
                 try:
@@ -110,8 +114,9 @@ class LibvirtBackend:
             host=uri, nova_server_id=dom.UUIDString(), instance_name=name,
         )
 
-    def describe(self, node: NodeInfo, instance_name: str | None = None) -> VmDescription:
-        uri, name = self.find_domain(node, instance_name)
+    def describe(self, node: NodeInfo, instance_name: str | None = None, *,
+                 server_id: str | None = None) -> VmDescription:
+        uri, name = self.find_domain(node, instance_name, server_id=server_id)
         return self.describe_domain(uri, name)
 
     def host_cpus(self, uri: str) -> int:

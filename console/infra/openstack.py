@@ -4,17 +4,29 @@ Facts from shared/reference/scale-up.md §1-2: pass a Flavor object (a name is
 sent as an id → 400); at ≥2.47 `server.flavor` has no id, compare by name/
 vcpus/ram; NoValidHost returns the server to ACTIVE with the old flavor and no
 `fault` — the error is in the instance actions' events.
+
+As a project member (Nova's default policy, nova/policies/): no
+`OS-EXT-SRV-ATTR:*` fields (instance_name and host are None/""), no traceback
+in instance-action events, and os-resetState answers 403 (`PolicyForbidden`).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from console.infra.protocol import InfraError, NotMapped, VmDescription
+from console.infra.mapping import find_server
+from console.infra.protocol import InfraError, VmDescription
 from console.infra.sizes import FlavorInfo
 from console.kube.model import NodeInfo
+
+ENVVARS_CLOUD = "envvars"  # openstacksdk's cloud made of OS_* variables (openstack/config/loader.py)
+
+
+class PolicyForbidden(InfraError):
+    """Nova's policy refused the call (HTTP 403): the user's role may not do it; an admin can."""
 
 
 @dataclass(frozen=True)
@@ -28,8 +40,9 @@ class ServerState:
     vcpus: int
     ram_mib: int
     fault: str | None
-    instance_name: str | None
-    host: str
+    instance_name: str | None  # None without the admin-only OS-EXT-SRV-ATTR fields
+    host: str  # "" likewise
+    disk_gb: int = 0  # root disk of the current flavor (0: unknown, or a volume-backed flavor)
 
 
 @dataclass(frozen=True)
@@ -41,12 +54,26 @@ class ActionRecord:
     start_time: str
 
 
-def server_id_from_provider(provider_id: str) -> str | None:
-    """openstack:///<uuid> or openstack://<region>/<uuid> → uuid."""
-    if provider_id.startswith("openstack://"):
-        tail = provider_id[len("openstack://"):].rsplit("/", 1)[-1]
-        return tail or None
+def disk_refusal(current_disk_gb: int, current_flavor: str, flavor: FlavorInfo) -> str | None:
+    """Why Nova would refuse the flavor's root disk, or None.
+
+    Nova's API only refuses a zero-disk flavor; the libvirt driver then fails the resize in
+    `migrate_disk_and_power_off` with "Resize error: Unable to resize disk down." (root_gb smaller than
+    the instance's, unless volume-backed) and rolls back — so the plan refuses it up front.
+    """
+    if current_disk_gb and flavor.disk_gb < current_disk_gb:
+        return (f"flavor {flavor.name} has a {flavor.disk_gb} GB root disk, smaller than the server's "
+                f"{current_disk_gb} GB (flavor {current_flavor}): Nova cannot shrink a root disk (the resize "
+                f"would fail with \"Resize error: Unable to resize disk down.\"); pick a flavor with a root disk "
+                f"of at least {current_disk_gb} GB")
     return None
+
+
+def where(cloud: str | None) -> str:
+    """The cloud as a message names it: its clouds.yaml name, or the openrc's auth URL (never a secret)."""
+    if cloud in (None, ENVVARS_CLOUD, os.environ.get("OS_CLOUD_NAME")) and os.environ.get("OS_AUTH_URL"):
+        return f"at {os.environ['OS_AUTH_URL']} (from the OS_* environment)"
+    return f"cloud {cloud or os.environ.get('OS_CLOUD') or '(default)'}"
 
 
 class OpenStackBackend:
@@ -62,9 +89,11 @@ class OpenStackBackend:
             import openstack
 
             try:
-                self._conn = openstack.connect(cloud=self.cloud) if self.cloud else openstack.connect()
+                conn = openstack.connect(cloud=self.cloud) if self.cloud else openstack.connect()
+                conn.compute  # noqa: B018 — authenticates and discovers Nova: a wrong password fails here
+                self._conn = conn
             except Exception as e:  # config errors come in many classes; name the cloud and move on
-                raise InfraError(f"cannot connect to OpenStack cloud {self.cloud or '$OS_CLOUD'}: {e}") from e
+                raise InfraError(f"cannot connect to OpenStack {where(self.cloud)}: {e}") from e
         return self._conn
 
     def _call(self, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
@@ -73,6 +102,8 @@ class OpenStackBackend:
 
         try:
             return fn(*args, **kw)
+        except exceptions.ForbiddenException as e:
+            raise PolicyForbidden(f"{what}: {e.details or e}") from e
         except exceptions.SDKException as e:
             raise InfraError(f"{what}: {e}") from e
         except ClientException as e:  # connection refused, timeouts (keystoneauth)
@@ -80,18 +111,28 @@ class OpenStackBackend:
 
     # -- mapping ---------------------------------------------------------------------------------
     def find_server_id(self, node: NodeInfo) -> str:
-        sid = server_id_from_provider(node.provider_id)
-        if sid:
-            return sid
-        from openstack import exceptions
+        """providerID → systemUUID → name (console.infra.mapping.find_server), one GET or list per try."""
+        import re
 
-        try:
-            server = self.conn.compute.find_server(node.name, ignore_missing=True)
-        except exceptions.SDKException as e:
-            raise InfraError(f"looking up server {node.name}: {e}") from e
-        if server is None:
-            raise NotMapped(f"no OpenStack server for node {node.name} (no providerID, no server of that name)")
-        return server.id
+        compute = self.conn.compute
+
+        def by_id(sid: str) -> Any:
+            from openstack import exceptions
+
+            def get() -> Any:
+                try:
+                    return compute.get_server(sid)
+                except exceptions.NotFoundException:
+                    return None
+
+            return self._call(f"looking up server {sid}", get)
+
+        def by_name(name: str) -> list[Any]:
+            found = self._call(f"listing servers named {name}",
+                               lambda: list(compute.servers(name=f"^{re.escape(name)}$")))
+            return [s for s in found if s.name == name]
+
+        return find_server(node, by_id, by_name).server.id
 
     def server(self, server_id: str) -> ServerState:
         s = self._call(f"reading server {server_id}", self.conn.compute.get_server, server_id)
@@ -102,6 +143,7 @@ class OpenStackBackend:
             id=s.id, name=s.name, status=s.status, vm_state=s.vm_state or "", task_state=s.task_state,
             flavor=name, vcpus=int(flavor.get("vcpus") or 0), ram_mib=int(flavor.get("ram") or 0),
             fault=fault, instance_name=getattr(s, "instance_name", None), host=getattr(s, "compute_host", "") or "",
+            disk_gb=int(flavor.get("disk") or 0),
         )
 
     def describe(self, node: NodeInfo) -> VmDescription:
@@ -111,11 +153,17 @@ class OpenStackBackend:
             vcpus=st.vcpus, vcpus_max_live=st.vcpus, vcpus_config=st.vcpus, vcpus_max_config=st.vcpus,
             memory_mib=st.ram_mib, memory_max_mib=st.ram_mib, memory_max_config_mib=st.ram_mib,
             flavor=st.flavor, status=st.status, host=st.host, nova_server_id=st.id, instance_name=st.instance_name,
+            disk_gb=st.disk_gb,
         )
+
+    def roles(self) -> tuple[str, ...]:
+        """The token's roles on the project (Keystone), e.g. ("member", "reader") for a project member."""
+        access = self._call("reading the token's roles", self.conn.session.auth.get_access, self.conn.session)
+        return tuple(access.role_names or ())
 
     def flavors(self) -> list[FlavorInfo]:
         items = self._call("listing flavors", lambda: list(self.conn.compute.flavors()))
-        return [FlavorInfo(f.name, int(f.vcpus), int(f.ram), id=f.id) for f in items]
+        return [FlavorInfo(f.name, int(f.vcpus), int(f.ram), id=f.id, disk_gb=int(f.disk or 0)) for f in items]
 
     def actions(self, server_id: str) -> list[ActionRecord]:
         """Instance actions, newest first, with the error of a failed event."""
@@ -129,6 +177,9 @@ class OpenStackBackend:
                 for ev in full.events or []:
                     if ev.result == "Error" and ev.traceback:
                         error = ev.traceback.strip().splitlines()[-1]
+                    elif ev.result == "Error" and error is None:  # members get no traceback (policy)
+                        error = (f"event {ev.event} failed (Nova shows why to admins only: openstack server "
+                                 f"event show {server_id} {a.request_id})")
             out.append(ActionRecord(a.action, a.request_id, a.message, error, str(a.start_time or "")))
         out.sort(key=lambda r: r.start_time, reverse=True)
         return out
@@ -143,8 +194,25 @@ class OpenStackBackend:
         new = [a for a in self.actions(server_id) if a.action == "resize" and a.request_id not in before]
         return new[0].request_id if new else None
 
-    def confirm(self, server_id: str) -> None:
-        self._call("confirming the resize", self.conn.compute.confirm_server_resize, server_id)
+    def confirm(self, server_id: str) -> bool:
+        """True when this call confirmed; False when Nova had already confirmed it (resize_confirm_window).
+
+        A late confirmResize gets 409 "Cannot 'confirmResize' instance <id> while it is in vm_state active"
+        (`raise_http_conflict_for_instance_invalid_state`, nova/api/openstack/common.py); re-read to tell
+        that from a real conflict.
+        """
+        from openstack import exceptions
+
+        try:
+            self._call("confirming the resize", self.conn.compute.confirm_server_resize, server_id)
+            return True
+        except InfraError as e:
+            if not isinstance(e.__cause__, exceptions.ConflictException):
+                raise
+            st = self.server(server_id)
+            if st.status in ("ACTIVE", "SHUTOFF") and st.task_state is None:
+                return False
+            raise
 
     def revert(self, server_id: str) -> None:
         self._call("reverting the resize", self.conn.compute.revert_server_resize, server_id)

@@ -41,6 +41,7 @@ class VmDescription:
     host: str = ""
     nova_server_id: str | None = None
     instance_name: str | None = None
+    disk_gb: int = 0  # Nova: root disk of the current flavor (0 = unknown)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

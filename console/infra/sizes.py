@@ -35,6 +35,7 @@ class FlavorInfo:
     vcpus: int
     ram_mib: int
     id: str = ""
+    disk_gb: int = 0  # root disk (Nova's flavor "disk"); 0 for libvirt targets and volume-backed flavors
 
     @property
     def size(self) -> VmSize:

@@ -1,4 +1,4 @@
-"""The files a running lab leaves for other processes: kubeconfig, clouds.yaml, env, ready."""
+"""The files a running lab leaves for other processes: kubeconfig, clouds.yaml, openrc-member, env, ready."""
 
 from __future__ import annotations
 
@@ -19,6 +19,11 @@ class StateDir:
     @property
     def clouds_yaml(self) -> Path:
         return self.root / "clouds.yaml"
+
+    @property
+    def openrc_member(self) -> Path:
+        """OS_* variables of the project's member-role user (no clouds.yaml needed)."""
+        return self.root / "openrc-member"
 
     @property
     def env(self) -> Path:

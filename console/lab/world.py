@@ -24,6 +24,7 @@ from console.lab.store import Store
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
+MEMBER_USER, MEMBER_USER_ID = "lab-member", "9b7c1d2e3f4a45b6c7d8e9f0a1b2c3d4"  # role member in project admin
 
 
 class LabError(Exception):
@@ -61,6 +62,7 @@ class Lab:
         self.ssh_config: Path | None = None
         self._token = "lab-" + secrets.token_urlsafe(24)
         self._os_password = secrets.token_urlsafe(18)
+        self._os_member_password = secrets.token_urlsafe(18)
 
     # -- public facts ---------------------------------------------------
     @property
@@ -176,7 +178,7 @@ class Lab:
         self.nfd.start()
 
     def _start_servers(self, progress: Progress) -> None:
-        from console.lab.cloudsyaml import write_clouds_yaml
+        from console.lab.cloudsyaml import write_clouds_yaml, write_openrc
         from console.lab.kubeapi.server import start_kube_api
         from console.lab.kubeconfig import write_kubeconfig
         from console.lab.openstack.nova import Nova
@@ -193,6 +195,8 @@ class Lab:
             self.nova = Nova(self.scenario.flavors, [], _NoHypervisor(), self.nova_timing)
         self.openstack_api = self._loop.call(start_openstack(self.nova, password=self._os_password))
         self._stack.append(lambda: self._loop.call(self.openstack_api.stop()))
+        # a plain project member, as most cloud users are: Nova's policy hides admin fields and actions
+        self.openstack_api.keystone.add_user(MEMBER_USER, self._os_member_password, user_id=MEMBER_USER_ID)
         write_clouds_yaml(
             self.state.clouds_yaml,
             "lab",
@@ -200,7 +204,10 @@ class Lab:
             username="admin",
             password=self._os_password,
             project="admin",
+            more={MEMBER_USER: (MEMBER_USER, self._os_member_password)},
         )
+        write_openrc(self.state.openrc_member, auth_url=self.openstack_api.auth_url, username=MEMBER_USER,
+                     password=self._os_member_password, project="admin")
 
     def _start_sshd(self, progress: Progress) -> None:
         from console.lab.sshd import LabSshd

@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from console.infra.openstack import disk_refusal
 from console.infra.protocol import InfraError, VmDescription
 from console.kube import nodes_ops
 from console.kube.model import NodeInfo
@@ -103,7 +104,7 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
     nova_id = None
     if method == "openstack":
         if openstack is None:
-            raise PlanRefused("OpenStack is not configured (set cloud in the config or OS_CLOUD)")
+            raise PlanRefused("OpenStack is not configured (set cloud in the config or OS_CLOUD, or source an openrc)")
         vm = openstack.describe(node)
         flavors = openstack.flavors()
         current = VmSize(vm.vcpus, vm.memory_mib)
@@ -115,6 +116,11 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
         target = flavor.size
         if flavor.vcpus < current.vcpus or flavor.ram_mib < current.memory_mib:
             raise PlanRefused(f"flavor {flavor.name} ({target}) is smaller than the VM ({current}): not a scale-up")
+        if refusal := disk_refusal(vm.disk_gb, vm.flavor or "?", flavor):
+            raise PlanRefused(refusal)
+        if "admin" not in openstack.roles():  # Nova's default policy: os-resetState is admin only
+            notes.append("you are not a cloud admin: a resize Nova leaves stuck in a task needs an admin's "
+                         "`openstack server set --state active`; revert and hard reboot need no admin")
         at_target = flavor.name == vm.flavor and vm.status == "ACTIVE"
         size = f"flavor {flavor.name} ({target})"
     else:
@@ -127,7 +133,7 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
                 instance, nova_id = st.instance_name, st.id
             except InfraError as e:
                 notes.append(f"no Nova server found ({e}); restarting through libvirt")
-        vm = libvirt.describe(node, instance)
+        vm = libvirt.describe(node, instance, server_id=nova_id)  # a member sees no instance_name: UUID = id
         if nova_id and vm.nova_server_id and vm.nova_server_id.lower() != nova_id.lower():
             nova_id = None
         flavors = openstack.flavors() if (openstack is not None and nova_id) else []
@@ -195,7 +201,7 @@ def render_plan(plan: ScaleUpPlan) -> str:
         return plan.nothing_to_do
     lines = [f"Scale-up of {plan.node.name} ({plan.method}): {plan.current} → {plan.target}"
              + (f" (flavor {plan.flavor.name})" if plan.flavor else "")]
-    lines.append(f"  VM: {plan.vm.name} [{plan.vm.status}] on {plan.vm.host}")
+    lines.append(f"  VM: {plan.vm.name} [{plan.vm.status}] on {plan.vm.host or '?'}")  # hidden from non-admins
     if plan.will_fit:
         lines.append(f"  makes fit: {', '.join(plan.will_fit)}")
     if plan.still_pending:

@@ -43,7 +43,8 @@ class Session:
 
     @property
     def openstack(self) -> Any:
-        if self._openstack is None and (self.settings.cloud or os.environ.get("OS_CLOUD")):
+        if self._openstack is None and (self.settings.cloud or os.environ.get("OS_CLOUD")
+                                        or os.environ.get("OS_AUTH_URL")):  # an openrc, no clouds.yaml cloud
             from console.infra.openstack import OpenStackBackend
 
             self._openstack = OpenStackBackend(self.settings.cloud)

@@ -32,5 +32,6 @@ def explain(error: BaseException, *, server: str = "") -> str:
     if "SSL" in name or "CERTIFICATE" in text.upper():
         return f"TLS to the API server{where} failed ({redact(text)[:120]}); check the CA in your kubeconfig"
     if name.startswith(("Sdk", "Http")) or "keystone" in text.lower():
-        return f"OpenStack: {redact(text)[:160]}; check clouds.yaml and OS_CLOUD (VM columns are hidden until it works)"
+        return (f"OpenStack: {redact(text)[:160]}; check clouds.yaml and OS_CLOUD, or your openrc's OS_* variables "
+                "(VM columns are hidden until it works)")
     return f"{name}: {redact(text)[:200]}"

@@ -13,8 +13,10 @@ from typing import Any
 
 from aiohttp import web
 
+from console.lab.openstack import policy
 from console.lab.openstack.faults import BadRequest, NotFound, NovaError
 from console.lab.openstack.identity_api import origin
+from console.lab.openstack.keystone import Token
 from console.lab.openstack.model import InstanceAction, ServerView
 from console.lab.openstack.nova import Nova, new_request_id
 from console.lab.vm import Flavor
@@ -22,6 +24,7 @@ from console.lab.vm import Flavor
 NOVA: web.AppKey[Nova] = web.AppKey("nova", Nova)
 REQUEST_ID: web.RequestKey[str] = web.RequestKey("request_id", str)
 MICROVERSION: web.RequestKey[tuple[int, int]] = web.RequestKey("microversion", tuple)
+TOKEN: web.RequestKey[Token] = web.RequestKey("token", Token)
 MIN_VERSION, MAX_VERSION = (2, 1), (2, 96)
 MAX_LIMIT = 1000  # [api] max_limit: longer lists come in pages with a "next" link
 IMAGE_ID = "9d3e5c4a-7b1f-4e2a-8c6d-0f1e2d3c4b5a"
@@ -118,7 +121,8 @@ def flavor_body(request: web.Request, f: Flavor, mv: Microversion, *, detail: bo
     return body
 
 
-def server_body(request: web.Request, v: ServerView, mv: Microversion) -> dict[str, Any]:
+def server_body(request: web.Request, v: ServerView, mv: Microversion, *, admin: bool = True) -> dict[str, Any]:
+    """Nova's server view; `admin=False` renders it as a project member sees it (see policy.py)."""
     if mv >= (2, 47):
         flavor: dict[str, Any] = {"vcpus": v.flavor.vcpus, "ram": v.flavor.ram_mb, "disk": v.flavor.disk_gb,
                                   "ephemeral": 0, "swap": 0, "original_name": v.flavor.name, "extra_specs": {}}
@@ -137,43 +141,51 @@ def server_body(request: web.Request, v: ServerView, mv: Microversion) -> dict[s
         "OS-DCF:diskConfig": "MANUAL", "OS-EXT-AZ:availability_zone": "nova", "config_drive": "",
         "key_name": None, "security_groups": [{"name": "default"}], "os-extended-volumes:volumes_attached": [],
         "OS-SRV-USG:launched_at": _action_ts(v.created), "OS-SRV-USG:terminated_at": None,
-        "OS-EXT-SRV-ATTR:host": v.host, "OS-EXT-SRV-ATTR:instance_name": v.instance_name,
-        "OS-EXT-SRV-ATTR:hypervisor_hostname": v.hypervisor_hostname,
         "OS-EXT-STS:vm_state": v.vm_state, "OS-EXT-STS:task_state": v.task_state,
         "OS-EXT-STS:power_state": v.power_state,
     }
+    if admin:  # os_compute_api:os-extended-server-attributes
+        body.update({"OS-EXT-SRV-ATTR:host": v.host, "OS-EXT-SRV-ATTR:instance_name": v.instance_name,
+                     "OS-EXT-SRV-ATTR:hypervisor_hostname": v.hypervisor_hostname})
     if v.status in _PROGRESS_STATUSES:
         body["progress"] = v.progress
-    if mv >= (2, 3):
+    if mv >= (2, 3) and admin:
         body.update({"OS-EXT-SRV-ATTR:hostname": v.name, "OS-EXT-SRV-ATTR:reservation_id": f"r-{v.db_id:08x}",
                      "OS-EXT-SRV-ATTR:launch_index": 0, "OS-EXT-SRV-ATTR:kernel_id": "",
                      "OS-EXT-SRV-ATTR:ramdisk_id": "", "OS-EXT-SRV-ATTR:root_device_name": "/dev/vda",
                      "OS-EXT-SRV-ATTR:user_data": None})
-    optional = (((2, 9), "locked", False), ((2, 16), "host_status", "UP"), ((2, 19), "description", None),
+    elif mv >= (2, 90):  # 2.90 shows the hostname to everyone
+        body["OS-EXT-SRV-ATTR:hostname"] = v.name
+    optional = (((2, 9), "locked", False), ((2, 16), "host_status", "UP" if admin else None),
+                ((2, 19), "description", None),
                 ((2, 26), "tags", []), ((2, 63), "trusted_image_certificates", None),
                 ((2, 73), "locked_reason", None), ((2, 96), "pinned_availability_zone", None))
-    body.update({key: value for since, key, value in optional if mv >= since})
+    body.update({key: value for since, key, value in optional if mv >= since and (admin or key != "host_status")})
     if v.status == "ERROR" and v.fault is not None:  # `_fault_statuses`: only ERROR/DELETED show the fault
         body["fault"] = {"code": v.fault.code, "message": v.fault.message, "details": v.fault.details,
                          "created": _server_ts(v.fault.created)}
     return body
 
 
-def action_body(a: InstanceAction, mv: Microversion, *, events: bool) -> dict[str, Any]:
+def action_body(a: InstanceAction, mv: Microversion, *, events: bool, admin: bool = True) -> dict[str, Any]:
+    """`events`: the show view; a member gets events only at >= 2.51, without traceback, host or details."""
     body: dict[str, Any] = {"action": a.action, "instance_uuid": a.server_id, "message": a.message,
                             "project_id": a.project_id, "request_id": a.request_id,
                             "start_time": _action_ts(a.start_time), "user_id": a.user_id}
     if mv >= (2, 58):
         body["updated_at"] = _action_ts(a.updated_at)
-    if events:
+    if events and (admin or mv >= (2, 51)):
         rendered = []
         for e in a.events:
             ev: dict[str, Any] = {"event": e.event, "start_time": _action_ts(e.start_time),
-                                  "finish_time": _action_ts(e.finish_time), "result": e.result,
-                                  "traceback": e.traceback}
+                                  "finish_time": _action_ts(e.finish_time), "result": e.result}
+            if admin:  # os_compute_api:os-instance-actions:events
+                ev["traceback"] = e.traceback
             if mv >= (2, 62):
-                ev["host"], ev["hostId"] = e.host, _host_id(a.project_id, e.host)
-            if mv >= (2, 84):
+                ev["hostId"] = _host_id(a.project_id, e.host)
+                if admin:
+                    ev["host"] = e.host
+            if mv >= (2, 84) and admin:  # os_compute_api:os-instance-actions:events:details
                 ev["details"] = e.details
             rendered.append(ev)
         body["events"] = rendered
@@ -210,6 +222,18 @@ def _nova(request: web.Request) -> Nova:
 
 def _mv(request: web.Request) -> Microversion:
     return request[MICROVERSION]
+
+
+def _admin(request: web.Request) -> bool:
+    return request[TOKEN].is_admin
+
+
+def _member_query(request: web.Request) -> Any:
+    """Non-admins' list filters: Nova silently drops the ones they may not use (remove_invalid_options)."""
+    if _admin(request):
+        return request.query
+    allowed = policy.MEMBER_SERVER_FILTERS + (policy.MEMBER_SERVER_FILTERS_283 if _mv(request) >= (2, 83) else ())
+    return {k: v for k, v in request.query.items() if k in allowed or k in ("limit", "marker")}
 
 
 async def list_flavors(request: web.Request) -> web.Response:
@@ -255,10 +279,10 @@ def _matches(v: ServerView, query: Any) -> bool:
 
 async def list_servers(request: web.Request) -> web.Response:
     detail = request.path.endswith("/detail")
-    servers = [v for v in _nova(request).servers() if _matches(v, request.query)]
+    servers = [v for v in _nova(request).servers() if _matches(v, _member_query(request))]
     page, links = _paginate(request, servers, lambda v: v.id)
     if detail:
-        rendered = [server_body(request, v, _mv(request)) for v in page]
+        rendered = [server_body(request, v, _mv(request), admin=_admin(request)) for v in page]
     else:
         rendered = [{"id": v.id, "name": v.name, "links": _links(request, "servers", v.id)} for v in page]
     body: dict[str, Any] = {"servers": rendered}
@@ -269,11 +293,12 @@ async def list_servers(request: web.Request) -> web.Response:
 
 async def show_server(request: web.Request) -> web.Response:
     v = _nova(request).server(request.match_info["server_id"])
-    return web.json_response({"server": server_body(request, v, _mv(request))})
+    return web.json_response({"server": server_body(request, v, _mv(request), admin=_admin(request))})
 
 
 async def server_action(request: web.Request) -> web.Response:
     nova, sid, rid = _nova(request), request.match_info["server_id"], request[REQUEST_ID]
+    uid = request[TOKEN].user_id  # instance actions record who asked
     try:
         body = json.loads(await request.read())
     except ValueError as exc:
@@ -287,23 +312,24 @@ async def server_action(request: web.Request) -> web.Response:
         if not isinstance(ref, str | int) or ref == "":
             raise BadRequest(f"Invalid input for field/attribute resize. Value: {json.dumps(args)}. "
                              "'flavorRef' is a required property")
-        nova.resize(sid, str(ref).rstrip("/").rsplit("/", 1)[-1], request_id=rid)
+        nova.resize(sid, str(ref).rstrip("/").rsplit("/", 1)[-1], request_id=rid, user_id=uid)
     elif name == "confirmResize":
-        nova.confirm_resize(sid, request_id=rid)
+        nova.confirm_resize(sid, request_id=rid, user_id=uid)
         return web.Response(status=204)
     elif name == "revertResize":
-        nova.revert_resize(sid, request_id=rid)
+        nova.revert_resize(sid, request_id=rid, user_id=uid)
     elif name == "reboot":
         kind = args.get("type") if isinstance(args, dict) else None
         if not isinstance(kind, str):
             raise BadRequest(f"Invalid input for field/attribute reboot. Value: {json.dumps(args)}. "
                              "'type' is a required property")
-        nova.reboot(sid, kind, request_id=rid)  # type: ignore[arg-type]
+        nova.reboot(sid, kind, request_id=rid, user_id=uid)  # type: ignore[arg-type]
     elif name == "os-start":
-        nova.start(sid, request_id=rid)
+        nova.start(sid, request_id=rid, user_id=uid)
     elif name == "os-stop":
-        nova.stop(sid, request_id=rid)
+        nova.stop(sid, request_id=rid, user_id=uid)
     elif name == "os-resetState":
+        policy.authorize(policy.RESET_STATE, admin=_admin(request))
         state = args.get("state") if isinstance(args, dict) else None
         nova.reset_state(sid, state)  # type: ignore[arg-type]
     else:
@@ -325,7 +351,7 @@ async def list_instance_actions(request: web.Request) -> web.Response:
 
 async def show_instance_action(request: web.Request) -> web.Response:
     a = _nova(request).action(request.match_info["server_id"], request.match_info["request_id"])
-    return web.json_response({"instanceAction": action_body(a, _mv(request), events=True)})
+    return web.json_response({"instanceAction": action_body(a, _mv(request), events=True, admin=_admin(request))})
 
 
 async def not_found(request: web.Request) -> web.Response:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-FaultKind = Literal["error", "no-valid-host", "stuck"]
-FAULT_KINDS: tuple[FaultKind, ...] = ("error", "no-valid-host", "stuck")
+# "auto-confirm": the resize succeeds, and when the user's confirmResize arrives Nova's periodic
+# `_poll_unconfirmed_resizes` (resize_confirm_window) has just confirmed it: the user gets 409
+FaultKind = Literal["error", "no-valid-host", "stuck", "auto-confirm"]
+FAULT_KINDS: tuple[FaultKind, ...] = ("error", "no-valid-host", "stuck", "auto-confirm")
 
 # nova.exception.NoValidHost with the scheduler's usual reason
 NO_VALID_HOST = "No valid host was found. There are not enough hosts available."
@@ -23,6 +25,10 @@ class NovaError(Exception):
 
 class BadRequest(NovaError):
     status = 400
+
+
+class Forbidden(NovaError):
+    status = 403
 
 
 class NotFound(NovaError):

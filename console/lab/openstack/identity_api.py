@@ -69,8 +69,7 @@ def token_body(request: web.Request, token: Token, *, with_catalog: bool = True)
     }
     if token.scoped:
         body["project"] = {"id": token.project_id, "name": token.project_name, "domain": domain}
-        body["roles"] = [{"id": "role-admin", "name": "admin"}, {"id": "role-member", "name": "member"},
-                         {"id": "role-reader", "name": "reader"}]
+        body["roles"] = [{"id": f"role-{name}", "name": name} for name in token.roles]
         body["is_domain"] = False
         if with_catalog:
             body["catalog"] = catalog(request)

@@ -1,7 +1,9 @@
-"""Keystone v3 password auth and tokens for one user in one project (no HTTP).
+"""Keystone v3 password auth and tokens for the users of one project (no HTTP).
 
-The password is kept only to compare it (constant time); it is never logged,
-never part of a repr and never echoed in an error.
+The project has an admin (roles admin, member, reader: Keystone's default role
+implications) and may have more users, e.g. a plain `member` as most cloud
+users are. Passwords are kept only to compare them (constant time); they are
+never logged, never part of a repr and never echoed in an error.
 """
 
 from __future__ import annotations
@@ -31,6 +33,19 @@ class MalformedAuth(AuthError):
     status, title = 400, "Bad Request"
 
 
+# keystone's default implied roles (`keystone-manage bootstrap`): admin → member → reader
+ADMIN_ROLES: tuple[str, ...] = ("admin", "member", "reader")
+MEMBER_ROLES: tuple[str, ...] = ("member", "reader")
+
+
+@dataclass(frozen=True)
+class User:
+    id: str
+    name: str
+    password: str = field(repr=False)
+    roles: tuple[str, ...]  # effective roles on the project
+
+
 @dataclass(frozen=True)
 class Token:
     id: str = field(repr=False)
@@ -41,22 +56,34 @@ class Token:
     methods: tuple[str, ...]
     issued_at: datetime
     expires_at: datetime
+    roles: tuple[str, ...] = ()  # empty for an unscoped token
 
     @property
     def scoped(self) -> bool:
         return self.project_id is not None
 
+    @property
+    def is_admin(self) -> bool:
+        return "admin" in self.roles
+
 
 class Keystone:
-    """One domain ("Default"), one user, one project, role "admin"."""
+    """One domain ("Default"), one project, its admin user and any users added with `add_user`."""
 
     def __init__(self, *, username: str, password: str, project: str, user_id: str, project_id: str,
                  token_ttl: float = 3600.0) -> None:
         self.username, self.project, self.user_id, self.project_id = username, project, user_id, project_id
-        self._password = password
+        self._users: dict[str, User] = {username: User(user_id, username, password, ADMIN_ROLES)}
         self._ttl = timedelta(seconds=token_ttl)
         self._tokens: dict[str, Token] = {}
         self._lock = threading.Lock()
+
+    def add_user(self, name: str, password: str, *, user_id: str, roles: tuple[str, ...] = MEMBER_ROLES) -> User:
+        """`openstack user create` + `openstack role add --project <project> --user <name> <role>`."""
+        user = User(user_id, name, password, roles)
+        with self._lock:
+            self._users[name] = user
+        return user
 
     def __repr__(self) -> str:
         return f"Keystone(username={self.username!r}, project={self.project!r})"
@@ -69,18 +96,21 @@ class Keystone:
         except (KeyError, TypeError) as exc:
             raise MalformedAuth(f"Invalid input for field '{exc}': it is a required property") from exc
         if "password" in methods:
-            self._check_password(identity.get("password"))
+            user = self._check_password(identity.get("password"))
         elif "token" in methods:
             token_id = (identity.get("token") or {}).get("id")
-            if not isinstance(token_id, str) or self.validate(token_id) is None:
+            old = self.validate(token_id) if isinstance(token_id, str) else None
+            if old is None:
                 raise AuthError("The request you have made requires authentication.")
+            user = self._users[old.user_name]
         else:
             raise AuthError(f"Attempted to authenticate with an unsupported method: {list(methods)}")
         scoped = self._scope(body["auth"].get("scope"))
         now = datetime.now(UTC)
-        token = Token(id="gAAAAA" + secrets.token_urlsafe(48), user_id=self.user_id, user_name=self.username,
+        token = Token(id="gAAAAA" + secrets.token_urlsafe(48), user_id=user.id, user_name=user.name,
                       project_id=self.project_id if scoped else None, project_name=self.project if scoped else None,
-                      methods=methods, issued_at=now, expires_at=now + self._ttl)
+                      methods=methods, issued_at=now, expires_at=now + self._ttl,
+                      roles=user.roles if scoped else ())
         with self._lock:
             self._tokens[token.id] = token
         return token
@@ -99,18 +129,22 @@ class Keystone:
         with self._lock:
             return self._tokens.pop(token_id, None) is not None
 
-    def _check_password(self, password_block: Any) -> None:
+    def _check_password(self, password_block: Any) -> User:
         try:
             user = password_block["user"]
             given = user["password"]
         except (KeyError, TypeError) as exc:
             raise MalformedAuth("Invalid input for field 'identity/password/user': it is a required property") from exc
-        name_ok = user.get("name") == self.username or user.get("id") == self.user_id
+        with self._lock:
+            known = self._users.get(user.get("name")) or next(
+                (u for u in self._users.values() if u.id == user.get("id")), None)
         domain = user.get("domain") or {"id": DEFAULT_DOMAIN_ID}
         domain_ok = "id" in user or domain.get("id") == DEFAULT_DOMAIN_ID or domain.get("name") == DEFAULT_DOMAIN_NAME
-        password_ok = isinstance(given, str) and hmac.compare_digest(given.encode(), self._password.encode())
-        if not (name_ok and domain_ok and password_ok):
+        expected = known.password if known else secrets.token_urlsafe(18)  # compare anyway: same timing
+        password_ok = isinstance(given, str) and hmac.compare_digest(given.encode(), expected.encode())
+        if not (known and domain_ok and password_ok):
             raise AuthError()  # same answer for unknown user and wrong password, like Keystone
+        return known
 
     def _scope(self, scope: Any) -> bool:
         if not scope:

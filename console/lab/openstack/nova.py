@@ -98,6 +98,7 @@ class Nova(NovaTransitions):
         self._notifications: queue.SimpleQueue[ServerView | None] = queue.SimpleQueue()
         self._notifier: threading.Thread | None = None
         self._faults: dict[str, FaultKind] = {}
+        self._confirm_races: set[str] = set()  # servers whose next user confirm loses to the auto-confirm
         self._flavors: dict[str, Flavor] = {f.id: f for f in flavors}
         self._servers: dict[str, ServerRecord] = {}
         for vm in servers:
@@ -177,7 +178,8 @@ class Nova(NovaTransitions):
     # ---- test hooks --------------------------------------------------------------------------------
 
     def inject_fault(self, server_id: str, kind: FaultKind) -> None:
-        """Make the next resize of this server fail: "error", "no-valid-host" or "stuck"."""
+        """Make the next resize of this server fail ("error", "no-valid-host", "stuck"), or be confirmed
+        by Nova's periodic task just before the user's confirmResize ("auto-confirm": the user gets 409)."""
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; expected one of {', '.join(FAULT_KINDS)}")
         with self._lock:
@@ -186,7 +188,8 @@ class Nova(NovaTransitions):
 
     # ---- actions -------------------------------------------------------------------------------------
 
-    def resize(self, server_id: str, flavor_id: str, *, request_id: str | None = None) -> str:
+    def resize(self, server_id: str, flavor_id: str, *, request_id: str | None = None,
+               user_id: str | None = None) -> str:
         with self._lock:
             s = self._get(server_id)
             self._check_state(s, "resize", vm_states=("active", "stopped"))
@@ -199,39 +202,62 @@ class Nova(NovaTransitions):
                 raise BadRequest("Server disk was unable to be resized because: "
                                  "Resize to zero disk flavor is not allowed.")
             fault = self._faults.pop(server_id, None)
+            if fault == "auto-confirm":
+                self._confirm_races.add(server_id)
+                fault = None
             s.old_vm_state, s.task_state, s.progress, s.fault = s.vm_state, "resize_prep", 0, None
             s.migration_seq += 1
             s.migration_status = "pre-migrating"
-            action = self._start_action(s, "resize", request_id)
+            action = self._start_action(s, "resize", request_id, user_id=user_id)
             self._touch(s)
         self._spawn(self._run_resize, server_id, flavor, fault, action)
         return action.request_id
 
-    def confirm_resize(self, server_id: str, *, request_id: str | None = None, auto: bool = False) -> str:
+    def confirm_resize(self, server_id: str, *, request_id: str | None = None, user_id: str | None = None,
+                       auto: bool = False) -> str:
         with self._lock:
             s = self._get(server_id)
+            if not auto and server_id in self._confirm_races and s.vm_state == "resized":
+                self._confirm_races.discard(server_id)
+                self._confirm_now(s)  # _poll_unconfirmed_resizes got there first
             self._check_state(s, "confirmResize", vm_states=("resized",))
             if s.migration_status != "finished":
                 raise BadRequest("Instance has not been resized.")
             s.migration_status = "confirming"
-            action = self._start_action(s, "confirmResize", request_id, system=auto)
+            action = self._start_action(s, "confirmResize", request_id, system=auto, user_id=user_id)
             self._touch(s)
         self._spawn(self._run_confirm, server_id, action)
         return action.request_id
 
-    def revert_resize(self, server_id: str, *, request_id: str | None = None) -> str:
+    def _confirm_now(self, s: ServerRecord) -> None:
+        """The periodic task's confirm, done at once (under the lock): ACTIVE with the new flavor."""
+        action = self._start_action(s, "confirmResize", None, system=True)
+        t = now()
+        action.events.append(ActionEvent("compute_confirm_resize", t, t, "Success", None, s.vm.compute_host, None))
+        s.vm_state, s.old_flavor, s.migration_status = s.old_vm_state, None, "confirmed"
+        self._touch(s)
+
+    def add_flavor(self, flavor: Flavor) -> None:
+        """`openstack flavor create` (admin)."""
+        with self._lock:
+            if any(f.name == flavor.name or f.id == flavor.id for f in self._flavors.values()):
+                raise Conflict(f"Flavor with name {flavor.name} already exists.")
+            self._flavors[flavor.id] = flavor
+
+    def revert_resize(self, server_id: str, *, request_id: str | None = None, user_id: str | None = None) -> str:
         with self._lock:
             s = self._get(server_id)
             self._check_state(s, "revertResize", vm_states=("resized",))
             if s.migration_status != "finished":
                 raise BadRequest("Instance has not been resized.")
             s.migration_status, s.task_state = "reverting", "resize_reverting"
-            action = self._start_action(s, "revertResize", request_id)
+            action = self._start_action(s, "revertResize", request_id, user_id=user_id)
             self._touch(s)
         self._spawn(self._run_revert, server_id, action)
         return action.request_id
 
-    def reboot(self, server_id: str, kind: Literal["SOFT", "HARD"] = "SOFT", *, request_id: str | None = None) -> str:
+    def reboot(self, server_id: str, kind: Literal["SOFT", "HARD"] = "SOFT", *, request_id: str | None = None,
+               user_id: str | None = None) -> str:
         kind = kind.upper()  # type: ignore[assignment]
         if kind not in ("SOFT", "HARD"):
             raise BadRequest(f"Invalid input for field/attribute type. Value: {kind}. "
@@ -245,27 +271,27 @@ class Nova(NovaTransitions):
                 self._check_state(s, "reboot", vm_states=("active", "stopped", "error", "paused", "suspended"),
                                   task_states=(None, *REBOOT_TASKS))
                 s.task_state = "rebooting_hard"
-            action = self._start_action(s, "reboot", request_id)
+            action = self._start_action(s, "reboot", request_id, user_id=user_id)
             self._touch(s)
         self._spawn(self._run_reboot, server_id, kind, action)
         return action.request_id
 
-    def start(self, server_id: str, *, request_id: str | None = None) -> str:
+    def start(self, server_id: str, *, request_id: str | None = None, user_id: str | None = None) -> str:
         with self._lock:
             s = self._get(server_id)
             self._check_state(s, "start", vm_states=("stopped",))
             s.task_state = "powering-on"
-            action = self._start_action(s, "start", request_id)
+            action = self._start_action(s, "start", request_id, user_id=user_id)
             self._touch(s)
         self._spawn(self._run_start, server_id, action)
         return action.request_id
 
-    def stop(self, server_id: str, *, request_id: str | None = None) -> str:
+    def stop(self, server_id: str, *, request_id: str | None = None, user_id: str | None = None) -> str:
         with self._lock:
             s = self._get(server_id)
             self._check_state(s, "stop", vm_states=("active", "error"))
             s.task_state = "powering-off"
-            action = self._start_action(s, "stop", request_id)
+            action = self._start_action(s, "stop", request_id, user_id=user_id)
             self._touch(s)
         self._spawn(self._run_stop, server_id, action, None)
         return action.request_id
@@ -306,9 +332,10 @@ class Nova(NovaTransitions):
             raise Conflict(f"Cannot '{method}' instance {s.vm.server_id} while it is in task_state {s.task_state}")
 
     def _start_action(self, s: ServerRecord, name: str, request_id: str | None, *,
-                      system: bool = False) -> ActionRecord:
-        # periodic tasks run with an admin context that has no user or project
-        user, project = (None, None) if system else (self.user_id, self.project_id)
+                      system: bool = False, user_id: str | None = None) -> ActionRecord:
+        # the caller's user (the project's admin by default); periodic tasks run with an admin
+        # context that has no user or project
+        user, project = (None, None) if system else (user_id or self.user_id, self.project_id)
         action = ActionRecord(name, request_id or new_request_id(), s.vm.server_id, user, project)
         s.actions.append(action)
         return action

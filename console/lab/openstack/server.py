@@ -40,6 +40,7 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
             else:
                 mv = compute_api.requested_microversion(request)
                 request[compute_api.MICROVERSION] = mv
+                request[compute_api.TOKEN] = token
                 headers |= {"OpenStack-API-Version": f"compute {mv[0]}.{mv[1]}",
                             "X-OpenStack-Nova-API-Version": f"{mv[0]}.{mv[1]}",
                             "Vary": "OpenStack-API-Version, X-OpenStack-Nova-API-Version"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from console.infra.openstack import PolicyForbidden
 from console.infra.protocol import InfraError
 from console.kube import nodes_ops
 from console.kube.model import NodeInfo
@@ -74,7 +75,14 @@ def steps(plan: Any) -> list[Step]:
                 else:
                     if st.status != "ERROR" and st.task_state:  # stuck in a task Nova will never finish
                         ctx.emit(f"server stuck in {st.status} (task {st.task_state}): resetting its state")
-                        os_.reset_state(sid, "active")
+                        try:
+                            os_.reset_state(sid, "active")
+                        except PolicyForbidden as e:  # os-resetState is admin-only (nova/policies/admin_actions.py)
+                            raise StepFailed(
+                                f"server {plan.vm.name} is stuck in {st.status} (task {st.task_state}) and only "
+                                f"a cloud admin can clear that ({e}); ask an admin to run `openstack server set "
+                                f"--state active {sid}`, then run `openstack server reboot --hard {sid}` to bring "
+                                f"it back on its old flavor", safe=False) from e
                         how = f"reset the server stuck in {st.status} ({st.task_state}) and hard-rebooted it"
                     else:
                         how = "hard-rebooted the server out of ERROR"
@@ -131,11 +139,14 @@ def steps(plan: Any) -> list[Step]:
     def confirm(ctx: Context) -> dict[str, Any]:
         try:
             with ctx.waiting():
-                _os(ctx).confirm(sid)
-                _os(ctx).wait(sid, lambda s: s.status in ("ACTIVE", "SHUTOFF", "ERROR"), timeout)
+                ours = _os(ctx).confirm(sid)  # False: Nova's resize_confirm_window confirmed it first (409)
+                st = _os(ctx).wait(sid, lambda s: s.status in ("ACTIVE", "SHUTOFF", "ERROR"), timeout)
         except (InfraError, TimeoutError) as e:
             raise StepFailed(f"confirming the resize: {e}", safe=False) from e
-        return {}
+        if not ours and st.flavor != flavor.name:
+            raise StepFailed(f"confirming the resize: server {st.name} left VERIFY_RESIZE on flavor {st.flavor}, "
+                             f"not {flavor.name} (reverted by someone else?)", safe=False)
+        return {} if ours else {"auto_confirmed": True}
 
     def node_back(ctx: Context) -> dict[str, Any]:
         try:
