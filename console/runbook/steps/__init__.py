@@ -1,4 +1,4 @@
-"""The scale-up runbook's steps, per backend (openstack.py, libvirt.py) and on the node (kube.py)."""
+"""The scale-up runbook's steps: preflight (preflight.py), per backend (openstack.py, libvirt.py), node (kube.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from console.runbook.engine import Step
 
 def build_steps(plan: Any, values: dict[str, Any]) -> list[Step]:
     from console.runbook.steps import kube, libvirt, openstack
+    from console.runbook.steps.preflight import preflight
 
     if plan.method == "openstack":
         mid = openstack.steps(plan)
-        return [*kube.cordon_and_drain(plan), *mid, kube.uncordon(plan), kube.verify_pods(plan)]
-    return [*kube.cordon_and_drain(plan), *libvirt.steps(plan), kube.uncordon(plan), kube.verify_pods(plan)]
+        return [preflight(plan), *kube.cordon_and_drain(plan), *mid, kube.uncordon(plan), kube.verify_pods(plan)]
+    return [preflight(plan), *kube.cordon_and_drain(plan), *libvirt.steps(plan), kube.uncordon(plan),
+            kube.verify_pods(plan)]

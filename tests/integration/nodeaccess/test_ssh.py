@@ -12,7 +12,8 @@ import pytest
 from labtools import lab_env, run
 
 from console.kube.connection import connect
-from console.kube.nodeaccess import GuestAgentAccess, NodeAccessError, SshAccess, node_access
+from console.infra.guest_agent import GuestAgentAccess
+from console.kube.nodeaccess import NodeAccessError, SshAccess, node_access
 
 pytestmark = pytest.mark.lab
 
