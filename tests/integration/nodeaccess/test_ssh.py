@@ -11,8 +11,8 @@ import sys
 import pytest
 from labtools import lab_env, run
 
-from console.kube.connection import connect
 from console.infra.guest_agent import GuestAgentAccess
+from console.kube.connection import connect
 from console.kube.nodeaccess import NodeAccessError, SshAccess, node_access
 
 pytestmark = pytest.mark.lab
