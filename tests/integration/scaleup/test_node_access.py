@@ -17,7 +17,7 @@ import subprocess
 import time
 
 import pytest
-from labtools import lab_env, run
+from labtools import lab_env, run, wait_for
 
 pytestmark = pytest.mark.lab
 
@@ -115,3 +115,33 @@ def test_a_command_that_exits_non_zero_fails_its_step(live_lab, tmp_path, h):
     assert steps["restart-kubelet"]["data"]["kubelet_unit"] == "kubelet"
     cap = h.node_obj(lab)["status"]["capacity"]
     assert (cap["cpu"], cap["memory"]) == ("12", "16396200Ki")
+
+
+def test_kubectl_debug_node_and_pod_security(live_lab):
+    """`kubectl debug node/N --image=... -- CMD` as on a cluster: kubectl's typed client POSTs the pod as
+    application/vnd.kubernetes.protobuf (client-go), the pod runs on the node (--profile=sysadmin: privileged,
+    host namespaces, the host's root at /host; kubectl pkg/cmd/debug/profiles.go) and logs the command's output.
+    A namespace enforcing baseline refuses it with the admission's message."""
+    env = lab_env(live_lab)
+    proc = run(["kubectl", "debug", f"node/{NODE}", "--image=busybox:1.37.0", "--profile=sysadmin", "--",
+                "chroot", "/host", "uname", "-r"], env)
+    name = re.search(r"Creating debugging pod (\S+) with container", proc.stdout + proc.stderr)[1]
+    phase = wait_for(lambda: run(["kubectl", "get", "pod", name, "-o", "jsonpath={.status.phase}"], env).stdout
+                     in ("Succeeded", "Failed") and live_lab.store.get("pods", "default", name)["status"]["phase"],
+                     30, what="the debug pod to finish")
+    assert phase == "Succeeded"
+    assert run(["kubectl", "logs", name], env).stdout == live_lab.kubelets[NODE].kernel_version + "\n"
+    pod = json.loads(run(["kubectl", "get", "pod", name, "-o", "json"], env).stdout)
+    assert pod["spec"]["nodeName"] == NODE and pod["spec"]["hostPID"] is True
+    assert pod["spec"]["containers"][0]["securityContext"]["privileged"] is True
+    assert pod["spec"]["volumes"] == [{"name": "host-root", "hostPath": {"path": "/"}}]
+    run(["kubectl", "create", "namespace", "dbg-baseline"], env)  # protobuf too
+    run(["kubectl", "label", "namespace", "dbg-baseline", "pod-security.kubernetes.io/enforce=baseline"], env)
+    refused = run(["kubectl", "debug", f"node/{NODE}", "-n", "dbg-baseline", "--image=busybox:1.37.0",
+                   "--profile=sysadmin", "--", "true"], env, check=False)
+    assert refused.returncode != 0
+    assert re.search(r'Error from server \(Forbidden\): pods "node-debugger-kube-worker02-\w+" is forbidden: '
+                     r'violates PodSecurity "baseline:latest": host namespaces \(hostNetwork=true, hostPID=true, '
+                     r'hostIPC=true\), privileged \(container "debugger" must not set '
+                     r'securityContext.privileged=true\), hostPath volumes \(volume "host-root"\)', refused.stderr), \
+        refused.stderr
