@@ -73,3 +73,21 @@ def test_exec_result_tail():
     assert ExecResult(5, "", stderr="Failed to restart x.service: Unit x.service not found.\n").tail() == \
         "Failed to restart x.service: Unit x.service not found."
     assert ExecResult(1, "").tail() == "no output"
+
+
+def test_rbac_refusal_quotes_the_server():
+    """An RBAC 403 (the API server's text names verb, resource and namespace) is quoted, with what is needed."""
+    import json
+
+    from kubernetes.client.exceptions import ApiException
+
+    from console.kube.nodeaccess import DebugPodAccess
+
+    e = ApiException(status=403, reason="Forbidden")
+    e.body = json.dumps({"kind": "Status", "code": 403, "reason": "Forbidden", "message":
+                         'pods is forbidden: User "alice" cannot create resource "pods" in API group "" in the '
+                         'namespace "default"'})
+    msg = str(DebugPodAccess(None)._refused(e, "create", "pods"))
+    assert msg.startswith('the cluster refused to create pods in namespace default: pods is forbidden: User "alice" '
+                          'cannot create resource "pods" in API group "" in the namespace "default". ')
+    assert "create, get, list, watch and delete pods and get pods/log" in msg
