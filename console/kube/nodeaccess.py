@@ -246,7 +246,9 @@ class DebugPodAccess:
             try:
                 pod = watch_until(self.api, "pod", name, finished, timeout, namespace=self.namespace)
             except TimeoutError:
-                return ExecResult(None, self._logs(core, name), log_cut=True)
+                return ExecResult(None, self._logs(core, name), log_cut=True,
+                                  stderr=f"the node-debug pod {self.namespace}/{name} did not finish within "
+                                         f"{timeout:g}s (is {node} Ready, its kubelet running?)")
             except ApiException as e:
                 raise self._refused(e, "watch", "pods") from e
             if problem:

@@ -152,6 +152,8 @@ def _empty(typ: str) -> Any:
 
 def _value(typ: str, wire: int, val: Any) -> Any:
     if "." in typ:
+        if wire != 2:
+            raise ProtobufError(f"{typ} sent with wire type {wire}")
         return decode_message(typ, val)
     return _scalar(typ, wire, val)
 
