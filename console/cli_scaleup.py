@@ -31,6 +31,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--method", choices=("openstack", "libvirt"))
     p.add_argument("--node-access", choices=("debug-pod", "ssh", "guest-agent"),
                    help="how to reach the node for vCPU onlining and the kubelet restart (default: config, debug-pod)")
+    p.add_argument("--node-debug-image", metavar="IMAGE",
+                   help="image of the node-debug pod, with nsenter (default: config, busybox:1.37.0)")
+    p.add_argument("--node-debug-namespace", metavar="NS",
+                   help="namespace of the node-debug pod; must allow privileged pods (default: config, default)")
+    p.add_argument("--kubelet-unit", metavar="UNIT",
+                   help="the kubelet's systemd unit (default: config, else detected from the node: kubelet, "
+                        "k3s, k3s-agent, rke2-server, rke2-agent)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text")
@@ -61,7 +68,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         settings = load_settings({"kubeconfig": args.kubeconfig, "context": args.context,
-                                  "node_access": args.node_access,
+                                  "node_access": args.node_access, "node_debug_image": args.node_debug_image,
+                                  "node_debug_namespace": args.node_debug_namespace,
+                                  "kubelet_unit": args.kubelet_unit,
                                   "lease_namespace": args.lease_namespace})
         request = ScaleUpRequest(
             node=args.node, flavor=args.flavor, vcpus=args.vcpus,

@@ -14,8 +14,19 @@ The config file (YAML):
     ssh_user: root                 # default: User from ssh_config, else your login name; non-root runs sudo -n
     ssh_target: name               # name | internal-ip: what `ssh` is given for a node
     lease_namespace: default       # where a scale-up run holds its per-node Lease (console-scale-up-<node>)
+    node_debug_image: busybox:1.37.0   # with node_access: debug-pod, an image with nsenter the nodes can pull
+    node_debug_namespace: default  # where debug pods run (as `kubectl debug node/...`); PodSecurity: privileged
+    image_pull_secrets: [regcred]  # secrets in node_debug_namespace for pulling node_debug_image
+    node_debug_tolerations:        # extra tolerations of the debug pod (it already tolerates every taint)
+      - {key: dedicated, operator: Equal, value: infra, effect: NoSchedule}
+    kubelet_unit: kubelet          # the kubelet's systemd unit; default: from node info (kubeadm kubelet,
+                                   # k3s server k3s / agent k3s-agent, RKE2 rke2-server / rke2-agent)
     contexts:                      # per kube context overrides of any key above
       prod: {read_only: true, theme: high-contrast}
+
+Environment: CONSOLE_<KEY> for any key (CONSOLE_NODE_DEBUG_IMAGE, CONSOLE_NODE_DEBUG_NAMESPACE,
+CONSOLE_IMAGE_PULL_SECRETS="a,b", CONSOLE_NODE_DEBUG_TOLERATIONS as a YAML/JSON list, CONSOLE_KUBELET_UNIT).
+Flags of `scale-up`: --node-access, --node-debug-image, --node-debug-namespace, --kubelet-unit.
 """
 
 from __future__ import annotations
@@ -30,6 +41,10 @@ import yaml
 
 class ConfigError(Exception):
     """The config file is unreadable or has a bad value; the message names the file and key."""
+
+
+# a small public image with nsenter: busybox, what k9s's node shell runs (internal/config/shell_pod.go)
+DEFAULT_NODE_DEBUG_IMAGE = "busybox:1.37.0"
 
 
 @dataclass(frozen=True)
@@ -48,6 +63,11 @@ class Settings:
     ssh_user: str | None = None
     ssh_target: str = "name"
     lease_namespace: str = "default"
+    node_debug_image: str = DEFAULT_NODE_DEBUG_IMAGE
+    node_debug_namespace: str = "default"
+    image_pull_secrets: tuple[str, ...] = ()
+    node_debug_tolerations: tuple[dict[str, Any], ...] = ()
+    kubelet_unit: str | None = None
     key_overrides: dict[str, str] = field(default_factory=dict)  # binding id -> key(s)
 
 
@@ -55,7 +75,8 @@ ENVVARS_CLOUD = "envvars"  # openstacksdk's name for the cloud made of OS_* vari
 _CHOICES = {"hook_store": ("configmap", "directory"), "node_access": ("debug-pod", "ssh", "guest-agent"),
             "ssh_target": ("name", "internal-ip")}
 _BOOL = {"read_only"}
-_LIST = {"libvirt_uris"}
+_LIST = {"libvirt_uris", "image_pull_secrets"}
+_TOLERATION_KEYS = {"key", "operator", "value", "effect", "tolerationSeconds"}
 
 
 def xdg_config_home() -> Path:
@@ -88,6 +109,8 @@ def _coerce(key: str, value: Any, where: str) -> Any:
         if isinstance(value, str):
             value = [v for v in value.replace(",", " ").split() if v]
         return tuple(str(v) for v in value or ())
+    if key == "node_debug_tolerations":
+        return _tolerations(value, where)
     if key == "key_overrides":
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: key_overrides must be a mapping of binding id to keys")
@@ -95,6 +118,27 @@ def _coerce(key: str, value: Any, where: str) -> Any:
     if value is not None and key in _CHOICES and value not in _CHOICES[key]:
         raise ConfigError(f"{where}: {key} must be one of {', '.join(_CHOICES[key])}, not {value!r}")
     return None if value is None else str(value)
+
+
+def _tolerations(value: Any, where: str) -> tuple[dict[str, Any], ...]:
+    """A list of Kubernetes toleration objects (YAML or JSON text from the environment)."""
+    if isinstance(value, str):
+        try:
+            value = yaml.safe_load(value) if value.strip() else []
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{where}: node_debug_tolerations is not YAML ({e})") from e
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        raise ConfigError(f"{where}: node_debug_tolerations must be a list of tolerations, e.g. "
+                          "[{key: dedicated, operator: Equal, value: infra, effect: NoSchedule}]")
+    for t in value:
+        unknown = set(t) - _TOLERATION_KEYS
+        if unknown:
+            raise ConfigError(f"{where}: node_debug_tolerations: unknown field(s) {', '.join(sorted(unknown))} "
+                              f"(a toleration has {', '.join(sorted(_TOLERATION_KEYS))})")
+        if t.get("operator", "Equal") not in ("Equal", "Exists"):
+            raise ConfigError(f"{where}: node_debug_tolerations: operator must be Equal or Exists, "
+                              f"not {t['operator']!r}")
+    return tuple(dict(t) for t in value)
 
 
 def _apply(settings: Settings, values: dict[str, Any], where: str) -> Settings:

@@ -5,40 +5,57 @@ never a Python SSH library: the admin's ssh_config, keys, agent, known_hosts
 and jump hosts apply as they do in their shell. An SSH session does not pass
 through the kubelet, so a kubelet restart does not cut it.
 
-The guest agent goes through libvirt (`guest-exec` + `guest-exec-status`, and
-`setGuestVcpus` for onlining vCPUs); the domain is found by the node's
-systemUUID, else its name, on the configured libvirt URIs. It needs
-qemu-guest-agent in the guest and the virtio channel in the domain.
+The guest agent (libvirt's qemuAgentCommand) lives in console/infra/guest_agent.py,
+since console/infra owns every libvirt call; node_access() hands it out.
 
 The debug pod (shared/reference/scale-up.md 5.2): `spec.nodeName`, `hostPID`,
-a privileged container, `tolerations: [{operator: Exists}]`, `restartPolicy:
-Never`, command `nsenter -t 1 -m -u -i -n -p -- sh -c SCRIPT`. We wait for it
-to finish by watching it, read its log, then delete it. Logs pass through the
-kubelet: a script that restarts the kubelet may lose the end of its log, and
-its exit status only arrives once the kubelet is back, so a run-to-completion
-pod with `systemctl restart --no-block` is what callers should send.
+a privileged container, `tolerations: [{operator: Exists}]` (plus the
+configured extra ones), `restartPolicy: Never`, command `nsenter -t 1 -m -u -i
+-n -p -- sh -c SCRIPT`, in `node_debug_namespace` (default `default`, as
+`kubectl debug node/...`) from `node_debug_image` (default busybox, which has
+nsenter, as k9s's node shell uses: internal/config/shell_pod.go
+defaultDockerShellImage), with `image_pull_secrets`. We wait for it to finish
+by watching it, read its log, then delete it. A pod that cannot start is
+reported at once with the cluster's reason (the container's waiting reason and
+message, e.g. ErrImagePull, and the pod's Warning events), and a refused create
+quotes the API server (PodSecurity admission naming the namespace's enforce
+level, RBAC naming verb and resource). Logs pass through the kubelet: a script
+that restarts the kubelet may lose the end of its log, and its exit status only
+arrives once the kubelet is back, so a run-to-completion pod with `systemctl
+restart --no-block` is what callers should send.
+
+Debug pods carry `app.kubernetes.io/managed-by=console` (the drain skips them
+by it) and `app.kubernetes.io/component=node-debug`; before its first command
+on a node, an access removes such pods left on that node by a killed run.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import secrets
 import shlex
 import subprocess
-import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from console.kube.nodes_ops import _core, get_node_raw, watch_until
+from console.config import DEFAULT_NODE_DEBUG_IMAGE
+from console.kube.nodes_ops import _core, _raw, get_node_raw, watch_until
 
-DEFAULT_IMAGE = "registry.lab/util-linux:2.38"
+DEFAULT_IMAGE = DEFAULT_NODE_DEBUG_IMAGE
 MANAGED_BY = {"app.kubernetes.io/managed-by": "console"}
+DEBUG_LABELS = {**MANAGED_BY, "app.kubernetes.io/component": "node-debug"}
+DEBUG_SELECTOR = ",".join(f"{k}={v}" for k, v in DEBUG_LABELS.items())
+ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
+# waiting reasons after which a container will not start without someone changing something
+# (kubelet: pkg/kubelet/images/types.go, pkg/kubelet/kuberuntime/kuberuntime_container.go)
+CANNOT_START = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
+                "CreateContainerConfigError", "CreateContainerError", "RunContainerError")
+IMAGE_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 
 
 class NodeAccessError(Exception):
-    """The script could not be run (not configured, pod never started, timed out)."""
+    """The script could not be run (not configured, pod never started, refused, timed out)."""
 
 
 @dataclass(frozen=True)
@@ -52,41 +69,159 @@ class ExecResult:
     def ok(self) -> bool:
         return self.exit_code == 0
 
+    def tail(self, chars: int = 300) -> str:
+        """The end of what the command printed (stderr first when it was kept apart), for a failure message."""
+        text = "\n".join(t.strip() for t in (self.stderr, self.output) if t.strip())
+        return text[-chars:] if text else "no output"
+
 
 class NodeAccess(Protocol):
     method: str
 
     def run(self, node: str, script: str, *, timeout: float = 60.0) -> ExecResult: ...
 
+    def prepare(self, node: str) -> list[str]:
+        """Before the first command on `node`: clean up what a killed run left; returns what it did."""
+        ...
+
+
+def api_message(e: Any) -> str:
+    """The API server's own message from an ApiException (its Status body), else HTTP status and reason."""
+    try:
+        body = json.loads(e.body or "")
+    except (TypeError, ValueError):
+        body = None
+    msg = body.get("message") if isinstance(body, dict) else None
+    return str(msg) if msg else f"{e.status} {e.reason}"
+
 
 class DebugPodAccess:
     method = "debug-pod"
 
-    def __init__(self, api_client: Any, *, namespace: str = "default", image: str = DEFAULT_IMAGE) -> None:
+    def __init__(self, api_client: Any, *, namespace: str = "default", image: str = DEFAULT_IMAGE,
+                 image_pull_secrets: tuple[str, ...] | list[str] = (),
+                 tolerations: tuple[dict[str, Any], ...] | list[dict[str, Any]] = ()) -> None:
         self.api = api_client
         self.namespace = namespace
         self.image = image
+        self.image_pull_secrets = list(image_pull_secrets)
+        self.tolerations = [dict(t) for t in tolerations]
+        self._prepared: set[str] = set()
 
     def pod_manifest(self, node: str, script: str, name: str) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "nodeName": node,
+            "hostPID": True,
+            "restartPolicy": "Never",
+            "tolerations": [{"operator": "Exists"}, *self.tolerations],
+            "containers": [
+                {
+                    "name": "node-shell",
+                    "image": self.image,
+                    "securityContext": {"privileged": True},
+                    "command": ["nsenter", "-t", "1", "-m", "-u", "-i", "-n", "-p", "--", "sh", "-c", script],
+                }
+            ],
+        }
+        if self.image_pull_secrets:
+            spec["imagePullSecrets"] = [{"name": s} for s in self.image_pull_secrets]
         return {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": name, "namespace": self.namespace, "labels": dict(MANAGED_BY)},
-            "spec": {
-                "nodeName": node,
-                "hostPID": True,
-                "restartPolicy": "Never",
-                "tolerations": [{"operator": "Exists"}],
-                "containers": [
-                    {
-                        "name": "node-shell",
-                        "image": self.image,
-                        "securityContext": {"privileged": True},
-                        "command": ["nsenter", "-t", "1", "-m", "-u", "-i", "-n", "-p", "--", "sh", "-c", script],
-                    }
-                ],
-            },
+            "metadata": {"name": name, "namespace": self.namespace, "labels": dict(DEBUG_LABELS)},
+            "spec": spec,
         }
+
+    def prepare(self, node: str) -> list[str]:
+        """Delete this console's node-debug pods left on `node` (a killed run's); once per node and access."""
+        from kubernetes.client.exceptions import ApiException
+
+        if node in self._prepared:
+            return []
+        core = _core(self.api)
+        try:
+            found = _raw(self.api, core.list_namespaced_pod, self.namespace, label_selector=DEBUG_SELECTOR,
+                         field_selector=f"spec.nodeName={node}")
+        except ApiException as e:
+            raise self._refused(e, "list", "pods") from e
+        removed = []
+        for pod in found.get("items") or []:
+            name = pod["metadata"]["name"]
+            try:
+                core.delete_namespaced_pod(name, self.namespace, grace_period_seconds=0)
+            except ApiException as e:
+                if e.status != 404:
+                    raise self._refused(e, "delete", "pods") from e
+            removed.append(name)
+        self._prepared.add(node)
+        if not removed:
+            return []
+        return [f"removed {len(removed)} node-debug pod(s) left on {node} by an earlier run: "
+                f"{', '.join(f'{self.namespace}/{n}' for n in removed)}"]
+
+    def _refused(self, e: Any, verb: str, resource: str) -> NodeAccessError:
+        """A clear message for an API refusal of one of the debug pod's calls, quoting the server."""
+        msg = api_message(e)
+        where = f"namespace {self.namespace}"
+        if e.status == 403 and "violates PodSecurity" in msg:
+            level = self._enforce_level()
+            said = f" enforces PodSecurity level {level!r} ({ENFORCE_LABEL}={level})" if level else ""
+            return NodeAccessError(
+                f"the node-debug pod was refused by PodSecurity admission: {msg}. The {where}{said}; a node-debug "
+                "pod is privileged and uses the host's PID namespace, which only the 'privileged' level allows: "
+                f"set node_debug_namespace (--node-debug-namespace, CONSOLE_NODE_DEBUG_NAMESPACE) to a namespace "
+                f"labelled {ENFORCE_LABEL}=privileged, or choose node_access: ssh or guest-agent")
+        if e.status in (401, 403):
+            return NodeAccessError(
+                f"the cluster refused to {verb} {resource} in {where}: {msg}. The node-debug pod needs RBAC to "
+                f"create, get, list, watch and delete pods and get pods/log in {where} (ask a cluster admin for a "
+                "Role and RoleBinding), or choose node_access: ssh or guest-agent")
+        return NodeAccessError(f"cannot {verb} {resource} for the node-debug pod in {where}: {msg}")
+
+    def _enforce_level(self) -> str | None:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            ns = _raw(self.api, _core(self.api).read_namespace, self.namespace)
+        except ApiException:
+            return None  # may not be allowed to read namespaces; the server's message still says why
+        return ((ns.get("metadata") or {}).get("labels") or {}).get(ENFORCE_LABEL)
+
+    def _cannot_start(self, node: str, name: str, pod: dict[str, Any]) -> NodeAccessError | None:
+        """Why the pod's container will never start, from its status and Warning events (None: it may yet)."""
+        for st in (pod.get("status") or {}).get("containerStatuses") or []:
+            waiting = (st.get("state") or {}).get("waiting") or {}
+            reason = waiting.get("reason", "")
+            if reason not in CANNOT_START:
+                continue
+            image = st.get("image") or self.image
+            events = self._warnings(name)
+            said = f"{reason}: {waiting.get('message', '')}".rstrip(": ")
+            if reason in IMAGE_REASONS:
+                return NodeAccessError(
+                    f"the node-debug pod on {node} cannot start: image {image!r} cannot be pulled ({said})"
+                    + (f"; events: {events}" if events else "")
+                    + ". Set node_debug_image (--node-debug-image, CONSOLE_NODE_DEBUG_IMAGE) to an image with "
+                    "nsenter that the node can pull (e.g. a copy of busybox in your registry), and "
+                    "image_pull_secrets if that registry needs credentials")
+            return NodeAccessError(f"the node-debug pod on {node} cannot start ({said})"
+                                   + (f"; events: {events}" if events else ""))
+        return None
+
+    def _warnings(self, name: str) -> str:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            data = _raw(self.api, _core(self.api).list_namespaced_event, self.namespace,
+                        field_selector=f"involvedObject.name={name},involvedObject.kind=Pod,type=Warning")
+        except ApiException:
+            return ""
+        seen: list[str] = []
+        for ev in data.get("items") or []:
+            text = f"{ev.get('reason', '')}: {ev.get('message', '')}"
+            if text not in seen:
+                seen.append(text)
+        return "; ".join(seen)[-600:]
 
     def run(self, node: str, script: str, *, timeout: float = 60.0) -> ExecResult:
         from kubernetes.client.exceptions import ApiException
@@ -96,17 +231,28 @@ class DebugPodAccess:
         try:
             core.create_namespaced_pod(self.namespace, self.pod_manifest(node, script, name))
         except ApiException as e:
-            raise NodeAccessError(f"cannot create node-debug pod on {node}: {e.status} {e.reason}") from e
+            raise self._refused(e, "create", "pods") from e
         try:
+            problem: list[NodeAccessError] = []
+
             def finished(pod: dict[str, Any] | None) -> bool:
-                return pod is None or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+                if pod is None or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                    return True
+                why = self._cannot_start(node, name, pod)
+                if why is not None:
+                    problem.append(why)
+                return why is not None
 
             try:
                 pod = watch_until(self.api, "pod", name, finished, timeout, namespace=self.namespace)
             except TimeoutError:
-                pod = None
-                output = self._logs(core, name)
-                return ExecResult(None, output, log_cut=True)
+                return ExecResult(None, self._logs(core, name), log_cut=True,
+                                  stderr=f"the node-debug pod {self.namespace}/{name} did not finish within "
+                                         f"{timeout:g}s (is {node} Ready, its kubelet running?)")
+            except ApiException as e:
+                raise self._refused(e, "watch", "pods") from e
+            if problem:
+                raise problem[0]
             output = self._logs(core, name)
             code = None
             for st in ((pod or {}).get("status") or {}).get("containerStatuses") or []:
@@ -170,6 +316,9 @@ class SshAccess:
         command = script if self.user in (None, "root") else f"sudo -n sh -c {shlex.quote(script)}"
         return [*argv, "--", self.host(node), command]
 
+    def prepare(self, node: str) -> list[str]:
+        return []  # an SSH session leaves nothing behind on the node
+
     def run(self, node: str, script: str, *, timeout: float = 60.0) -> ExecResult:
         if self.ssh_config and not os.path.exists(self.ssh_config):
             raise NodeAccessError(f"ssh_config {self.ssh_config} does not exist; fix ssh_config in the console "
@@ -215,117 +364,18 @@ def ssh_problem(stderr: str, node: str, host: str, ssh_config: str | None) -> st
     return None
 
 
-# libvirt error codes (virErrorNumber)
-VIR_ERR_ARGUMENT_UNSUPPORTED = 74
-VIR_ERR_AGENT_UNRESPONSIVE = 86
-VIR_ERR_NO_DOMAIN = 42
-AGENT_HOWTO = ("install and start qemu-guest-agent in the guest, and give the domain the virtio channel "
-               "<channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel> "
-               "(OpenStack: image property hw_qemu_guest_agent=yes, then a hard reboot or rebuild); "
-               "or choose node_access: debug-pod or ssh")
-
-
-class GuestAgentAccess:
-    """guest-exec through libvirt's qemuAgentCommand; vCPUs through setGuestVcpus."""
-
-    method = "guest-agent"
-
-    def __init__(self, api_client: Any, uris: list[str] | tuple[str, ...], *, poll: float = 0.1) -> None:
-        self.api = api_client
-        self.uris = list(uris)
-        self.poll = poll
-        self._conns: dict[str, Any] = {}
-
-    def domain(self, node: str) -> Any:
-        import libvirt
-
-        if not self.uris:
-            raise NodeAccessError("node access through the guest agent needs a libvirt URI: set libvirt_uris "
-                                  "in the console config (or CONSOLE_LIBVIRT_URI)")
-        raw = get_node_raw(self.api, node) if self.api is not None else {}
-        uuid = ((raw.get("status") or {}).get("nodeInfo") or {}).get("systemUUID", "").lower()
-        for uri in self.uris:
-            if uri not in self._conns:
-                libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
-                try:
-                    self._conns[uri] = libvirt.open(uri)
-                except libvirt.libvirtError as e:
-                    raise NodeAccessError(f"cannot connect to libvirt at {uri}: {e.get_error_message()}") from e
-            for lookup, key in (("uuid", uuid), ("name", node)):
-                if not key:
-                    continue
-                try:
-                    conn = self._conns[uri]
-                    return conn.lookupByUUIDString(key) if lookup == "uuid" else conn.lookupByName(key)
-                except libvirt.libvirtError as e:
-                    if e.get_error_code() != VIR_ERR_NO_DOMAIN:
-                        raise NodeAccessError(f"libvirt at {uri}: {e.get_error_message()}") from e
-        raise NodeAccessError(f"no libvirt domain for node {node} (systemUUID {uuid or '-'}) on "
-                              f"{', '.join(self.uris)}")
-
-    def _agent_error(self, node: str, dom: Any, e: Any) -> NodeAccessError:
-        code, msg = e.get_error_code(), e.get_error_message()
-        name = dom.name()
-        if code == VIR_ERR_AGENT_UNRESPONSIVE:
-            return NodeAccessError(f"the qemu guest agent of {node} (domain {name}) is not responding ({msg}): "
-                                   + AGENT_HOWTO)
-        if code == VIR_ERR_ARGUMENT_UNSUPPORTED and "not configured" in msg:
-            return NodeAccessError(f"domain {name} of {node} has no guest agent channel ({msg}): " + AGENT_HOWTO)
-        if "disabled" in msg or "has been disabled" in msg:
-            return NodeAccessError(f"the guest agent of {node} refuses the command ({msg}): allow guest-exec in "
-                                   "qemu-guest-agent (e.g. --allow-rpcs / FILTER_RPC_ARGS in /etc/sysconfig/qemu-ga)")
-        return NodeAccessError(f"guest agent of {node} (domain {name}): {msg}")
-
-    def _agent(self, node: str, dom: Any, command: dict[str, Any], timeout: int = 10) -> Any:
-        import libvirt
-        import libvirt_qemu
-
-        try:
-            reply = libvirt_qemu.qemuAgentCommand(dom, json.dumps(command), timeout, 0)
-        except libvirt.libvirtError as e:
-            raise self._agent_error(node, dom, e) from e
-        return json.loads(reply).get("return")
-
-    def run(self, node: str, script: str, *, timeout: float = 60.0) -> ExecResult:
-        dom = self.domain(node)
-        started = self._agent(node, dom, {"execute": "guest-exec", "arguments": {
-            "path": "/bin/sh", "arg": ["-c", script], "capture-output": True}})
-        pid = started["pid"]
-        deadline = time.monotonic() + timeout
-        while True:
-            st = self._agent(node, dom, {"execute": "guest-exec-status", "arguments": {"pid": pid}})
-            if st.get("exited"):
-                code = st.get("exitcode")
-                if code is None and st.get("signal") is not None:
-                    code = 128 + int(st["signal"])
-                return ExecResult(code, _b64(st.get("out-data")), stderr=_b64(st.get("err-data")))
-            if time.monotonic() > deadline:
-                return ExecResult(None, "", stderr=f"guest-exec pid {pid} on {node} still running after {timeout:g}s")
-            time.sleep(self.poll)
-
-    def online_cpus(self, node: str, cpus: str) -> None:
-        """Online the vCPUs in `cpus` (cpulist, e.g. "8-11") through the agent (guest-set-vcpus)."""
-        import libvirt
-
-        dom = self.domain(node)
-        try:
-            dom.setGuestVcpus(cpus, 1, 0)
-        except libvirt.libvirtError as e:
-            raise self._agent_error(node, dom, e) from e
-
-
-def _b64(data: str | None) -> str:
-    return base64.b64decode(data).decode(errors="replace") if data else ""
-
-
 def node_access(method: str, api_client: Any, settings: Any = None) -> NodeAccess:
-    """The NodeAccess for Settings.node_access (SSH and guest-agent details from `settings`)."""
+    """The NodeAccess for Settings.node_access (debug-pod, SSH and guest-agent details from `settings`)."""
     if method == "debug-pod":
-        return DebugPodAccess(api_client)
+        return DebugPodAccess(api_client, namespace=getattr(settings, "node_debug_namespace", "default"),
+                              image=getattr(settings, "node_debug_image", DEFAULT_IMAGE),
+                              image_pull_secrets=getattr(settings, "image_pull_secrets", ()),
+                              tolerations=getattr(settings, "node_debug_tolerations", ()))
     if method == "ssh":
         return SshAccess(api_client, ssh_config=getattr(settings, "ssh_config", None),
                          user=getattr(settings, "ssh_user", None), target=getattr(settings, "ssh_target", "name"))
     if method == "guest-agent":
+        from console.infra.guest_agent import GuestAgentAccess
         from console.infra.libvirt import libvirt_uris
 
         return GuestAgentAccess(api_client, libvirt_uris(getattr(settings, "libvirt_uris", ())))

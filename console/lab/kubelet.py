@@ -23,12 +23,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import re
 import time
 from collections.abc import Callable
 from typing import Any
 
 # Fleet and the taint keys lived here before the split; they stay importable from here
+import yaml
+
+from console.lab import images
 from console.lab.fleet import Fleet, Timer
 from console.lab.guestfs import cpu_list
 from console.lab.kubelet_status import (
@@ -51,7 +53,6 @@ __all__ = [
     "CPU_STATE",
     "EVICTION_HARD_KIB",
     "FAULTS",
-    "FEATURE_GATES_ANNOTATION",
     "NOT_READY_TAINT",
     "RESIZE_GATE",
     "UNREACHABLE_TAINT",
@@ -61,7 +62,6 @@ __all__ = [
 
 CPU_STATE = "/var/lib/kubelet/cpu_manager_state"
 CONFIG = "/var/lib/kubelet/config.yaml"
-FEATURE_GATES_ANNOTATION = "lab.console/kubelet-feature-gates"
 RESIZE_GATE = "InPlaceNodeResourceResize"
 EVICTION_HARD_KIB = 102400  # memory.available<100Mi
 FAULTS = ("no-restart",)
@@ -139,6 +139,8 @@ class Kubelet:
             "/etc/machine-id": self.machine_id + "\n",
             CONFIG: _config_yaml(cpu_manager_policy, in_place_resize, max_pods),
         }
+        self._started_config: str | None = None
+        self._pull_failures: set[tuple[str, int]] = set()
         self._gen = 0
         self._post_token = 0
         self._timers: list[Timer] = []
@@ -191,27 +193,41 @@ class Kubelet:
     def clear_fault(self, fault: str) -> None:
         self.faults.discard(fault)
 
+    def _config(self) -> dict[str, Any]:
+        """The KubeletConfiguration this process started with (the file as it was at the last start)."""
+        text = self._started_config if self._started_config is not None else self.files.get(CONFIG, "")
+        try:
+            doc = yaml.safe_load(text) or {}
+        except yaml.YAMLError:
+            return {}
+        return doc if isinstance(doc, dict) else {}
+
     @property
     def cpu_manager_policy(self) -> str:
-        m = re.search(r"^cpuManagerPolicy:\s*(\S+)", self.files.get(CONFIG, ""), re.M)
-        return m.group(1) if m else "none"
+        return str(self._config().get("cpuManagerPolicy") or "none")
 
     @property
     def in_place_resize(self) -> bool:
-        return bool(re.search(rf"^\s+{RESIZE_GATE}:\s*true", self.files.get(CONFIG, ""), re.M))
+        return bool(self.feature_gates().get(RESIZE_GATE))
 
     def feature_gates(self) -> dict[str, bool]:
-        return {RESIZE_GATE: True} if self.in_place_resize else {}
+        gates = self._config().get("featureGates") or {}
+        return {str(k): bool(v) for k, v in gates.items()} if isinstance(gates, dict) else {}
 
     def configz(self) -> dict[str, Any]:
-        """What GET /api/v1/nodes/<n>/proxy/configz returns for this kubelet."""
+        """What GET /api/v1/nodes/<n>/proxy/configz returns: the running configuration, defaults filled in,
+        under "kubeletconfig" (cmd/kubelet/app/server.go configz.New("kubeletconfig"))."""
+        cfg = {k: v for k, v in self._config().items() if k not in ("apiVersion", "kind")}
+        if not cfg.get("featureGates"):
+            cfg.pop("featureGates", None)  # omitempty
         return {
             "kubeletconfig": {
-                "cpuManagerPolicy": self.cpu_manager_policy,
-                "featureGates": self.feature_gates(),
+                "cpuManagerPolicy": "none",
+                "memoryManagerPolicy": "None",
                 "maxPods": self.max_pods,
                 "nodeStatusUpdateFrequency": f"{self.status_interval:g}s",
                 "evictionHard": {"memory.available": f"{self.eviction_hard_memory_kib // 1024}Mi"},
+                **cfg,
             }
         }
 
@@ -278,6 +294,7 @@ class Kubelet:
             self.state, self.service = "dead", "failed"
             self._silence()
             return
+        self._started_config = self.files.get(CONFIG, "")
         self._log("Started kubelet: The Kubernetes Node Agent.")
         self._event("Normal", "Starting", "Starting kubelet.")
         error = self._check_cpu_manager()
@@ -390,12 +407,6 @@ class Kubelet:
             info = status.get("nodeInfo") or {}
             notes["rebooted"] = bool(info.get("bootID")) and info.get("bootID") != self.guest.boot_id
             notes["was_ready"] = condition(node, "Ready").get("status")
-            annotations = node["metadata"].setdefault("annotations", {})
-            gates = ",".join(f"{k}={str(v).lower()}" for k, v in self.feature_gates().items())
-            if gates:
-                annotations[FEATURE_GATES_ANNOTATION] = gates
-            else:
-                annotations.pop(FEATURE_GATES_ANNOTATION, None)
             # extended resources (domain-prefixed names, e.g. from NFD) are kept, as a real kubelet keeps them
             extended = {k: v for k, v in (status.get("capacity") or {}).items() if "/" in k}
             extended_alloc = {k: v for k, v in (status.get("allocatable") or {}).items() if "/" in k}
@@ -460,6 +471,14 @@ class Kubelet:
                 or pod.get("status", {}).get("phase", "Pending") != "Pending"
                 or pod["metadata"].get("deletionTimestamp")):
             return
+        missing = [c for c in pod.get("spec", {}).get("containers") or [] if not images.can_pull(c.get("image", ""))]
+        if missing:
+            # one attempt per pod and kubelet start: the pod's own status updates must not retrigger it
+            key = (pod["metadata"].get("uid", ""), self._gen)
+            if key not in self._pull_failures:
+                self._pull_failures.add(key)
+                self._pull_failed(pod, missing)
+            return
         stamp = now_iso()
         ip = self._pod_ip()
 
@@ -491,6 +510,41 @@ class Kubelet:
                 ref = object_ref(updated) | {"fieldPath": f"spec.containers{{{c['name']}}}"}
                 self.recorder.event(ref, "Normal", "Started", f"Started container {c['name']}")
 
+    def _pull_failed(self, pod: Obj, missing: list[Obj]) -> None:
+        """An image not in the lab's registry: the pod stays Pending, its container in ErrImagePull/ImagePullBackOff."""
+        key = (pod["metadata"].get("namespace", "default"), pod["metadata"]["name"])
+        names = [c["name"] for c in missing]
+
+        for c in missing:
+            ref = object_ref(pod) | {"fieldPath": f"spec.containers{{{c['name']}}}"}
+
+            def event(type_: str, reason: str, message: str, ref: Obj = ref) -> None:
+                if self.record_events:
+                    self.recorder.event(ref, type_, reason, message)
+
+            def waiting(reason: str, message: str, name: str = c["name"]) -> None:
+                def edit(draft: Obj) -> None:
+                    statuses = []
+                    for k in draft.get("spec", {}).get("containers") or []:
+                        why = ({"reason": reason, "message": message} if k["name"] == name else
+                               {"reason": "ErrImagePull" if k["name"] in names else "ContainerCreating"})
+                        old = next((s for s in draft.get("status", {}).get("containerStatuses") or []
+                                    if s.get("name") == k["name"]), None)
+                        if k["name"] != name and old is not None:
+                            statuses.append(old)
+                            continue
+                        statuses.append({"name": k["name"], "image": k.get("image", ""), "imageID": "",
+                                         "ready": False, "started": False, "restartCount": 0,
+                                         "state": {"waiting": why}, "lastState": {}})
+                    draft.setdefault("status", {})["containerStatuses"] = statuses
+
+                try:
+                    self.store.mutate("pods", *key, edit)
+                except NotFound:
+                    return
+
+            images.report_pull_failure(c.get("image", ""), event, waiting)
+
     def _pod_ip(self) -> str:
         n = next(self._pod_seq) % 254 or 1
         return f"10.{64 + self._index // 256}.{self._index % 256}.{n}"
@@ -503,6 +557,19 @@ class Kubelet:
     def _log(self, line: str) -> None:
         self.journal.append(f"{time.strftime('%b %d %H:%M:%S')} {self.node_name} {line}")
         del self.journal[:-500]
+
+
+def kubelet_endpoint(kubelet: Kubelet | None, path: str) -> tuple[int, str, str]:
+    """The kubelet's HTTPS server (pkg/kubelet/server/server.go) as the node proxy reaches it: /configz,
+    /healthz; 503 from the API server while the kubelet is not listening."""
+    if kubelet is None or kubelet.state not in ("running", "starting"):
+        ip = kubelet.internal_ip if kubelet is not None else "0.0.0.0"
+        return 503, f"error trying to reach service: dial tcp {ip}:10250: connect: connection refused", "text/plain"
+    if path == "configz":
+        return 200, json.dumps(kubelet.configz()), "application/json"
+    if path in ("healthz", "healthz/ping"):
+        return 200, "ok", "text/plain"
+    return 404, "404 page not found\n", "text/plain"
 
 
 def _config_yaml(policy: str, in_place_resize: bool, max_pods: int) -> str:

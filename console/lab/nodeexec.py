@@ -21,10 +21,10 @@ import hashlib
 import logging
 import queue
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from console.lab import images
 from console.lab.guestshell import GuestHost, Shell
 from console.lab.podlogs import PodLogs
 from console.lab.recorder import EventRecorder, object_ref
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
-FAULTS = ("image-pull", "exec-fail")
+FAULTS = ("exec-fail",)
 
 
 def is_node_debug_pod(pod: Obj) -> bool:
@@ -112,7 +112,7 @@ class NodeExec:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def inject_fault(self, fault: str, node: str | None = None) -> None:
-        """"image-pull": debug pods stay Pending in ErrImagePull; "exec-fail": the container cannot start."""
+        """"exec-fail": the container cannot start (images not in the lab's registry fail to pull by themselves)."""
         if fault not in FAULTS:
             raise ValueError(f"unknown node-exec fault {fault!r}; known: {', '.join(FAULTS)}")
         self.faults.setdefault(node, set()).add(fault)
@@ -224,8 +224,8 @@ class NodeExec:
         cname, image = container.get("name", "debugger"), container.get("image", "")
         rec = self._recorder(node)
         ref = object_ref(pod) | {"fieldPath": f"spec.containers{{{cname}}}"}
-        if self._has_fault("image-pull", node):
-            self._image_pull_failed(key, rec, ref, cname, image)
+        if not images.can_pull(image):
+            self._image_pull_failed(key, rec, ref, image)
             return
         rec.event(ref, "Normal", "Pulled", f'Container image "{image}" already present on machine')
         rec.event(ref, "Normal", "Created", f"Created container {cname}")
@@ -295,28 +295,15 @@ class NodeExec:
         except NotFound:
             return
 
-    def _image_pull_failed(self, key: Key, rec: EventRecorder, ref: Obj, cname: str, image: str) -> None:
-        full = image if "/" in image.split(":")[0] else f"docker.io/library/{image}"
-        msg = (f'rpc error: code = NotFound desc = failed to pull and unpack image "{full}": '
-               f'failed to resolve reference "{full}": {full}: not found')
-        rec.event(ref, "Normal", "Pulling", f'Pulling image "{image}"')
-        rec.event(ref, "Warning", "Failed", f'Failed to pull image "{image}": {msg}')
-        rec.event(ref, "Warning", "Failed", "Error: ErrImagePull")
+    def _image_pull_failed(self, key: Key, rec: EventRecorder, ref: Obj, image: str) -> None:
+        def waiting(reason: str, message: str) -> None:
+            def edit(pod: Obj) -> None:
+                state = {"waiting": {"reason": reason, "message": message}}
+                pod.setdefault("status", {})["containerStatuses"] = [_container_status(pod, state, ready=False)]
 
-        def edit(pod: Obj) -> None:
-            waiting = {"waiting": {"reason": "ErrImagePull", "message": msg}}
-            pod.setdefault("status", {})["containerStatuses"] = [_container_status(pod, waiting, ready=False)]
+            self.store.mutate("pods", *key, edit)
 
-        self.store.mutate("pods", *key, edit)
-        time.sleep(min(0.05, self.poll))
-        rec.event(ref, "Normal", "BackOff", f'Back-off pulling image "{image}"')
-        rec.event(ref, "Warning", "Failed", "Error: ImagePullBackOff")
-
-        def backoff(pod: Obj) -> None:
-            waiting = {"waiting": {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}}
-            pod.setdefault("status", {})["containerStatuses"] = [_container_status(pod, waiting, ready=False)]
-
-        self.store.mutate("pods", *key, backoff)
+        images.report_pull_failure(image, lambda t, r, m: rec.event(ref, t, r, m), waiting)
 
 
 def _container_status(pod: Obj, state: Obj, *, ready: bool) -> Obj:

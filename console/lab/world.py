@@ -177,6 +177,12 @@ class Lab:
         self._stack.append(self.nfd.stop)
         self.nfd.start()
 
+    def _kubelet_proxy(self, node: str, path: str) -> tuple[int, str, str]:
+        """What a node's kubelet answers on :10250 to the API server's node proxy."""
+        from console.lab.kubelet import kubelet_endpoint
+
+        return kubelet_endpoint(self.kubelets.get(node), path)
+
     def _start_servers(self, progress: Progress) -> None:
         from console.lab.cloudsyaml import write_clouds_yaml, write_openrc
         from console.lab.kubeapi.server import start_kube_api
@@ -185,7 +191,8 @@ class Lab:
         from console.lab.openstack.server import start_openstack
 
         progress("starting the Kubernetes and OpenStack APIs")
-        self.kube_api = self._loop.call(start_kube_api(self.store, self.logs, token=self._token))
+        self.kube_api = self._loop.call(start_kube_api(self.store, self.logs, token=self._token,
+                                                       node_proxy=self._kubelet_proxy))
         self._stack.append(lambda: self._loop.call(self.kube_api.stop()))
         write_kubeconfig(self.state.kubeconfig, self.kube_api.url, self._token, ca_pem=self.kube_api.ca_pem)
         if self.vms:

@@ -61,7 +61,8 @@ class Session:
         return self._libvirt
 
     def values(self) -> dict[str, Any]:
-        return {"api": self.api, "openstack": self.openstack, "libvirt": self.libvirt, "access": self.access}
+        return {"api": self.api, "openstack": self.openstack, "libvirt": self.libvirt, "access": self.access,
+                "kubelet_unit": getattr(self.settings, "kubelet_unit", None)}
 
     def plan(self, request: ScaleUpRequest, *, resume: str | None = None,
              new: bool = False) -> tuple[ScaleUpPlan, Journal | None]:

@@ -10,7 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from console.lab.kubeapi import patch as patches
-from console.lab.kubeapi import table
+from console.lab.kubeapi import podsecurity, table
 from console.lab.kubeapi.encoding import accept_params, json_response, read_json
 from console.lab.kubeapi.listing import predicate, render_list
 from console.lab.kubeapi.status import ApiError, object_details, success_body
@@ -66,9 +66,20 @@ async def create_object(request: web.Request, store: Store, rt: ResourceType, ns
         meta["namespace"] = ns or meta.get("namespace") or "default"
     validate(rt, body)
     default_on_create(rt, body)
+    if rt.key == "pods":
+        _admit_pod(store, body)
     if dry_run(request):
         return _respond(request, rt, _preview_create(store, rt, body), 201)
     return _respond(request, rt, store.create(rt.key, body), 201)
+
+
+def _admit_pod(store: Store, pod: Obj) -> None:
+    """Pod Security admission (the namespace's enforce level); a missing namespace is the create's 404."""
+    try:
+        namespace = store.get("namespaces", None, pod["metadata"]["namespace"])
+    except NotFound:
+        return
+    podsecurity.admit(namespace, pod)
 
 
 def _preview_create(store: Store, rt: ResourceType, body: Obj) -> Obj:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +83,8 @@ class _State:
     token: str | None
     address: str = ""
     snaps: Snapshots = field(default_factory=Snapshots)
+    # the node proxy to the kubelets: (node, path) -> (HTTP status, body, content type)
+    node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None
 
 
 _STATE = web.AppKey("state", _State)
@@ -171,11 +174,26 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     segs = path.strip("/").split("/")
     if segs[0] not in ("api", "apis"):
         return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
+    if len(segs) >= 5 and segs[:3] == ["api", "v1", "nodes"] and segs[4] == "proxy":
+        return _proxy_node(request, st, segs[3], "/".join(segs[5:]))
     target = parse_resource_path(segs)
     try:
         return await _resource(request, st, target)
     except StoreError as err:
         raise from_store_error(err, target.rt, target.name) from None
+
+
+def _proxy_node(request: web.Request, st: _State, node: str, path: str) -> web.StreamResponse:
+    """GET /api/v1/nodes/NODE/proxy/PATH: the API server passes it to the node's kubelet (port 10250)."""
+    if request.method != "GET":
+        raise _method_not_allowed(request.method)
+    st.store.get("nodes", None, node)  # 404 nodes "x" not found
+    if st.node_proxy is None:
+        raise ApiError(503, f"error trying to reach service: no kubelet for node {node}", "ServiceUnavailable", {})
+    code, body, ctype = st.node_proxy(node, path)
+    if code == 503:
+        raise ApiError(503, body, "ServiceUnavailable", {})
+    return web.Response(status=code, text=body, content_type=ctype)
 
 
 @web.middleware
@@ -224,6 +242,7 @@ async def start_kube_api(
     port: int = 0,
     token: str | None = None,
     tls: bool | None = None,
+    node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None,
 ) -> KubeAPI:
     """Start serving `store` on the running asyncio loop; port 0 picks a free port.
 
@@ -233,7 +252,7 @@ async def start_kube_api(
     use_tls = token is not None if tls is None else tls
     cert = make_serving_cert(host) if use_tls else None
     app = web.Application(middlewares=[_guard], client_max_size=64 * 1024 * 1024)
-    state = _State(store, logs, token)
+    state = _State(store, logs, token, node_proxy=node_proxy)
     app[_STATE] = state
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     # open watches end within a second of stop() instead of at their timeoutSeconds

@@ -1,4 +1,4 @@
-"""The scale-up runbook's steps, per backend (openstack.py, libvirt.py) and on the node (kube.py)."""
+"""The scale-up runbook's steps: preflight (preflight.py), per backend (openstack.py, libvirt.py), node (kube.py)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,16 @@ from console.runbook.engine import Step
 
 def build_steps(plan: Any, values: dict[str, Any]) -> list[Step]:
     from console.runbook.steps import kube, libvirt, openstack
+    from console.runbook.steps.preflight import preflight
 
     if getattr(plan, "nothing_to_do", None):
         return []
     if getattr(plan, "kubelet_only", False):
         # the VM already runs the target, the kubelet reports less: no cordon, drain or VM change. The kubelet
         # counts online CPUs, so vCPUs left offline in the guest are onlined first (a no-op when all are)
-        return [kube.online_cpus(plan), kube.restart_kubelet(plan), kube.verify_pods(plan)]
+        return [preflight(plan), kube.online_cpus(plan), kube.restart_kubelet(plan), kube.verify_pods(plan)]
     if plan.method == "openstack":
         mid = openstack.steps(plan)
-        return [*kube.cordon_and_drain(plan), *mid, kube.uncordon(plan), kube.verify_pods(plan)]
-    return [*kube.cordon_and_drain(plan), *libvirt.steps(plan), kube.uncordon(plan), kube.verify_pods(plan)]
+        return [preflight(plan), *kube.cordon_and_drain(plan), *mid, kube.uncordon(plan), kube.verify_pods(plan)]
+    return [preflight(plan), *kube.cordon_and_drain(plan), *libvirt.steps(plan), kube.uncordon(plan),
+            kube.verify_pods(plan)]

@@ -7,16 +7,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from console.kube import nodes_ops
+from console.kube import kubeletinfo, nodes_ops
 from console.kube.nodeaccess import NodeAccessError
 from console.runbook import verify
 from console.runbook.engine import Context, Step, StepFailed
 
 CPU_STATE = "/var/lib/kubelet/cpu_manager_state"
 MEMORY_STATE = "/var/lib/kubelet/memory_manager_state"
-KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
-GATES_ANNOTATION = "lab.console/kubelet-feature-gates"
-RESIZE_GATE = "InPlaceNodeResourceResize"
+KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"  # kubeadm's --config, read when configz is not reachable
+RESIZE_GATE = kubeletinfo.RESIZE_GATES[0]
 GUEST_WAIT_S = 20.0  # for hot-added vCPUs and the raised balloon to show in the guest
 
 
@@ -103,13 +102,42 @@ def verify_pods(plan: Any) -> Step:
     return Step("verify-pods", title, act, mutating=False)
 
 
-def _run(ctx: Context, script: str, what: str, timeout: float = 60.0) -> Any:
+def _run(ctx: Context, script: str, what: str, timeout: float = 60.0, *, check: bool = True) -> Any:
+    """Run `script` on the node; with `check`, an exit status other than 0 fails the step with the output's end."""
     access = ctx.values["access"]
+    node = _node(ctx)
     try:
         with ctx.waiting():
-            return access.run(_node(ctx), script, timeout=timeout)
+            for said in access.prepare(node):
+                ctx.emit(said)
+            res = access.run(node, script, timeout=timeout)
     except NodeAccessError as e:
         raise StepFailed(f"{what}: {e}") from e
+    if check and not res.ok:
+        status = f"exit {res.exit_code}" if res.exit_code is not None else "no exit status"
+        raise StepFailed(f"{what} on {node} failed ({status} from `{script[:120]}` via {access.method}): "
+                         f"{res.tail()}")
+    return res
+
+
+def _kubelet_config(ctx: Context) -> kubeletinfo.KubeletConfig:
+    """The running kubelet's configuration from its configz; else kubeadm's config file on the node."""
+    import yaml
+
+    try:
+        return kubeletinfo.read_configz(_api(ctx), _node(ctx))
+    except kubeletinfo.KubeletInfoError as e:
+        ctx.emit(f"kubelet configz not available ({e}); reading {KUBELET_CONFIG} on the node")
+        res = _run(ctx, f"cat {KUBELET_CONFIG}", "reading the kubelet config", check=False)
+        if not res.ok:
+            raise StepFailed(f"cannot read the kubelet's configuration on {_node(ctx)}: {e}; and "
+                             f"`cat {KUBELET_CONFIG}`: {res.tail()}. Grant get on nodes/proxy (configz), then "
+                             "rerun to resume", resumable=True) from e
+        try:
+            doc = yaml.safe_load(res.output) or {}
+        except yaml.YAMLError as err:
+            raise StepFailed(f"{KUBELET_CONFIG} on {_node(ctx)} is not YAML ({err})", resumable=True) from err
+        return kubeletinfo.KubeletConfig.from_config(doc if isinstance(doc, dict) else {})
 
 
 def _await_guest(ctx: Context, probe: Callable[[], str | None], deadline: float, waiting: str) -> str | None:
@@ -167,9 +195,10 @@ def online_cpus(plan: Any) -> Step:
                 raise StepFailed(f"onlining vCPUs: {e}") from e
 
         def online() -> str | None:
-            res = _run(ctx, script, "onlining vCPUs")
+            res = _run(ctx, script, "onlining vCPUs", check=False)
             if not res.ok:
-                raise StepFailed(f"onlining vCPUs failed (exit {res.exit_code}): {res.output.strip()[-300:]}")
+                raise StepFailed(f"onlining vCPUs on {_node(ctx)} failed (exit {res.exit_code} via "
+                                 f"{access.method}): {res.tail()}")
             onlined.extend(re.findall(r"onlined (cpu\d+)", res.output))
             lines[:] = res.output.strip().splitlines()
             return None if lines and lines[-1] == want else f"{lines[-1] if lines else '?'} online"
@@ -196,12 +225,13 @@ def restart_kubelet(plan: Any) -> Step:
     def act(ctx: Context) -> dict[str, Any]:
         deadline = time.monotonic() + timeout  # one budget for the restart and the node's return
         raw = nodes_ops.get_node_raw(_api(ctx), node)
-        gates = (raw["metadata"].get("annotations") or {}).get(GATES_ANNOTATION, "")
-        cfg = _run(ctx, f"cat {KUBELET_CONFIG}", "reading the kubelet config").output
-        in_place = f"{RESIZE_GATE}=true" in gates or bool(re.search(rf"^\s+{RESIZE_GATE}:\s*true", cfg, re.M))
-        static_cpu = bool(re.search(r"^cpuManagerPolicy:\s*static", cfg, re.M))
-        static_mem = bool(re.search(r"^memoryManagerPolicy:\s*Static", cfg, re.M))
-        data: dict[str, Any] = {"in_place_resize": in_place, "cpu_manager_static": static_cpu}
+        cfg = _kubelet_config(ctx)
+        in_place = cfg.in_place_resize
+        static_cpu = cfg.cpu_manager_policy.lower() == "static"
+        static_mem = cfg.memory_manager_policy.lower() == "static"
+        unit = kubeletinfo.kubelet_unit(raw, ctx.values.get("kubelet_unit"))
+        data: dict[str, Any] = {"in_place_resize": in_place, "cpu_manager_static": static_cpu,
+                                "memory_manager_static": static_mem, "kubelet_unit": unit}
         if in_place:
             ctx.emit(f"kubelet has {RESIZE_GATE}: waiting for it to re-read capacity, no restart")
         else:
@@ -211,10 +241,15 @@ def restart_kubelet(plan: Any) -> Step:
             # a debug pod's log passes through the kubelet, so it must not wait for the restart; an SSH
             # session or the guest agent is not cut by it and gets systemctl's real exit status
             block = ctx.values["access"].method in ("ssh", "guest-agent")
-            restart = "systemctl restart kubelet" if block else "systemctl restart --no-block kubelet"
-            script = (f"rm -f {' '.join(removes)}; " if removes else "") + restart
-            ctx.emit("restarting the kubelet" + (f" (removing {', '.join(removes)})" if removes else ""))
-            res = _run(ctx, script, "restarting the kubelet", timeout=max(1.0, min(30.0, timeout / 2)))
+            restart = f"systemctl restart {unit}" if block else f"systemctl restart --no-block {unit}"
+            script = (f"rm -f {' '.join(removes)} && " if removes else "") + restart
+            ctx.emit(f"restarting the kubelet ({unit})" + (f", removing {', '.join(removes)}" if removes else ""))
+            res = _run(ctx, script, "restarting the kubelet", timeout=max(1.0, min(30.0, timeout / 2)), check=False)
+            if res.exit_code not in (0, None):  # None: the status was lost with the kubelet; the wait below tells
+                raise StepFailed(f"restarting the kubelet on {node} failed (exit {res.exit_code} from `{script}` "
+                                 f"via {ctx.values['access'].method}): {res.tail()}. Check the unit with "
+                                 f"`systemctl status {unit}` on the node (or set kubelet_unit), then rerun to "
+                                 "resume", resumable=True)
             data["restart_exit"] = res.exit_code
             data["log_cut"] = res.log_cut
             data["node_access"] = ctx.values["access"].method
@@ -223,7 +258,7 @@ def restart_kubelet(plan: Any) -> Step:
                 verify.wait_capacity(_api(ctx), node, vcpus, mem, max(1.0, deadline - time.monotonic()))
         except TimeoutError as e:
             raise StepFailed(f"the kubelet on {node} did not come back with the new capacity: {e}. "
-                             f"Check `journalctl -u kubelet` on the node and start it (`systemctl start kubelet`)",
+                             f"Check `journalctl -u {unit}` on the node and start it (`systemctl start {unit}`)",
                              resumable=True) from e
         return data
 

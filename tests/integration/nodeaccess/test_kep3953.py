@@ -1,7 +1,8 @@
 """KEP-3953 (InPlaceNodeResourceResize): a kubelet that re-reads capacity by itself is not restarted.
 
 The gate is switched on the way an admin would: kube-worker02's /var/lib/kubelet/config.yaml edited over SSH,
-then one kubelet restart so it starts with the gate (and advertises it).
+then one kubelet restart so it starts with the gate; the console learns it from the kubelet's configz through
+the API server (GET /api/v1/nodes/NODE/proxy/configz), as the test does with `kubectl get --raw`.
 """
 
 from __future__ import annotations
@@ -33,9 +34,14 @@ def gated_lab(live_lab):
     assert "featureGates: {}" in cfg
     new = cfg.replace("featureGates: {}", f"featureGates:\n  {GATE}: true")
     ssh(live_lab, f"printf '%s' {shlex.quote(new)} > {CONFIG} && systemctl restart kubelet")
-    wait_for(lambda: (live_lab.store.get("nodes", None, NODE)["metadata"].get("annotations") or {}).get(
-        "lab.console/kubelet-feature-gates") == f"{GATE}=true", 20, what="the gate on the node")
+    wait_for(lambda: configz(live_lab).get("featureGates", {}).get(GATE) is True, 20, what="the gate in configz")
     return live_lab
+
+
+def configz(lab):
+    """What the console reads: the running kubelet's config through the API server's node proxy."""
+    proc = run(["kubectl", "get", "--raw", f"/api/v1/nodes/{NODE}/proxy/configz"], lab_env(lab), check=False)
+    return json.loads(proc.stdout)["kubeletconfig"] if proc.returncode == 0 else {}
 
 
 def test_in_place_resize_skips_the_kubelet_restart(gated_lab, tmp_path):

@@ -11,8 +11,9 @@ import sys
 import pytest
 from labtools import lab_env, run
 
+from console.infra.guest_agent import GuestAgentAccess
 from console.kube.connection import connect
-from console.kube.nodeaccess import GuestAgentAccess, NodeAccessError, SshAccess, node_access
+from console.kube.nodeaccess import NodeAccessError, SshAccess, node_access
 
 pytestmark = pytest.mark.lab
 
@@ -132,17 +133,23 @@ def scale_up(lab, state, *args):
     return proc.returncode, (json.loads(proc.stdout) if proc.stdout.strip() else {}), proc.stderr
 
 
-def test_guest_agent_run_stops_at_onlining_then_ssh_finishes_it(live_lab, tmp_path):
-    """kube-worker01 through the runbook with the guest agent: the vCPUs are hot-added but the agent is missing,
-    so the run stops with the agent's how-to; lscpu over SSH shows them Off-line; resuming over SSH finishes."""
+def test_guest_agent_refused_by_the_preflight_then_ssh_does_it(live_lab, tmp_path):
+    """kube-worker01 through the runbook with the guest agent: the guest has no agent, so the preflight (the
+    runbook's first, non-mutating step) stops the run with the agent's how-to before anything is changed (no
+    vCPU hot-added: lscpu over SSH shows none off-line, the node is not cordoned); the same scale-up over SSH
+    then finishes."""
     node = "kube-worker01"
     code, doc, err = scale_up(live_lab, tmp_path, node, "--vcpus", "4", "--memory", "6Gi", "--method", "libvirt",
                               "--node-access", "guest-agent")
-    assert code != 0, err
+    assert code == 1, err
+    assert doc["message"].startswith("preflight: node access (guest-agent) to kube-worker01: "), doc["message"]
     assert "qemu-guest-agent" in doc["message"] and "hw_qemu_guest_agent=yes" in doc["message"], doc["message"]
-    out = ssh(live_lab, node, "lscpu").stdout
-    assert "Off-line CPU(s) list:" in out and out.split("Off-line CPU(s) list:")[1].split()[0] == "2-3"
-    code, doc, err = scale_up(live_lab, tmp_path, node, "--resume", doc["run_id"], "--node-access", "ssh")
+    steps = {s["id"]: s for s in doc["steps"]}
+    assert steps["preflight"]["status"] == "failed" and steps["hot-add"]["status"] == "pending"
+    assert "Off-line" not in ssh(live_lab, node, "lscpu").stdout
+    assert not live_lab.store.get("nodes", None, node)["spec"].get("unschedulable")
+    code, doc, err = scale_up(live_lab, tmp_path, node, "--vcpus", "4", "--memory", "6Gi", "--method", "libvirt",
+                              "--node-access", "ssh")
     assert code == 0, err
     cap = live_lab.store.get("nodes", None, node)["status"]["capacity"]
     assert cap["cpu"] == "4"

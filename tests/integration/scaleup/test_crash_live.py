@@ -13,7 +13,7 @@ from crashcases import audited_ok, case_lab, case_workers, crash_cases, killed_r
 
 pytestmark = pytest.mark.lab
 
-STEPS = ["cordon", "drain", "raise-maxima", "restart-guest", "hot-add", "online-cpus", "restart-kubelet",
+STEPS = ["preflight", "cordon", "drain", "raise-maxima", "restart-guest", "hot-add", "online-cpus", "restart-kubelet",
          "uncordon", "verify-pods"]
 MUTATING = ["cordon", "drain", "raise-maxima", "restart-guest", "hot-add", "online-cpus", "restart-kubelet",
             "uncordon"]

@@ -14,7 +14,8 @@ from crashcases import audited_ok, case_lab, case_workers, crash_cases, killed_r
 
 pytestmark = pytest.mark.lab
 
-STEPS = ["cordon", "drain", "resize", "wait-verify-resize", "confirm-resize", "wait-node", "uncordon", "verify-pods"]
+STEPS = ["preflight", "cordon", "drain", "resize", "wait-verify-resize", "confirm-resize", "wait-node", "uncordon",
+         "verify-pods"]
 MUTATING = ["cordon", "drain", "resize", "confirm-resize", "uncordon"]
 CASES = crash_cases(MUTATING, STEPS)
 WORKERS = case_workers(CASES, "crr")

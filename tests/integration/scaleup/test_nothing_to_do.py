@@ -71,7 +71,7 @@ def test_stale_kubelet_on_a_nova_vm_gets_only_the_kubelet_steps(resize_lab, tmp_
     assert code == 0, err
     plan = doc["plan"]
     assert plan["kubelet_only"] is True and plan["nothing_to_do"] is None
-    assert [s["id"] for s in plan["steps"]] == ["online-cpus", "restart-kubelet", "verify-pods"]
+    assert [s["id"] for s in plan["steps"]] == ["preflight", "online-cpus", "restart-kubelet", "verify-pods"]
     assert plan["evictions"] == []
     before = len(resize_lab.nova.actions(h.server_id(resize_lab, NODE)))
     with recording(resize_lab) as events:

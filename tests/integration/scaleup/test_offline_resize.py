@@ -28,7 +28,7 @@ def test_dry_run_prints_the_plan(resize_lab, tmp_path, scale_up):
     assert code == 0 and doc["dry_run"]
     plan = doc["plan"]
     assert plan["will_fit"] == ["default/nginx"]
-    assert [s["id"] for s in plan["steps"]][:3] == ["cordon", "drain", "resize"]
+    assert [s["id"] for s in plan["steps"]][:4] == ["preflight", "cordon", "drain", "resize"]
     assert not (tmp_path / "console" / "runbooks").exists() or not list((tmp_path / "console" / "runbooks").iterdir())
 
 

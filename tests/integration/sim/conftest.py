@@ -165,12 +165,12 @@ class Cluster:
         items, _ = self.store.list("events")
         return [e for e in items if e["reason"] == reason and (name is None or e["involvedObject"]["name"] == name)]
 
-    def create_app_pod(self, name: str, cpu: str, memory: str) -> None:
+    def create_app_pod(self, name: str, cpu: str, memory: str, *, image: str = "nginx:1.21") -> None:
         self.store.create("pods", {
             "metadata": {"name": name, "namespace": "default"},
             "spec": {
                 "schedulerName": "default-scheduler",
-                "containers": [{"name": name, "image": "nginx:1.21",
+                "containers": [{"name": name, "image": image,
                                 "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
                 "tolerations": [
                     {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
@@ -182,11 +182,12 @@ class Cluster:
             "status": {"phase": "Pending"},
         })
 
-    def create_debug_pod(self, name: str, node: str, script: str, *, nsenter: bool = True) -> None:
+    def create_debug_pod(self, name: str, node: str, script: str, *, nsenter: bool = True,
+                         image: str = "ubuntu:20.04") -> None:
         if nsenter:
             spec: dict[str, Any] = {
                 "hostPID": True,
-                "containers": [{"name": "restart", "image": "ubuntu:20.04",
+                "containers": [{"name": "restart", "image": image,
                                 "securityContext": {"privileged": True},
                                 "command": ["nsenter", "-t", "1", "-m", "-u", "-i", "-n", "-p", "--",
                                             "sh", "-c", script]}],

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from console.lab.kubelet import CPU_STATE, FEATURE_GATES_ANNOTATION
+import json
+
+from console.lab.kubelet import CPU_STATE, kubelet_endpoint
 
 
 def _ready(c, node):
@@ -92,10 +94,11 @@ def _r(node):
 
 def test_in_place_resize_gate_rereads_capacity(make_cluster, wait_for):
     c = make_cluster(worker_vcpus=8, worker_mem_kib=12201896, in_place_resize=True)
-    node = c.node("kube-worker02")
-    assert node["metadata"]["annotations"][FEATURE_GATES_ANNOTATION] == "InPlaceNodeResourceResize=true"
-    assert FEATURE_GATES_ANNOTATION not in c.node("kube-worker01")["metadata"]["annotations"]
-    assert c.kubelets["kube-worker02"].configz()["kubeletconfig"]["featureGates"] == {"InPlaceNodeResourceResize": True}
+    # the running configuration through the node proxy's view of the kubelet (no lab annotation on the node)
+    code, body, _ = kubelet_endpoint(c.kubelets["kube-worker02"], "configz")
+    assert code == 200 and json.loads(body)["kubeletconfig"]["featureGates"] == {"InPlaceNodeResourceResize": True}
+    assert "featureGates" not in c.kubelets["kube-worker01"].configz()["kubeletconfig"]
+    assert not any("lab.console/" in k for k in c.node("kube-worker02")["metadata"].get("annotations") or {})
     g = c.guests["kube-worker02"]
     g.set_memory(12201896 + 50_000)  # under 100Mi: jitter, ignored
     g.hotplug_vcpus(12)  # offline CPUs do not count
@@ -106,15 +109,28 @@ def test_in_place_resize_gate_rereads_capacity(make_cluster, wait_for):
     assert c.kubelets["kube-worker02"].restarts == 0
 
 
-def test_image_pull_fault_keeps_debug_pod_pending(make_cluster, wait_for):
+def test_image_not_in_the_lab_registry_keeps_debug_pod_pending(make_cluster, wait_for):
+    """kubelet pkg/kubelet/images/image_manager.go: Failed / ErrImagePull, then BackOff / ImagePullBackOff."""
     c = make_cluster()
-    c.nodeexec.inject_fault("image-pull", node="kube-worker01")
-    c.create_debug_pod("dbg", "kube-worker01", "true")
+    c.create_debug_pod("dbg", "kube-worker01", "true", image="ubuntu:99.04")
     wait_for(lambda: (c.pod("dbg")["status"].get("containerStatuses") or [{}])[0].get("state", {})
              .get("waiting", {}).get("reason") == "ImagePullBackOff", what="backoff")
     assert c.pod("dbg")["status"]["phase"] == "Pending"
     msgs = [e["message"] for e in c.events("Failed", "dbg")]
-    assert "Error: ErrImagePull" in msgs and any(m.startswith('Failed to pull image "ubuntu:20.04"') for m in msgs)
+    assert "Error: ErrImagePull" in msgs and "Error: ImagePullBackOff" in msgs
+    assert ('Failed to pull image "ubuntu:99.04": rpc error: code = NotFound desc = failed to pull and unpack image '
+            '"docker.io/library/ubuntu:99.04": failed to resolve reference "docker.io/library/ubuntu:99.04": '
+            "docker.io/library/ubuntu:99.04: not found") in msgs
+    assert [e["message"] for e in c.events("BackOff", "dbg")] == ['Back-off pulling image "ubuntu:99.04"']
+
+
+def test_app_pod_with_an_unknown_image_stays_pending(make_cluster, wait_for):
+    c = make_cluster()
+    c.create_app_pod("ghost", "100m", "64Mi", image="nginx:0.0.404")
+    wait_for(lambda: (c.pod("ghost")["status"].get("containerStatuses") or [{}])[0].get("state", {})
+             .get("waiting", {}).get("reason") == "ImagePullBackOff", what="backoff")
+    assert c.pod("ghost")["status"]["phase"] == "Pending"
+    assert len(c.events("BackOff", "ghost")) == 1  # its own status updates do not retrigger the pull
 
 
 def test_exec_fail_fault_fails_the_pod(make_cluster, wait_for):
