@@ -283,8 +283,14 @@ def plan_text(plan: ScaleUpPlan, journal: Any, colors: dict[str, str]) -> Text:
         t.append("\nmakes no Pending pod fit (none waiting)", style="dim")
     if plan.still_pending:
         t.append(f"\nstill too big: {', '.join(plan.still_pending)}", style=colors.get("status-pending", "yellow"))
-    evict = ", ".join(f"{e.namespace}/{e.name}" for e in plan.evictions)
+    evict = ", ".join(e.key for e in plan.evictions)
     t.append(f"\nwill evict: {evict}" if evict else "\nnothing to evict", style="" if evict else "dim")
+    lost = [e.key for e in plan.evictions if e.lost]
+    if lost:
+        t.append(f"\ndeleted for good (no controller, --force): {', '.join(lost)}", style=colors.get("danger", "red"))
+    skipped = ", ".join(f"{e.key} ({e.why})" for e in plan.drain if e.action == "skip")
+    if skipped:
+        t.append(f"\nleft on the node: {skipped}", style="dim")
     for note in plan.notes:
         t.append(f"\nnote: {note}", style="dim")
     if journal is not None:
