@@ -10,6 +10,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from console.lab.kubeapi import apps
+
 Obj = dict[str, Any]
 
 
@@ -250,6 +252,7 @@ _TABLES: dict[str, tuple[list[Obj], RowFn]] = {
                         _age(o["metadata"].get("creationTimestamp"), now)],
     ),
 }
+_TABLES.update(apps.tables(_col, _NAME, _AGE, _age))
 _DEFAULT: tuple[list[Obj], RowFn] = (
     [_NAME, _AGE],
     lambda o, now: [o["metadata"]["name"], _age(o["metadata"].get("creationTimestamp"), now)],
