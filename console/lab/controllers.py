@@ -113,7 +113,7 @@ class Controllers:
     def _run(self) -> None:
         dirty: set[tuple[str, str, str]] = set(self._everything())
         while not self._stop.is_set():
-            for key in sorted(dirty, key=lambda k: (k[0] != PDB, k)):  # PDBs last: they read the pods
+            for key in sorted(dirty, key=lambda k: (k[0] == PDB, k)):  # PDBs last: they read the pods
                 try:
                     self._sync(*key)
                 except Exception:  # one bad object must not stop the controllers
