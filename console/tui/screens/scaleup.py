@@ -317,6 +317,7 @@ class ScaleUpScreen(ConsoleScreen):
             return  # an older plan (the target changed since): ignore it
         self.plan, self.journal, self.plan_error = msg.plan, msg.journal, msg.error
         self.drain_blocked = msg.blocked
+        self.refresh_bindings()
         self.live = None
         self.query_one("#su-verdict").display = False
         if msg.plan is None:
@@ -490,6 +491,11 @@ class ScaleUpScreen(ConsoleScreen):
         self._render_all()
 
     # -- drain override -----------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "override_drain" and self.drain_blocked is None:
+            return False  # the key shows only while a plan is blocked by the drain
+        return super().check_action(action, parameters)
+
     def action_override_drain(self) -> None:
         """Re-plan with kubectl's --force / --delete-emptydir-data after a confirm naming what is lost."""
         blocked = self.drain_blocked
