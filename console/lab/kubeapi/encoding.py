@@ -29,6 +29,10 @@ async def read_json(request: web.Request) -> Any:
     if not raw.strip():
         raise ApiError(400, "the body of the request was in an unknown format")
     ctype = request.content_type
+    if ctype == "application/vnd.kubernetes.protobuf":  # kubectl's typed clients
+        from console.lab.kubeapi.protobuf import decode
+
+        return decode(raw)
     if ctype.endswith("yaml"):
         import yaml  # only apply-patch bodies are YAML
 

@@ -9,7 +9,6 @@ pkg/controller/disruption (PDB status), pkg/printers/internalversion/printers.go
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -123,16 +122,15 @@ def test_eviction_refused_by_a_budget_is_a_429(drain_lab: Lab, env: dict[str, st
 
 
 def test_create_deployment_and_rollout_status(drain_lab: Lab, env: dict[str, str]) -> None:
-    # `kubectl create deployment` itself posts protobuf, which the lab's API server does not decode (JSON
-    # only); the same object through `kubectl create -f` (JSON) is what the controllers get
-    manifest = kubectl(env, "create", "deployment", "web", "--image=nginx", "--replicas=2", "--dry-run=client",
-                       "-o", "json").stdout
-    proc = subprocess.run(["kubectl", "create", "-f", "-"], env=env, input=manifest, capture_output=True, text=True,
-                          timeout=60)
-    assert proc.returncode == 0, proc.stderr
+    kubectl(env, "create", "deployment", "web", "--image=nginx", "--replicas=2")  # kubectl posts it as protobuf
     out = kubectl(env, "rollout", "status", "deploy/web", "--timeout=60s", timeout=90).stdout
     assert 'deployment "web" successfully rolled out' in out
     dep = get_json(env, "deploy", "web")
+    # the protobuf body decoded as kubectl meant it (k8s.io/api apps/v1 generated.proto)
+    assert dep["spec"]["replicas"] == 2 and dep["spec"]["selector"] == {"matchLabels": {"app": "web"}}
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    assert (container["name"], container["image"]) == ("nginx", "nginx")
+    assert dep["spec"]["template"]["metadata"]["labels"] == {"app": "web"}
     st = dep["status"]
     assert (st["observedGeneration"], st["replicas"], st["updatedReplicas"], st["readyReplicas"],
             st["availableReplicas"]) == (dep["metadata"]["generation"], 2, 2, 2, 2)
