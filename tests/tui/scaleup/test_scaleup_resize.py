@@ -192,7 +192,8 @@ async def test_unfinished_run_is_offered_and_resumed(resize_lab, settings_for, h
     from console.runbook.session import Session
 
     # a run killed after "wait-node": its journal says running, the first six steps done
-    plan, _ = Session(settings_for(resize_lab)).plan(ScaleUpRequest(NODE, flavor="m1.large"), new=True)
+    # (nginx runs on the node by now, without a controller: the drain needs --force, as kubectl's would)
+    plan, _ = Session(settings_for(resize_lab)).plan(ScaleUpRequest(NODE, flavor="m1.large", force=True), new=True)
     journal = Journal.create("scale-up", NODE, asdict(plan.request), plan.steps)
     for step in plan.steps[:6]:
         journal.mark(step["id"], "done")
