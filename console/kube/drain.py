@@ -242,6 +242,7 @@ def drain(
     deadline = time.monotonic() + timeout
     delay = 0.5
     refused: dict[str, str] = {}  # pod key -> why (PDB and the server's cause)
+    evicted: list[str] = []
     budgets: dict[str, set[str]] = {}
     while todo:
         waiting = []
@@ -252,6 +253,7 @@ def drain(
                 core.create_namespaced_pod_eviction(item.name, item.namespace, body)
                 on_progress(f"evicted {item.key}" + (" (no controller: it will not come back)" if item.lost else ""))
                 refused.pop(item.key, None)
+                evicted.append(item.key)
             except ApiException as e:
                 if e.status == 404:
                     continue
@@ -267,7 +269,7 @@ def drain(
         todo = waiting
         if todo:
             if time.monotonic() + delay > deadline:
-                raise _stuck(node, todo, refused, budgets, timeout)
+                raise _stuck(node, todo, refused, budgets, timeout, evicted)
             on_progress("; ".join(f"{i.key}: eviction refused ({refused[i.key]}), retrying in {delay:g}s"
                                   for i in todo))
             time.sleep(delay)
@@ -282,13 +284,14 @@ def drain(
 
 
 def _stuck(node: str, todo: list[DrainItem], refused: dict[str, str], budgets: dict[str, set[str]],
-           timeout: float) -> DrainStuck:
+           timeout: float, evicted: list[str]) -> DrainStuck:
     names = sorted({b for i in todo for b in budgets.get(i.key, set())})
     pods = ", ".join(f"{i.key} ({refused[i.key]})" for i in todo)
     which = f"PodDisruptionBudget {', '.join(names)}" if names else "a PodDisruptionBudget"
+    done = f"evicted so far: {', '.join(evicted)}" if evicted else "nothing evicted"
     return DrainStuck(
-        f"{which} still refuses to evict {pods} after {timeout:g}s; {node} stays cordoned and nothing else "
-        f"was changed. Wait for the budget's pods to become healthy, scale the workload up or relax the budget "
+        f"{which} still refuses to evict {pods} after {timeout:g}s; {node} stays cordoned ({done}). Wait for "
+        f"the budget's pods to become healthy, scale the workload up or relax the budget "
         f"(kubectl get pdb -n {todo[0].namespace}), then run the scale-up again to resume (or raise "
         "--drain-timeout)", names)
 
