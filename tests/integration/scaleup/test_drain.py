@@ -89,6 +89,7 @@ def test_a_budget_allowing_no_disruption_stops_the_drain_before_the_vm(drain_lab
     assert doc["status"] == "needs-attention"
     assert "PodDisruptionBudget default/db-pdb still refuses to evict default/db-0" in doc["message"]
     assert "The disruption budget db-pdb needs 1 healthy pods and has 1 currently" in doc["message"]
+    assert f"{NODE} stays cordoned (evicted so far: default/debug-shell, default/frontend-" in doc["message"]
     assert h.nova_actions(drain_lab, NODE, "resize") == []  # the VM is untouched
     assert h.node_obj(drain_lab, NODE)["spec"].get("unschedulable") is True
     assert _exists(drain_lab, "db-0")
