@@ -208,8 +208,12 @@ def _selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
 def budgets_for(api_client: Any, namespace: str, labels: dict[str, str]) -> list[str]:
     """Names of the PodDisruptionBudgets in `namespace` whose selector matches `labels`."""
     from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
 
-    resp = client.PolicyV1Api(api_client).list_namespaced_pod_disruption_budget(namespace, _preload_content=False)
+    try:
+        resp = client.PolicyV1Api(api_client).list_namespaced_pod_disruption_budget(namespace, _preload_content=False)
+    except ApiException:
+        return []  # no right to list them: the 429's own text still says why
     items = json.loads(resp.data).get("items") or []
     return [o["metadata"]["name"] for o in items if _selects((o.get("spec") or {}).get("selector"), labels)]
 
