@@ -193,7 +193,8 @@ def decode_message(msg: str, buf: bytes) -> Any:
         return out.get("intVal", 0) if out.get("type", 0) == 0 else out.get("strVal", "")
     if msg == "Quantity":
         return out.get("string", "0")
-    return {k: v for k, v in out.items() if v not in ("", False, None)}
+    # zero numbers stay: a pointer field such as replicas may be 0 on purpose
+    return {k: v for k, v in out.items() if v is not None and v is not False and v != ""}
 
 
 def decode(raw: bytes) -> dict[str, Any]:
