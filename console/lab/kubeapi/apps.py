@@ -15,18 +15,11 @@ Obj = dict[str, Any]
 
 
 def _template_defaults(spec: Obj) -> None:
-    pod = spec.setdefault("template", {}).setdefault("spec", {})
-    pod.setdefault("restartPolicy", "Always")
-    pod.setdefault("dnsPolicy", "ClusterFirst")
-    pod.setdefault("schedulerName", "default-scheduler")
-    pod.setdefault("terminationGracePeriodSeconds", 30)
-    pod.setdefault("securityContext", {})
-    for c in pod.get("containers") or []:
-        c.setdefault("resources", {})
-        c.setdefault("terminationMessagePath", "/dev/termination-log")
-        c.setdefault("terminationMessagePolicy", "File")
-        image = c.get("image", "")
-        c.setdefault("imagePullPolicy", "Always" if image.endswith(":latest") or ":" not in image else "IfNotPresent")
+    """The pod template gets the pod's own defaults (SetDefaults_PodSpec), in place."""
+    from console.lab.kubeapi.validation import default_on_create
+    from console.lab.resources import RESOURCES
+
+    default_on_create(RESOURCES["pods"], {"spec": spec.setdefault("template", {}).setdefault("spec", {})})
 
 
 def defaults(key: str, obj: Obj) -> None:
