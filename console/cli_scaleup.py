@@ -48,6 +48,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--pods-timeout", type=float, default=60.0, help="seconds to wait for pods (default 60)")
     p.add_argument("--lease-namespace", help="namespace of the per-node Lease that keeps runs apart "
                    "(default: config lease_namespace, default)")
+    # the drain is `kubectl drain --ignore-daemonsets`; these two flags mean what they mean for kubectl
+    p.add_argument("--force", action="store_true",
+                   help="drain pods that declare no controller too (they are deleted and do not come back)")
+    p.add_argument("--delete-emptydir-data", action="store_true",
+                   help="drain pods using emptyDir too (their local data is deleted)")
+    p.add_argument("--drain-timeout", type=float, default=None,
+                   help="seconds to retry evictions a PodDisruptionBudget refuses, then stop needing attention "
+                        "(default 120)")
 
 
 def _out(args: argparse.Namespace, doc: dict[str, Any], text: str) -> None:
@@ -57,7 +65,7 @@ def _out(args: argparse.Namespace, doc: dict[str, Any], text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from console.config import ConfigError
     from console.config import load as load_settings
-    from console.runbook.scaleup import PlanRefused, ScaleUpRequest, parse_memory_mib
+    from console.runbook.scaleup import DRAIN_TIMEOUT_S, DrainRefused, PlanRefused, ScaleUpRequest, parse_memory_mib
     from console.runbook.session import Session, SessionError
 
     def err(msg: str) -> None:
@@ -76,13 +84,18 @@ def run(args: argparse.Namespace) -> int:
             node=args.node, flavor=args.flavor, vcpus=args.vcpus,
             memory_mib=parse_memory_mib(args.memory) if args.memory else None, method=args.method,
             resize_timeout=args.resize_timeout, node_timeout=args.node_timeout, pods_timeout=args.pods_timeout,
+            force=args.force, delete_emptydir_data=args.delete_emptydir_data,
+            drain_timeout=DRAIN_TIMEOUT_S if args.drain_timeout is None else args.drain_timeout,
         )
         session = Session(settings)
         plan, journal = session.plan(request, resume=args.resume, new=args.new)
     except (PlanRefused, SessionError, ConfigError) as e:
         err(str(e))
         if args.output == "json":
-            print(json.dumps({"status": "refused", "message": str(e), "exit_code": EXIT_USAGE}))
+            doc = {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE}
+            if isinstance(e, DrainRefused):
+                doc["blocking"] = [i.to_dict() for i in e.blocking]
+            print(json.dumps(doc))
         return EXIT_USAGE
     from console.runbook.scaleup import render_plan
 

@@ -1,4 +1,4 @@
-"""Node operations for the scale-up runbook: read, watch-wait, cordon/uncordon, drain.
+"""Node operations for the scale-up runbook: read, watch-wait, cordon/uncordon (the drain: console/kube/drain.py).
 
 Blocking calls on the kubernetes client (run them in a worker thread). Waits use
 a watch on the one object (fieldSelector metadata.name), so a change is seen as
@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from console.kube.model import NodeInfo, PodInfo
-
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 
 class NodeOpError(Exception):
@@ -219,77 +216,3 @@ def set_unschedulable(api_client: Any, name: str, value: bool) -> tuple[bool, bo
                 raise NodeOpError(f"{'cordon' if value else 'uncordon'} {name}: {e.status} {e.reason}") from e
     raise NodeOpError(f"{'cordon' if value else 'uncordon'} {name}: the node kept changing (conflicts)")
 
-
-@dataclass(frozen=True)
-class DrainItem:
-    namespace: str
-    name: str
-    action: str  # evict | skip
-    why: str = ""
-
-
-def drain_plan(pods: list[dict[str, Any]]) -> list[DrainItem]:
-    """What a drain would do with each pod: DaemonSet and mirror pods stay, finished pods are ignored."""
-    items = []
-    for p in pods:
-        meta = p["metadata"]
-        ns, name = meta.get("namespace", "default"), meta["name"]
-        phase = (p.get("status") or {}).get("phase")
-        owners = meta.get("ownerReferences") or []
-        if phase in ("Succeeded", "Failed"):
-            items.append(DrainItem(ns, name, "skip", "finished"))
-        elif MIRROR_ANNOTATION in (meta.get("annotations") or {}):
-            items.append(DrainItem(ns, name, "skip", "static (mirror) pod"))
-        elif any(o.get("kind") == "DaemonSet" for o in owners):
-            items.append(DrainItem(ns, name, "skip", "DaemonSet pod"))
-        elif (meta.get("labels") or {}).get("app.kubernetes.io/managed-by") == "console":
-            items.append(DrainItem(ns, name, "skip", "console node-access pod"))
-        else:
-            why = "" if owners else "not managed by a controller: it will not return"
-            items.append(DrainItem(ns, name, "evict", why))
-    return items
-
-
-def drain(
-    api_client: Any,
-    node: str,
-    *,
-    timeout: float = 120.0,
-    on_progress: Callable[[str], None] = lambda _m: None,
-) -> list[DrainItem]:
-    """Evict the node's evictable pods through the Eviction API, retrying 429s (a PodDisruptionBudget)."""
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-
-    core = _core(api_client)
-    plan = drain_plan(pods_on_node_raw(api_client, node))
-    todo = [i for i in plan if i.action == "evict"]
-    deadline = time.monotonic() + timeout
-    delay = 0.5
-    while todo:
-        blocked = []
-        for item in todo:
-            body = client.V1Eviction(metadata=client.V1ObjectMeta(name=item.name, namespace=item.namespace))
-            try:
-                core.create_namespaced_pod_eviction(item.name, item.namespace, body)
-                on_progress(f"evicted {item.namespace}/{item.name}")
-            except ApiException as e:
-                if e.status == 404:
-                    continue
-                if e.status == 429:  # a PodDisruptionBudget says not now
-                    blocked.append(item)
-                    continue
-                raise NodeOpError(f"evicting {item.namespace}/{item.name}: {e.status} {e.reason}") from e
-        todo = blocked
-        if todo:
-            if time.monotonic() + delay > deadline:
-                names = ", ".join(f"{i.namespace}/{i.name}" for i in todo)
-                raise NodeOpError(f"drain {node}: eviction still refused (PodDisruptionBudget) for {names}")
-            on_progress(f"waiting for PodDisruptionBudgets: {len(todo)} pod(s)")
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)
-    for item in plan:
-        if item.action == "evict":
-            watch_until(api_client, "pod", item.name, lambda o: o is None or o["spec"].get("nodeName") != node,
-                        max(1.0, deadline - time.monotonic()), namespace=item.namespace)
-    return plan

@@ -23,6 +23,9 @@ REGISTRY: dict[str, frozenset[str]] = {
     "docker.io/library/nginx": frozenset({"latest", "stable", "1", "1.21", "1.25", "1.27", "1.28"}),
     "docker.io/library/ubuntu": frozenset({"latest", "20.04", "22.04", "24.04"}),
     "docker.io/library/alpine": frozenset({"latest", "3", "3.20", "3.21"}),
+    # the seed-drain scenario's StatefulSet and DaemonSet
+    "docker.io/library/postgres": frozenset({"latest", "16"}),
+    "docker.io/prom/node-exporter": frozenset({"latest", "v1.8.2"}),
     # the lab's own registry: the seed's app image and an nsenter image (util-linux)
     "registry.lab/app": frozenset({"1"}),
     "registry.lab/util-linux": frozenset({"2.38"}),

@@ -182,6 +182,8 @@ class Scenario:
     extra: dict[str, str] = field(default_factory=dict)
     host_os: HostOs = FOCAL
     nfd_groups: tuple[NfdGroup, ...] = ()
+    # further API objects at seed time: (store resource, object), e.g. console/lab/workloads.py's
+    objects: tuple[tuple[str, dict], ...] = ()
 
 
 # Field report 1's example hook: selected sysctl values read from the host's /proc. In the lab the
@@ -300,7 +302,39 @@ def scale(nodes: int, pods_per_node: int) -> Scenario:
     )
 
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in (DEFAULT, SEED_RESIZE, SEED_LIVE)}
+def _drain_objects() -> tuple[tuple[str, dict], ...]:
+    from console.lab import workloads as w
+
+    name = "seed-drain"
+    return (
+        # frontend: a Deployment with a pod on each worker, and a budget that lets one go at a time
+        *w.deployment(name, "frontend", w.template("frontend"), ["kube-worker01", "kube-worker02"]),
+        *w.pdb("frontend-pdb", "frontend", min_available=1),
+        # db: a StatefulSet whose pod keeps data in an emptyDir, and a budget that lets none go
+        *w.statefulset(name, "db", w.template("db", image="postgres:16", volumes=[{"name": "data", "emptyDir": {}}]),
+                       ["kube-worker02"]),
+        *w.pdb("db-pdb", "db", min_available=1),
+        # a node agent on every node
+        *w.daemonset("node-exporter", w.template("node-exporter", image="prom/node-exporter:v1.8.2", cpu="10m",
+                                                 memory="32Mi")),
+    )
+
+
+SEED_DRAIN = Scenario(
+    name="seed-drain",
+    description="seed-resize plus what a drain meets on kube-worker02: a bare pod, a StatefulSet pod with emptyDir "
+                "data behind a PDB allowing no disruption, a Deployment pod behind a PDB allowing one, a DaemonSet",
+    kubernetes_version="v1.21.6",
+    nfd_version="v0.8.2",
+    nodes=_report_nodes("m1.medium"),
+    pods=(PodSpec("nginx", "3", "5Gi"), PodSpec("debug-shell", "50m", "64Mi", node="kube-worker02",
+                                                image="busybox:1.36")),
+    host_os=FOCAL,
+    nfd_groups=REPORT_NFD_GROUPS,
+    objects=_drain_objects(),
+)
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (DEFAULT, SEED_RESIZE, SEED_LIVE, SEED_DRAIN)}
 
 
 def get(name: str, *, nodes: int | None = None, pods_per_node: int | None = None) -> Scenario:

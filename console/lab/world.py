@@ -55,6 +55,7 @@ class Lab:
         self.nova: Any = None
         self.kubelets: dict[str, Any] = {}
         self.scheduler: Any = None
+        self.controllers: Any = None
         self.node_exec: Any = None
         self.fleet: Any = None
         self.nfd: Any = None
@@ -120,6 +121,8 @@ class Lab:
             self.store.bulk_load("pods", pods)
         for pod in sc.pods:
             self.store.create("pods", seed.pod_object(pod))
+        for resource, obj in sc.objects:
+            self.store.create(resource, obj)
 
     def _start_hypervisor(self, progress: Progress) -> None:
         from console.lab.libvirt_host import LibvirtHost
@@ -136,6 +139,7 @@ class Lab:
             self.hypervisor.start(vm.server_id)
 
     def _start_cluster_sims(self, progress: Progress) -> None:
+        from console.lab.controllers import Controllers
         from console.lab.kubelet import Fleet, Kubelet
         from console.lab.nodeexec import NodeExec
         from console.lab.scheduler import Scheduler
@@ -168,6 +172,9 @@ class Lab:
         self.scheduler = Scheduler(self.store, version=sc.kubernetes_version)
         self.scheduler.start()
         self._stack.append(self.scheduler.stop)
+        self.controllers = Controllers(self.store)
+        self.controllers.start()
+        self._stack.append(self.controllers.stop)
 
     def _start_nfd(self, progress: Progress) -> None:
         from console.lab.nfd_sim import NfdSim

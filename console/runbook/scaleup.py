@@ -14,6 +14,7 @@ from typing import Any
 
 from console.infra.openstack import disk_refusal
 from console.infra.protocol import InfraError, VmDescription
+from console.kube import drain as drains
 from console.kube import nodes_ops
 from console.kube.model import NodeInfo
 from console.runbook.plan import FitAdvice, FlavorInfo, VmSize, advise, check_target
@@ -21,6 +22,24 @@ from console.runbook.plan import FitAdvice, FlavorInfo, VmSize, advise, check_ta
 
 class PlanRefused(Exception):
     """The request cannot be planned (unknown flavor, too small, shrink, no VM found)."""
+
+
+class DrainRefused(PlanRefused):
+    """The drain would delete pods kubectl keeps without --force / --delete-emptydir-data; `blocking` are they."""
+
+    def __init__(self, message: str, blocking: list[drains.DrainItem]) -> None:
+        super().__init__(message)
+        self.blocking = blocking
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return tuple(sorted({f for i in self.blocking for f in i.needs}))
+
+
+# kubectl drain waits forever by default (--timeout 0); a runbook must stop and say why instead. 120 s lets
+# pods end within the default terminationGracePeriodSeconds (30 s) and a PodDisruptionBudget see a replaced
+# pod become Ready a few times over (kubectl retries a 429 every 5 s), then the run stops "needs attention".
+DRAIN_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -33,6 +52,9 @@ class ScaleUpRequest:
     resize_timeout: float = 300.0
     node_timeout: float = 180.0
     pods_timeout: float = 60.0
+    force: bool = False  # kubectl drain --force: pods without a controller are deleted for good
+    delete_emptydir_data: bool = False  # kubectl drain --delete-emptydir-data
+    drain_timeout: float = DRAIN_TIMEOUT_S
 
     @property
     def chosen_method(self) -> str:
@@ -51,7 +73,7 @@ class ScaleUpPlan:
     will_fit: list[str]  # Pending pods the target makes fit
     still_pending: list[str]  # Pending pods it does not
     advice: list[FitAdvice]
-    evictions: list[nodes_ops.DrainItem]
+    drain: list[drains.DrainItem]  # every pod on the node and its fate (evict | skip)
     steps: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     nova_server_id: str | None = None  # libvirt: the domain is Nova-managed
@@ -60,12 +82,17 @@ class ScaleUpPlan:
     # the VM already runs the target but the kubelet reports less: only the kubelet steps (no cordon/drain/VM)
     kubelet_only: bool = False
 
+    @property
+    def evictions(self) -> list[drains.DrainItem]:
+        return [i for i in self.drain if i.action == "evict"]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "node": self.node.name, "method": self.method, "current": asdict(self.current),
             "target": asdict(self.target), "flavor": self.flavor.name if self.flavor else None,
             "vm": self.vm.to_dict(), "will_fit": self.will_fit, "still_pending": self.still_pending,
-            "evictions": [asdict(e) for e in self.evictions], "steps": self.steps, "notes": self.notes,
+            "evictions": [e.to_dict() for e in self.evictions], "drain": [i.to_dict() for i in self.drain],
+            "steps": self.steps, "notes": self.notes,
             "reasons": {a.pods[0]: a.reason for a in self.advice},
             "nova_server_id": self.nova_server_id, "nothing_to_do": self.nothing_to_do,
             "kubelet_only": self.kubelet_only,
@@ -176,8 +203,13 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
         reasons = "; ".join(f"{a.pods[0]}: {check_target(a, target)}" for a in advice if not a.fits_now)
         hint = next((a.target_reason for a in advice if not a.fits_now), "")
         raise PlanRefused(f"{target} does not make any Pending pod fit on {node.name} ({reasons}). {hint}")
-    evictions = [] if at_target else [e for e in nodes_ops.drain_plan(pods_raw) if e.action == "evict"]
-    plan = ScaleUpPlan(request, method, node, vm, target, flavor, current, will_fit, still, advice, evictions,
+    drain = [] if at_target else drains.drain_plan(pods_raw, force=request.force,
+                                                   delete_emptydir_data=request.delete_emptydir_data,
+                                                   daemonsets=drains.existing_daemonsets(api))
+    blocking = [i for i in drain if i.action == "blocked"]
+    if blocking:
+        raise DrainRefused(drains.blocked_message(node.name, blocking) + "; nothing was changed", blocking)
+    plan = ScaleUpPlan(request, method, node, vm, target, flavor, current, will_fit, still, advice, drain,
                        notes=notes, nova_server_id=nova_id, nothing_to_do=nothing, kubelet_only=kubelet_only)
     return _with_steps(plan)
 
@@ -208,11 +240,22 @@ def render_plan(plan: ScaleUpPlan) -> str:
         lines.append(f"  still too big: {', '.join(plan.still_pending)}")
     for a in plan.advice:
         lines.append(f"    {a.pods[0]}: {a.reason}")
-    if plan.evictions:
-        lines.append("  will evict: " + ", ".join(f"{e.namespace}/{e.name}" for e in plan.evictions))
+    lines.extend(drain_lines(plan))
     for n in plan.notes:
         lines.append(f"  note: {n}")
     lines.append("  steps:")
     for i, s in enumerate(plan.steps, 1):
         lines.append(f"    {i}. {s['title']}")
     return "\n".join(lines)
+
+
+def drain_lines(plan: ScaleUpPlan) -> list[str]:
+    """Every pod on the node and what the drain does with it (kubectl's reasons)."""
+    if not plan.drain:
+        return ["  drain: no pods on the node"]
+    lines = [f"  drain (timeout {plan.request.drain_timeout:g}s):"]
+    for i in plan.drain:
+        owner = f" [{i.controller}]" if i.controller else " [no controller]"
+        fate = "evict, deleted for good" if i.lost else i.action
+        lines.append(f"    {fate} {i.key}{owner}" + (f": {i.why}" if i.why else ""))
+    return lines

@@ -128,4 +128,4 @@ class Session:
 
 def _timeouts(request: ScaleUpRequest) -> dict[str, float]:
     return {"resize_timeout": request.resize_timeout, "node_timeout": request.node_timeout,
-            "pods_timeout": request.pods_timeout}
+            "pods_timeout": request.pods_timeout, "drain_timeout": request.drain_timeout}

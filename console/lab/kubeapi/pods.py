@@ -7,6 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
+from console.lab import disruption
 from console.lab.kubeapi.encoding import json_response, read_json
 from console.lab.kubeapi.objects import dry_run
 from console.lab.kubeapi.status import ApiError, success_body
@@ -67,9 +68,24 @@ async def evict(request: web.Request, store: Store, ns: str, name: str) -> web.R
     body_name = (body.get("metadata") or {}).get("name")
     if body_name and body_name != name:
         raise ApiError(400, "name in URL does not match name in Eviction object")
-    store.get("pods", ns, name)
+    pod = store.get("pods", ns, name)
     options = body.get("deleteOptions") or {}
-    if not (dry_run(request) or "All" in (options.get("dryRun") or [])):
+    dry = dry_run(request) or "All" in (options.get("dryRun") or [])
+    try:
+        disruption.check_eviction(store, pod, dry_run=dry)
+    except disruption.EvictionRefused as e:
+        raise ApiError(e.code, e.message, e.reason, e.details) from None
+    if not dry:
+        # the API server marks the pod before deleting it (PodDisruptionConditions, GA in v1.31)
+        def mark(draft: Obj) -> None:
+            conds = [c for c in draft.setdefault("status", {}).get("conditions") or []
+                     if c.get("type") != "DisruptionTarget"]
+            conds.append({"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
+                          "lastTransitionTime": now_iso(), "reason": "EvictionByEvictionAPI",
+                          "message": "Eviction API: evicting"})
+            draft["status"]["conditions"] = conds
+
+        store.mutate("pods", ns, name, mark)
         store.delete("pods", ns, name)
     return json_response(success_body(201), 201)
 

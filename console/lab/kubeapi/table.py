@@ -10,6 +10,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from console.lab.kubeapi import apps
+
 Obj = dict[str, Any]
 
 
@@ -256,6 +258,7 @@ _TABLES["leases.coordination.k8s.io"] = (
     lambda o, now: [o["metadata"]["name"], (o.get("spec") or {}).get("holderIdentity") or "",
                     _age(o["metadata"].get("creationTimestamp"), now)],
 )
+_TABLES.update(apps.tables(_col, _NAME, _AGE, _age))
 _DEFAULT: tuple[list[Obj], RowFn] = (
     [_NAME, _AGE],
     lambda o, now: [o["metadata"]["name"], _age(o["metadata"].get("creationTimestamp"), now)],

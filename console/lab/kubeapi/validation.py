@@ -217,3 +217,7 @@ def default_on_create(rt: ResourceType, obj: Obj) -> None:
         obj["status"] = {"phase": "Active"}
     elif rt.key == "events":
         obj.setdefault("count", 1)
+    elif rt.group in ("apps", "policy"):
+        from console.lab.kubeapi.apps import defaults
+
+        defaults(rt.key, obj)

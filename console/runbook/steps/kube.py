@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from console.kube import drain as drains
 from console.kube import kubeletinfo, nodes_ops
 from console.kube.nodeaccess import NodeAccessError
 from console.runbook import verify
@@ -51,18 +52,25 @@ def cordon_and_drain(plan: Any) -> list[Step]:
         nodes_ops.set_unschedulable(_api(ctx), node, False)
         return f"{node} uncordoned"
 
+    req = plan.request
+    flags = {"force": req.force, "delete_emptydir_data": req.delete_emptydir_data}
+
     def drain(ctx: Context) -> dict[str, Any]:
         try:
             with ctx.waiting():
-                items = nodes_ops.drain(_api(ctx), node, on_progress=ctx.emit)
+                items = drains.drain(_api(ctx), node, timeout=req.drain_timeout, on_progress=ctx.emit, **flags)
+        except drains.DrainStuck as e:
+            # the node stays cordoned and the VM untouched: the admin fixes the budget, the rerun resumes here
+            raise StepFailed(f"drain {node}: {e}", resumable=True) from e
         except (nodes_ops.NodeOpError, TimeoutError) as e:
             raise StepFailed(f"drain {node}: {e}") from e
-        return {"evicted": [f"{i.namespace}/{i.name}" for i in items if i.action == "evict"]}
+        return {"evicted": [i.key for i in items if i.action == "evict"],
+                "deleted_for_good": [i.key for i in items if i.lost]}
 
     def drained(ctx: Context) -> bool:
-        return not any(i.action == "evict" for i in nodes_ops.drain_plan(nodes_ops.pods_on_node_raw(_api(ctx), node)))
+        return not any(i.action in ("evict", "blocked") for i in drains.plan_node(_api(ctx), node, **flags))
 
-    evict = ", ".join(f"{e.namespace}/{e.name}" for e in plan.evictions) or "nothing to evict"
+    evict = ", ".join(e.key for e in plan.evictions) or "nothing to evict"
     return [
         Step("cordon", f"cordon {node}", cordon, done=already, undo=undo_cordon,
              audit_target=lambda _c: f"node/{node}", describe=lambda c: {"unschedulable": _unschedulable(c)}),

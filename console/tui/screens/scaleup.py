@@ -50,9 +50,11 @@ class TargetsLoaded(Message):
 
 
 class PlanReady(Message):
-    def __init__(self, plan: ScaleUpPlan | None, journal: Any, error: str = "", seq: int = 0) -> None:
+    def __init__(self, plan: ScaleUpPlan | None, journal: Any, error: str = "", seq: int = 0,
+                 blocked: data.DrainOverride | None = None) -> None:
         super().__init__()
         self.plan, self.journal, self.error, self.seq = plan, journal, error, seq
+        self.blocked = blocked  # the drain refused pods: what overriding would mean
 
 
 class RunbookStepChanged(Message):
@@ -111,6 +113,7 @@ class ScaleUpScreen(ConsoleScreen):
         Binding("t", "pick_target", "Target", id="scale-up-pick-target"),
         dangerous(Binding("r", "run", "Run", id="scale-up-run")),
         dangerous(Binding("v", "revert", "Revert", id="scale-up-revert")),
+        dangerous(Binding("f", "override_drain", "Override drain", id="scale-up-override-drain")),
         Binding("l", "toggle_log", "Log", id="scale-up-toggle-log"),
         Binding("escape", "back", "Back", id="scale-up-back"),
     ]
@@ -129,6 +132,7 @@ class ScaleUpScreen(ConsoleScreen):
         self.plan: ScaleUpPlan | None = None
         self.journal: Any = None  # the journal to resume (None: a new run)
         self.plan_error = ""
+        self.drain_blocked: data.DrainOverride | None = None
         self.run = RunState()
         self.live: data.LiveState | None = None
         self.revert_message = ""
@@ -289,17 +293,20 @@ class ScaleUpScreen(ConsoleScreen):
     # -- plan ---------------------------------------------------------------------------------------------
     def make_plan(self, request: ScaleUpRequest, resume: str | None, new: bool) -> None:
         self._plan_seq += 1
-        self.plan, self.plan_error = None, ""
+        self.plan, self.plan_error, self.drain_blocked = None, "", None
         self._plan_worker(request, resume, new, self._plan_seq)
         self._render_all()
 
     @work(thread=True, exclusive=True, group="scale-up-plan", exit_on_error=False)
     def _plan_worker(self, request: ScaleUpRequest, resume: str | None, new: bool, seq: int) -> None:
-        from console.runbook.scaleup import PlanRefused
+        from console.runbook.scaleup import DrainRefused, PlanRefused
         from console.runbook.session import SessionError
 
         try:
             plan, journal = self._ensure_session().plan(request, resume=resume, new=new)
+        except DrainRefused as e:
+            self.post_message(PlanReady(None, None, str(e), seq, data.DrainOverride(request, e.blocking)))
+            return
         except (PlanRefused, SessionError) as e:
             self.post_message(PlanReady(None, None, str(e), seq))
             return
@@ -309,6 +316,8 @@ class ScaleUpScreen(ConsoleScreen):
         if msg.seq != self._plan_seq:
             return  # an older plan (the target changed since): ignore it
         self.plan, self.journal, self.plan_error = msg.plan, msg.journal, msg.error
+        self.drain_blocked = msg.blocked
+        self.refresh_bindings()
         self.live = None
         self.query_one("#su-verdict").display = False
         if msg.plan is None:
@@ -487,6 +496,27 @@ class ScaleUpScreen(ConsoleScreen):
         self.refresh_live(True)
         self._render_all()
 
+    # -- drain override -----------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "override_drain" and self.drain_blocked is None:
+            return False  # the key shows only while a plan is blocked by the drain
+        return super().check_action(action, parameters)
+
+    def action_override_drain(self) -> None:
+        """Re-plan with kubectl's --force / --delete-emptydir-data after a confirm naming what is lost."""
+        blocked = self.drain_blocked
+        if self.run.running or blocked is None:
+            self.notify("the drain is not blocked: nothing to override", severity="warning")
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes and self.drain_blocked is blocked:
+                self._log(f"drain override: re-planning with {' '.join(blocked.flags)}")
+                self.make_plan(blocked.overridden(), None, True)
+
+        self.app.push_screen(ConfirmDanger(f"drain with {' '.join(blocked.flags)}", self.node or "",
+                                           blocked.preview()), confirmed)
+
     # -- misc actions ---------------------------------------------------------------------------------------
     def action_toggle_log(self) -> None:
         log = self.log_pane
@@ -536,7 +566,11 @@ class ScaleUpScreen(ConsoleScreen):
         w = self.query_one("#su-plan", Static)
         colors = theme_colors(self.app)
         if self.plan_error:
-            w.update(Text(f"✗ plan refused: {self.plan_error}", style=colors.get("danger", "red")))
+            t = Text(f"✗ plan refused: {self.plan_error}", style=colors.get("danger", "red"))
+            if self.drain_blocked is not None:
+                t.append(f"\nf overrides: drain with {' '.join(self.drain_blocked.flags)} (asks first, naming the "
+                         "pods that will be lost)", style=colors.get("status-pending", "yellow"))
+            w.update(t)
             return
         if self.plan is None:
             w.update(Text(self._plan_hint(), style="dim"))

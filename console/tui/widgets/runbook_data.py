@@ -14,9 +14,10 @@ from rich.text import Text
 
 from console.infra.protocol import InfraError, VmDescription
 from console.kube import nodes_ops
+from console.kube.drain import DELETE_EMPTYDIR, FORCE, DrainItem
 from console.kube.model import NodeInfo, fmt_cpu
 from console.runbook.plan import FitAdvice, FlavorInfo, VmSize, advise, fmt_mem
-from console.runbook.scaleup import ScaleUpPlan
+from console.runbook.scaleup import ScaleUpPlan, ScaleUpRequest
 from console.tui.widgets.runbook import CapacityRow, PodRow
 from console.tui.widgets.runbook_pickers import node_summary
 
@@ -259,6 +260,32 @@ def revert(session: Any, plan: ScaleUpPlan, progress: Callable[[str], None]) -> 
 
 
 # -- pure (UI thread) ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DrainOverride:
+    """A plan refused because the drain would delete pods kubectl keeps; what overriding it means."""
+
+    request: ScaleUpRequest
+    blocking: list[DrainItem]
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return tuple(sorted({f for i in self.blocking for f in i.needs}))
+
+    def overridden(self) -> ScaleUpRequest:
+        return replace(self.request, force=self.request.force or FORCE in self.flags,
+                       delete_emptydir_data=self.request.delete_emptydir_data or DELETE_EMPTYDIR in self.flags)
+
+    def preview(self) -> str:
+        lost = [i.key for i in self.blocking if FORCE in i.needs]
+        data = [i.key for i in self.blocking if DELETE_EMPTYDIR in i.needs]
+        lines = []
+        if lost:
+            lines.append("deleted for good (no controller recreates them): " + ", ".join(lost))
+        if data:
+            lines.append("emptyDir data deleted: " + ", ".join(data))
+        return "\n".join([*lines, "", "then the scale-up is planned again; r runs it"])
+
+
 def merge_view(live: LiveState, view: Any) -> LiveState:
     """Pod phases from the app's watch cache (ClusterView) between refreshes."""
     pods = getattr(getattr(view, "snapshot", None), "pods", None) or {}
@@ -285,8 +312,14 @@ def plan_text(plan: ScaleUpPlan, journal: Any, colors: dict[str, str]) -> Text:
         t.append("\nmakes no Pending pod fit (none waiting)", style="dim")
     if plan.still_pending:
         t.append(f"\nstill too big: {', '.join(plan.still_pending)}", style=colors.get("status-pending", "yellow"))
-    evict = ", ".join(f"{e.namespace}/{e.name}" for e in plan.evictions)
+    evict = ", ".join(e.key for e in plan.evictions)
     t.append(f"\nwill evict: {evict}" if evict else "\nnothing to evict", style="" if evict else "dim")
+    lost = [e.key for e in plan.evictions if e.lost]
+    if lost:
+        t.append(f"\ndeleted for good (no controller, --force): {', '.join(lost)}", style=colors.get("danger", "red"))
+    skipped = ", ".join(f"{e.key} ({e.why})" for e in plan.drain if e.action == "skip")
+    if skipped:
+        t.append(f"\nleft on the node: {skipped}", style="dim")
     for note in plan.notes:
         t.append(f"\nnote: {note}", style="dim")
     if journal is not None:

@@ -90,4 +90,4 @@ def test_unknown_scenario_is_a_clear_error(tmp_path):
         timeout=60,
     )
     assert proc.returncode == 2
-    assert "unknown scenario 'nope'; choose one of: default, seed-resize, seed-live, scale" in proc.stderr
+    assert "unknown scenario 'nope'; choose one of: default, seed-resize, seed-live, seed-drain, scale" in proc.stderr

@@ -173,7 +173,13 @@ async def test_revert_is_refused_once_the_resize_is_confirmed(resize_lab, settin
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_screen(pilot, until)
         await pick_flavor(pilot, until, screen, "m1.xlarge")
-        assert screen.plan is not None and screen.plan.vm.flavor == "m1.large"
+        # nginx now runs on the node without a controller: kubectl's drain (and the plan) needs --force
+        assert screen.drain_blocked is not None and "default/nginx" in text_of(screen, "#su-plan")
+        await pilot.press("f")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDanger), 5, what="the drain override confirm")
+        await pilot.press("y")
+        await until(pilot, lambda: screen.plan is not None, 30, what="the plan with --force")
+        assert screen.plan.vm.flavor == "m1.large" and screen.plan.request.force
         await pilot.press("v")
         await until(pilot, lambda: bool(screen.revert_message), 20, what="revert check")
         assert "was confirmed" in screen.revert_message or "nothing to revert" in screen.revert_message
