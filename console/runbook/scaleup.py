@@ -12,9 +12,11 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from console.infra.protocol import InfraError, VmDescription
+from console.infra.describe import describe_vm
+from console.infra.protocol import VmDescription
 from console.kube import nodes_ops
 from console.kube.model import NodeInfo
+from console.runbook.nova_drift import nova_regeneration_warning, size_doc, size_summary
 from console.runbook.plan import FitAdvice, FlavorInfo, VmSize, advise, check_target
 
 
@@ -63,6 +65,7 @@ class ScaleUpPlan:
             "evictions": [asdict(e) for e in self.evictions], "steps": self.steps, "notes": self.notes,
             "reasons": {a.pods[0]: a.reason for a in self.advice},
             "nova_server_id": self.nova_server_id,
+            "size": size_doc(self),
         }
 
 
@@ -98,7 +101,9 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
     if method == "openstack":
         if openstack is None:
             raise PlanRefused("OpenStack is not configured (set cloud in the config or OS_CLOUD)")
-        vm = openstack.describe(node)
+        reading = describe_vm(node, openstack, libvirt, method="openstack")
+        vm = reading.vm
+        notes.extend(reading.notes)
         flavors = openstack.flavors()
         current = VmSize(vm.vcpus, vm.memory_mib)
         if not request.flavor:
@@ -114,16 +119,9 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
     else:
         if libvirt is None:
             raise PlanRefused("libvirt is not configured (set libvirt_uris in the config or CONSOLE_LIBVIRT_URI)")
-        instance = None
-        if openstack is not None:
-            try:
-                st = openstack.server(openstack.find_server_id(node))
-                instance, nova_id = st.instance_name, st.id
-            except InfraError as e:
-                notes.append(f"no Nova server found ({e}); restarting through libvirt")
-        vm = libvirt.describe(node, instance)
-        if nova_id and vm.nova_server_id and vm.nova_server_id.lower() != nova_id.lower():
-            nova_id = None
+        reading = describe_vm(node, openstack, libvirt, method="libvirt")
+        vm, nova_id = reading.vm, reading.nova_server_id
+        notes.extend(reading.notes)
         flavors = openstack.flavors() if (openstack is not None and nova_id) else []
         current = VmSize(vm.vcpus, vm.memory_mib)
         if not (request.vcpus and request.memory_mib):
@@ -155,6 +153,9 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
     evictions = [e for e in nodes_ops.drain_plan(pods_raw) if e.action == "evict"]
     plan = ScaleUpPlan(request, method, node, vm, target, flavor, current, will_fit, still, advice, evictions,
                        notes=notes, nova_server_id=nova_id)
+    warning = nova_regeneration_warning(plan)
+    if warning:
+        plan.notes.append(warning)
     from console.runbook.steps import build_steps
 
     plan.steps = [{"id": s.id, "title": s.title} for s in build_steps(plan, {})]
@@ -164,7 +165,7 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
 def render_plan(plan: ScaleUpPlan) -> str:
     lines = [f"Scale-up of {plan.node.name} ({plan.method}): {plan.current} → {plan.target}"
              + (f" (flavor {plan.flavor.name})" if plan.flavor else "")]
-    lines.append(f"  VM: {plan.vm.name} [{plan.vm.status}] on {plan.vm.host}")
+    lines.append(f"  VM: {plan.vm.name} [{plan.vm.status}] on {plan.vm.host}: {size_summary(plan)}")
     if plan.will_fit:
         lines.append(f"  makes fit: {', '.join(plan.will_fit)}")
     if plan.still_pending:
