@@ -28,7 +28,7 @@ class VmReading:
     notes: list[str] = field(default_factory=list)
 
 
-def describe_vm(node: NodeInfo, openstack: Any, libvirt: Any, *, method: str) -> VmReading:
+def read_vm(node: NodeInfo, openstack: Any, libvirt: Any, *, method: str) -> VmReading:
     """The VM of `node` as the `method` backend addresses it ("openstack": ref = server id, host = compute host;
     "libvirt": ref = domain name, host = libvirt URI), its size what runs, Nova's flavor beside it.
     InfraError/NotMapped when the method's own backend cannot find it."""

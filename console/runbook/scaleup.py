@@ -12,7 +12,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from console.infra.describe import describe_vm
+from console.infra.describe import read_vm
 from console.infra.protocol import VmDescription
 from console.kube import nodes_ops
 from console.kube.model import NodeInfo
@@ -101,7 +101,7 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
     if method == "openstack":
         if openstack is None:
             raise PlanRefused("OpenStack is not configured (set cloud in the config or OS_CLOUD)")
-        reading = describe_vm(node, openstack, libvirt, method="openstack")
+        reading = read_vm(node, openstack, libvirt, method="openstack")
         vm = reading.vm
         notes.extend(reading.notes)
         flavors = openstack.flavors()
@@ -119,7 +119,7 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
     else:
         if libvirt is None:
             raise PlanRefused("libvirt is not configured (set libvirt_uris in the config or CONSOLE_LIBVIRT_URI)")
-        reading = describe_vm(node, openstack, libvirt, method="libvirt")
+        reading = read_vm(node, openstack, libvirt, method="libvirt")
         vm, nova_id = reading.vm, reading.nova_server_id
         notes.extend(reading.notes)
         flavors = openstack.flavors() if (openstack is not None and nova_id) else []

@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from console.config import Settings
+from console.infra.inventory import VmListError
 from console.infra.vms import VmView, match_nodes
 from console.kube.events import Events
 from console.kube.nodetable import node_rows
@@ -164,8 +165,13 @@ class ConsoleApp(App[None]):
     @work(thread=True, exclusive=True, group="vms", exit_on_error=False)
     def refresh_vms(self) -> None:
         listing = self.vms.list()
-        flavors = self.flavors or self.vms.flavors()
-        self.post_message(VMsLoaded(listing.vms, flavors, listing.problems))
+        problems = list(listing.problems)
+        try:
+            flavors = self.flavors or self.vms.flavors()
+        except VmListError as e:  # the VMs were listed: show them, say why the flavors are missing
+            flavors = []
+            problems.append(str(e))
+        self.post_message(VMsLoaded(listing.vms, flavors, problems))
 
     def on_vms_loaded(self, message: VMsLoaded) -> None:
         self.servers = message.servers

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.text import Text
 
-from console.infra.describe import describe_vm
+from console.infra.describe import read_vm
 from console.infra.protocol import InfraError, VmDescription
 from console.infra.vms import LEGEND
 from console.kube import nodes_ops
@@ -131,7 +131,7 @@ def load_targets(session: Any, name: str) -> NodeTargets:
     vm, flavors, notes = None, [], []
     if session.openstack is not None:
         try:
-            reading = describe_vm(node, session.openstack, session.libvirt, method="openstack")
+            reading = read_vm(node, session.openstack, session.libvirt, method="openstack")
             vm, notes = reading.vm, reading.notes
             flavors = session.openstack.flavors()
         except InfraError as e:
@@ -139,7 +139,7 @@ def load_targets(session: Any, name: str) -> NodeTargets:
     libvirt = session.libvirt is not None
     if vm is None and libvirt:
         try:
-            vm = describe_vm(node, None, session.libvirt, method="libvirt").vm
+            vm = read_vm(node, None, session.libvirt, method="libvirt").vm
         except InfraError as e:
             notes.append(f"libvirt: {e}")
     if not libvirt:
@@ -172,9 +172,9 @@ def live_state(session: Any, plan: ScaleUpPlan, *, describe_vm: bool) -> LiveSta
     if describe_vm:
         try:
             if plan.method == "openstack" and session.openstack is not None:
-                d = describe_vm(info, session.openstack, session.libvirt, method="openstack").vm
+                d = read_vm(info, session.openstack, session.libvirt, method="openstack").vm
             elif session.libvirt is not None:
-                d = describe_vm(info, session.openstack, session.libvirt, method="libvirt").vm
+                d = read_vm(info, session.openstack, session.libvirt, method="libvirt").vm
             else:
                 return state
             state.vm_now = VmSize(d.vcpus, d.memory_mib)

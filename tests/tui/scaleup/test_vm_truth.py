@@ -12,8 +12,11 @@ resize, migration, evacuate or unshelve (nova/virt/libvirt/driver.py `_hard_rebo
 from __future__ import annotations
 
 import json
+import os
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +86,44 @@ def test_dry_runs_show_the_running_size_and_nova_out_of_date(live_lab, scaled, t
     assert proc.returncode == 0, proc.stderr
     assert "12 vCPU / 16Gi → 14 vCPU / 16Gi" in proc.stdout
     assert "note: Nova manages this domain" in proc.stdout
+
+
+def test_the_cli_prompt_states_what_nova_will_undo(live_lab, scaled, tmp_path):
+    """Without --yes on a terminal the CLI asks for the node's name; the question carries the Nova warning.
+    Answering something else changes nothing (exit 5). (input() writes its prompt to stderr or stdout depending
+    on readline: both go to the terminal here.)"""
+    env = lab_env(live_lab) | {"XDG_STATE_HOME": str(tmp_path)}
+    master, slave = os.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "console", "scale-up", NODE, "--vcpus", "14", "--memory", "16Gi",
+                             "--method", "libvirt"], env=env, stdin=slave, stdout=slave, stderr=slave)
+    os.close(slave)
+
+    def read_until(done: Any, timeout: float) -> bytes:
+        out, deadline = b"", time.monotonic() + timeout
+        while not done(out):
+            assert time.monotonic() < deadline, out
+            if select.select([master], [], [], 0.5)[0]:
+                try:
+                    out += os.read(master, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+        return out
+
+    try:
+        prompt = read_until(lambda out: b"Type the node name" in out, 120).decode().replace("\r", "")
+        os.write(master, b"no\n")
+        rest = read_until(lambda out: b"nothing changed" in out, 60).decode()
+        assert proc.wait(timeout=60) == 5
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    assert "warning: Nova manages this domain" in prompt
+    question = prompt[prompt.index("warning: Nova manages"):]
+    assert all(op in question for op in REGENERATES) and "placement still counts the old flavor" in question
+    assert question.rstrip().endswith("Type the node name to go on:")
+    assert "not confirmed; nothing changed" in rest
+    assert live_lab.store.get("nodes", None, NODE)["status"]["capacity"]["cpu"] == "12"
 
 
 async def test_the_nodes_screen_shows_what_runs_with_nova_marked_out_of_date(live_lab, scaled):
