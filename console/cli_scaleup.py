@@ -113,7 +113,11 @@ def run(args: argparse.Namespace) -> int:
         if not sys.stdin.isatty():
             err("refusing to change anything without --yes when stdin is not a terminal")
             return EXIT_DECLINED
-        answer = input(f"Scale {plan.node.name} ({plan.vm.name}) to {plan.target}? Type the node name to go on: ")
+        from console.runbook.nova_drift import nova_regeneration_warning
+
+        warning = nova_regeneration_warning(plan)
+        ask = f"Scale {plan.node.name} ({plan.vm.name}) to {plan.target}? Type the node name to go on: "
+        answer = input(f"warning: {warning}\n{ask}" if warning else ask)
         if answer.strip() != plan.node.name:
             err("not confirmed; nothing changed")
             return EXIT_DECLINED

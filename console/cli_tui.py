@@ -60,10 +60,10 @@ def run_tui(args: argparse.Namespace) -> int:
 
 
 def open_console(settings: Any, *, label: str = "") -> int:
+    from console.infra.inventory import vm_inventory
     from console.infra.libvirt import libvirt_uris
     from console.kube.cluster import Cluster
     from console.kube.connection import KubeConfigError
-    from console.kube.vms import vm_lister
     from console.tui.app import ConsoleApp
 
     try:
@@ -72,7 +72,7 @@ def open_console(settings: Any, *, label: str = "") -> int:
         print(f"console: {e}", file=sys.stderr)
         return 1
     cluster.start()
-    vms = vm_lister(settings.cloud, libvirt_uris(settings.libvirt_uris))
+    vms = vm_inventory(settings.cloud, libvirt_uris(settings.libvirt_uris))
     try:
         ConsoleApp(cluster, None, settings, vms=vms, label=label).run()
     finally:

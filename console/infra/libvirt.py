@@ -61,7 +61,26 @@ class LibvirtBackend:
                 raise InfraError(f"cannot connect to libvirt at {uri}: {e.get_error_message()}") from e
         return self._conns[uri]
 
+    def connection(self, uri: str) -> Any:
+        """The open connection to `uri` (opened on first use); InfraError names the URI when it fails."""
+        return self._conn(uri)
+
+    def forget(self, uri: str) -> None:
+        """Drop the connection to `uri`: the next call reconnects (libvirtd restarted, say)."""
+        self._conns.pop(uri, None)
+
     # -- mapping ---------------------------------------------------------------------------------
+    def domain_by_uuid(self, uuid: str) -> tuple[str, str] | None:
+        """(uri, domain name) of the domain with this UUID (a Nova server id), or None."""
+        import libvirt
+
+        for uri in self.uris:
+            try:
+                return uri, self._conn(uri).lookupByUUIDString(uuid.lower()).name()
+            except libvirt.libvirtError:
+                continue
+        return None
+
     def find_domain(self, node: NodeInfo, instance_name: str | None = None, *,
                     server_id: str | None = None) -> tuple[str, str]:
         """(uri, domain name) by systemUUID (case-insensitive), else Nova server id (the domain UUID,
@@ -111,7 +130,7 @@ class LibvirtBackend:
             vcpus_config=dom.vcpusFlags(cfg), vcpus_max_config=dom.vcpusFlags(cfg | mx),
             memory_mib=cur_kib // 1024 if running else 0, memory_max_mib=max_kib // 1024 if running else 0,
             memory_max_config_mib=cfg_mem_kib // 1024, status="running" if running else f"state {state}",
-            host=uri, nova_server_id=dom.UUIDString(), instance_name=name,
+            host=uri, nova_server_id=dom.UUIDString(), instance_name=name, from_hypervisor=running,
         )
 
     def describe(self, node: NodeInfo, instance_name: str | None = None, *,

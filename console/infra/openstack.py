@@ -165,6 +165,10 @@ class OpenStackBackend:
         items = self._call("listing flavors", lambda: list(self.conn.compute.flavors()))
         return [FlavorInfo(f.name, int(f.vcpus), int(f.ram), id=f.id, disk_gb=int(f.disk or 0)) for f in items]
 
+    def servers(self) -> list[Any]:
+        """Every server with its details in one call (console/infra/inventory.py joins them with libvirt)."""
+        return self._call("listing servers", lambda: list(self.conn.compute.servers(details=True)))
+
     def actions(self, server_id: str) -> list[ActionRecord]:
         """Instance actions, newest first, with the error of a failed event."""
         out = []

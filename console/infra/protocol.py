@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from console.infra.sizes import FlavorInfo
+from console.infra.sizes import FlavorInfo, VmSize
+from console.infra.vms import VmView
 from console.kube.model import NodeInfo
 
 
@@ -42,9 +43,24 @@ class VmDescription:
     nova_server_id: str | None = None
     instance_name: str | None = None
     disk_gb: int = 0  # Nova: root disk of the current flavor (0 = unknown)
+    # what Nova believes (its flavor's size; 0 when Nova does not manage the VM) and whether vcpus/memory_mib
+    # above were read from the hypervisor (libvirt, running) rather than copied from the flavor
+    flavor_vcpus: int = 0
+    flavor_memory_mib: int = 0
+    from_hypervisor: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def view(self) -> VmView:
+        """The read model every screen and the CLI show (console/infra/vms.py): running size, flavor, staleness."""
+        running = VmSize(self.vcpus, self.memory_mib) if self.from_hypervisor and self.vcpus else None
+        flavor_size = VmSize(self.flavor_vcpus, self.flavor_memory_mib) if self.flavor_vcpus else None
+        if running is None and flavor_size is None and self.backend == "openstack" and self.vcpus:
+            flavor_size = VmSize(self.vcpus, self.memory_mib)  # Nova alone: its sizes are the flavor's
+        return VmView((self.nova_server_id or self.ref).lower(), self.name, self.status, running,
+                      self.flavor or "", flavor_size, self.instance_name or "")
 
 
 class ScaleBackend(Protocol):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from console.infra.vms import Staleness, VmView
 from console.kube.cluster import ClusterSnapshot
 from console.kube.model import NodeInfo, PodInfo, Resources
 from console.kube.nodelabels import nfd_label_count
-from console.kube.vms import BackingVM
 
 
 @dataclass(frozen=True)
@@ -16,8 +16,8 @@ class NodeRow:
     node: NodeInfo
     requested: Resources  # sum over the node's non-terminated pods (pods = their count)
     nfd_labels: int
-    vm: BackingVM | None = None
-    stale: bool = False  # the VM's size differs from what the kubelet reports
+    vm: VmView | None = None
+    stale: Staleness = field(default_factory=Staleness)  # who disagrees with what runs: kubelet, Nova flavor
 
     @property
     def name(self) -> str:
@@ -50,8 +50,8 @@ def requests_by_node(pods: Mapping[object, PodInfo]) -> dict[str, Resources]:
     return {n: Resources(c, m, k) for n, (c, m, k) in acc.items()}
 
 
-def node_rows(snap: ClusterSnapshot, vms: Mapping[str, BackingVM] | None = None) -> list[NodeRow]:
-    """Rows sorted by name; `vms` maps node name to its backing VM (when a cloud is configured)."""
+def node_rows(snap: ClusterSnapshot, vms: Mapping[str, VmView] | None = None) -> list[NodeRow]:
+    """Rows sorted by name; `vms` maps node name to its backing VM (when a cloud or libvirt is configured)."""
     used = requests_by_node(snap.pods)
     vms = vms or {}
     empty = Resources()
@@ -60,7 +60,7 @@ def node_rows(snap: ClusterSnapshot, vms: Mapping[str, BackingVM] | None = None)
         n = snap.nodes[name]
         vm = vms.get(name)
         rows.append(NodeRow(n, used.get(name, empty), nfd_label_count(n.labels), vm,
-                            bool(vm and vm.stale_for(n.capacity))))
+                            vm.staleness(n.capacity) if vm else Staleness()))
     return rows
 
 

@@ -12,11 +12,13 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from console.infra.describe import read_vm
 from console.infra.openstack import disk_refusal
-from console.infra.protocol import InfraError, VmDescription
+from console.infra.protocol import VmDescription
 from console.kube import drain as drains
 from console.kube import nodes_ops
 from console.kube.model import NodeInfo
+from console.runbook.nova_drift import nova_regeneration_warning, size_doc, size_summary
 from console.runbook.plan import FitAdvice, FlavorInfo, VmSize, advise, check_target
 
 
@@ -96,6 +98,7 @@ class ScaleUpPlan:
             "reasons": {a.pods[0]: a.reason for a in self.advice},
             "nova_server_id": self.nova_server_id, "nothing_to_do": self.nothing_to_do,
             "kubelet_only": self.kubelet_only,
+            "size": size_doc(self),
         }
 
 
@@ -132,7 +135,9 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
     if method == "openstack":
         if openstack is None:
             raise PlanRefused("OpenStack is not configured (set cloud in the config or OS_CLOUD, or source an openrc)")
-        vm = openstack.describe(node)
+        reading = read_vm(node, openstack, libvirt, method="openstack")
+        vm = reading.vm
+        notes.extend(reading.notes)
         flavors = openstack.flavors()
         current = VmSize(vm.vcpus, vm.memory_mib)
         if not request.flavor:
@@ -153,16 +158,9 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
     else:
         if libvirt is None:
             raise PlanRefused("libvirt is not configured (set libvirt_uris in the config or CONSOLE_LIBVIRT_URI)")
-        instance = None
-        if openstack is not None:
-            try:
-                st = openstack.server(openstack.find_server_id(node))
-                instance, nova_id = st.instance_name, st.id
-            except InfraError as e:
-                notes.append(f"no Nova server found ({e}); restarting through libvirt")
-        vm = libvirt.describe(node, instance, server_id=nova_id)  # a member sees no instance_name: UUID = id
-        if nova_id and vm.nova_server_id and vm.nova_server_id.lower() != nova_id.lower():
-            nova_id = None
+        reading = read_vm(node, openstack, libvirt, method="libvirt")
+        vm, nova_id = reading.vm, reading.nova_server_id
+        notes.extend(reading.notes)
         flavors = openstack.flavors() if (openstack is not None and nova_id) else []
         current = VmSize(vm.vcpus, vm.memory_mib)
         if not (request.vcpus and request.memory_mib):
@@ -211,6 +209,9 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
         raise DrainRefused(drains.blocked_message(node.name, blocking) + "; nothing was changed", blocking)
     plan = ScaleUpPlan(request, method, node, vm, target, flavor, current, will_fit, still, advice, drain,
                        notes=notes, nova_server_id=nova_id, nothing_to_do=nothing, kubelet_only=kubelet_only)
+    warning = nova_regeneration_warning(plan)
+    if warning:
+        plan.notes.append(warning)
     return _with_steps(plan)
 
 
@@ -233,7 +234,7 @@ def render_plan(plan: ScaleUpPlan) -> str:
         return plan.nothing_to_do
     lines = [f"Scale-up of {plan.node.name} ({plan.method}): {plan.current} → {plan.target}"
              + (f" (flavor {plan.flavor.name})" if plan.flavor else "")]
-    lines.append(f"  VM: {plan.vm.name} [{plan.vm.status}] on {plan.vm.host or '?'}")  # hidden from non-admins
+    lines.append(f"  VM: {plan.vm.name} [{plan.vm.status}] on {plan.vm.host or '?'}: {size_summary(plan)}")
     if plan.will_fit:
         lines.append(f"  makes fit: {', '.join(plan.will_fit)}")
     if plan.still_pending:

@@ -14,9 +14,10 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from console.config import Settings
+from console.infra.inventory import VmListError
+from console.infra.vms import VmView, match_nodes
 from console.kube.events import Events
 from console.kube.nodetable import node_rows
-from console.kube.vms import BackingVM, match_nodes
 from console.tui.command_grammar import Command, CommandError, parse_command
 from console.tui.commands import ConsoleCommands
 from console.tui.errors import explain
@@ -61,7 +62,7 @@ class ConsoleApp(App[None]):
         self.kube = kube
         self.infra = infra
         self.settings = settings or Settings()
-        self.vms = vms  # OpenStackServers-like: list() -> {server id: BackingVM}; None hides VM columns
+        self.vms = vms  # VmInventory-like: list() -> VmListing, flavors(); None hides VM columns
         self.clock = clock
         self.label = label
         self.kube_factory = kube_factory
@@ -69,7 +70,8 @@ class ConsoleApp(App[None]):
         self.vm_refresh = vm_refresh
         self.view = ClusterView.empty()
         self.events: Events | None = None
-        self.servers: dict[str, BackingVM] = {}
+        self.servers: dict[str, VmView] = {}
+        self.vm_problems: list[str] = []
         self.flavors: list[Any] = []
         self.api_error: str | None = None
         self._vm_generation = 0
@@ -162,14 +164,23 @@ class ConsoleApp(App[None]):
 
     @work(thread=True, exclusive=True, group="vms", exit_on_error=False)
     def refresh_vms(self) -> None:
-        servers = self.vms.list()
-        flavors = self.flavors or self.vms.flavors()
-        self.post_message(VMsLoaded(servers, flavors))
+        listing = self.vms.list()
+        problems = list(listing.problems)
+        try:
+            flavors = self.flavors or self.vms.flavors()
+        except VmListError as e:  # the VMs were listed: show them, say why the flavors are missing
+            flavors = []
+            problems.append(str(e))
+        self.post_message(VMsLoaded(listing.vms, flavors, problems))
 
     def on_vms_loaded(self, message: VMsLoaded) -> None:
         self.servers = message.servers
         self.flavors = message.flavors
         self._vm_generation += 1
+        if message.problems != self.vm_problems:  # one backend failed while the other answered: say it once
+            for problem in message.problems:
+                self.notify(problem, title="VMs", severity="warning", timeout=15)
+        self.vm_problems = message.problems
 
     @property
     def show_vms(self) -> bool:

@@ -37,10 +37,11 @@ class NodesChanged(Message):
 
 
 class VMsLoaded(Message):
-    def __init__(self, servers: dict[str, Any], flavors: list[Any]) -> None:
+    def __init__(self, servers: dict[str, Any], flavors: list[Any], problems: list[str] | None = None) -> None:
         super().__init__()
         self.servers = servers
         self.flavors = flavors
+        self.problems = problems or []  # a backend that failed while another answered
 
 
 class ApiProbed(Message):

@@ -134,12 +134,12 @@ def make_app(lab: Any, clock: Callable[[], float] | None = None, **kw: Any) -> A
     """A ConsoleApp on a running lab, as `python -m console --lab` builds it (dark theme; frozen clock unless
     `clock` is given)."""
     from console.config import Settings
+    from console.infra.inventory import vm_inventory
     from console.kube.cluster import Cluster
-    from console.kube.vms import OpenStackServers
     from console.tui.app import ConsoleApp
 
     os.environ["OS_CLIENT_CONFIG_FILE"] = str(lab.state.clouds_yaml)
-    vms = kw.pop("vms", None) or OpenStackServers("lab")
+    vms = kw.pop("vms", None) or vm_inventory("lab", [lab.libvirt_uri])
     cluster = Cluster(str(lab.state.kubeconfig))
     cluster.start()
     settings = kw.pop("settings", None) or Settings(

@@ -1,4 +1,5 @@
-"""Pure logic behind the TUI: command grammar, filters, label selectors, label groups, stale capacity, themes."""
+"""Pure logic behind the TUI: command grammar, filters, label selectors, label groups, themes (the VM
+read model's staleness: tests/unit/infra/test_vms.py)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from console.kube.model import Resources
 from console.kube.nodelabels import group_labels, label_group, nfd_label_count
 from console.kube.selector import SelectorError, parse_selector
-from console.kube.vms import BackingVM
 from console.tui.command_grammar import Command, CommandError, completions, parse_command
 from console.tui.filter import parse_filter
 from console.tui.themes import DOMAIN_VARIABLES, load_themes, shipped_dir
@@ -152,22 +151,6 @@ def test_rules_group_from_annotation_and_rule_keys() -> None:
     }
     assert list(groups) == ["cpu", "rules", "other"]  # GROUPS order
     assert nfd_label_count(labels) == 1
-
-
-@pytest.mark.parametrize(
-    ("vcpus", "ram_mib", "cpu_m", "mem_ki", "stale"),
-    [
-        (2, 4096, 2000, 4030532, False),  # m1.medium as the kubelet reports it
-        (8, 12288, 8000, 12268324, False),  # m1.large
-        (8, 12288, 2000, 4030532, True),  # resized, kubelet not restarted
-        (12, 16384, 8000, 12201896, True),  # live scale-up, kubelet still old
-        (2, 4096, 2000, 2 * 1024 * 1024, True),  # memory far below the VM's
-        (0, 0, 2000, 4030532, False),  # unknown size: never stale
-    ],
-)
-def test_stale_capacity(vcpus: int, ram_mib: int, cpu_m: int, mem_ki: int, stale: bool) -> None:
-    vm = BackingVM("id", "n", "ACTIVE", "f", vcpus, ram_mib)
-    assert vm.stale_for(Resources(cpu_m, mem_ki * 1024, 110)) is stale
 
 
 def test_shipped_themes_load_with_every_domain_variable() -> None:

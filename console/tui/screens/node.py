@@ -93,9 +93,10 @@ class NodeDetailScreen(ConsoleScreen):
         head.append(f"  {','.join(node.roles) or '<none>'}  {node.kubelet_version}")
         if row and row.vm:
             name = "" if row.vm.name == node.name else f"{row.vm.name} "
-            head.append(f"  VM {name}{row.vm.flavor} ({row.vm.vcpus} vCPU / {fmt_mem(row.vm.ram_mib * 2**20)})")
-            if row.stale:
-                head.append("  stale capacity", style=f"bold {colors.get('capacity-crit', 'red')}")
+            head.append(f"  VM {name}{row.vm.size_text()}")
+            if row.stale:  # which side: Nova's flavor, the kubelet (legend on the nodes screen's help)
+                head.append(f"  {row.stale.markers} {row.stale.text()}",
+                            style=f"bold {colors.get('capacity-crit', 'red')}")
         title.update(head)
         if frozenset(node.labels) != self._labels_seen:  # a rule or feature change: ask again which are rules'
             self._labels_seen = frozenset(node.labels)

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header, Input, Static
 
+from console.infra.vms import legend
 from console.kube.cluster import ClusterSnapshot
 from console.kube.model import fmt_cpu, fmt_mem
 from console.kube.nodetable import SORT_KEYS, NodeRow
@@ -78,9 +79,9 @@ class RowCells(Sequence[Sequence[Cell]]):
         n, c = r.node, self.colors
         vm: Cell = ""
         if r.vm is not None:
-            vm = Text(r.vm.flavor or r.vm.name)
-            if r.stale:
-                vm.append(" stale" if self.wide else "!", style=f"bold {c.get('capacity-crit', 'red')}")
+            vm = Text(r.vm.cell(r.stale, self.wide))
+            if r.stale:  # "*" Nova's flavor is out of date, "!" the kubelet is stale (legend: status line, help)
+                vm.append(r.stale.markers, style=f"bold {c.get('capacity-crit', 'red')}")
         return (
             n.name,
             status_text(n, c, short=True),
@@ -97,7 +98,8 @@ class RowCells(Sequence[Sequence[Cell]]):
 class NodesScreen(ConsoleScreen):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     HELP = ("Every node with its status, CPU and memory (bar = requested / allocatable), pods, NFD labels "
-            "and backing VM. Filter with / (text, !text inverts, -l label selector).")
+            "and backing VM: its flavor, or what the hypervisor runs where that differs from the flavor. "
+            f"VM markers: {legend(long=True)}. Filter with / (text, !text inverts, -l label selector).")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "app.quit", "Quit", id="quit"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="nodes-clear-filter"),
@@ -184,6 +186,9 @@ class NodesScreen(ConsoleScreen):
                 text.append(f" · marked {', '.join(sorted(self.table.marked))}")
             if self.sort_key != "name":
                 text.append(f" · sort {self.sort_key}{' ↑' if self.sort_reverse else ''}")
+            stale = {side for r in view.rows if r.stale for side in r.stale.sides}
+            if stale:
+                text.append(f" · VM {legend(stale)}", style=theme_colors(self.app).get("capacity-crit", "red"))
             if self.filter_error:
                 text.append(f" · {self.filter_error}", style=theme_colors(self.app).get("error", "red"))
             elif not self.filter.empty:

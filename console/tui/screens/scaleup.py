@@ -350,6 +350,7 @@ class ScaleUpScreen(ConsoleScreen):
         if plan.nothing_to_do:
             self.notify(f"{plan.nothing_to_do}: pick another target (t)")
             return
+        from console.runbook.nova_drift import nova_regeneration_warning
         from console.runbook.scaleup import render_plan
 
         verb = "resume scale-up" if self.journal is not None else "scale up"
@@ -359,7 +360,9 @@ class ScaleUpScreen(ConsoleScreen):
             if yes:
                 self._start_run()
 
-        self.app.push_screen(ConfirmDanger(verb, target, render_plan(plan)), confirmed)
+        warning = nova_regeneration_warning(plan)  # first, so the dialog shows it without scrolling
+        preview = f"warning: {warning}\n\n{render_plan(plan)}" if warning else render_plan(plan)
+        self.app.push_screen(ConfirmDanger(verb, target, preview), confirmed)
 
     def _start_run(self) -> None:
         assert self.plan is not None

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from console.infra.vms import LEGEND, legend
 from console.tui.widgets.cells import theme_colors
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -159,19 +160,27 @@ class CapacityRow:
     vm_now: str = ""
     kubelet_now: str = ""
     ok: bool | None = None  # kubelet now matches the VM (None: not verified yet)
+    nova: str = ""  # Nova's flavor value, marked "*", where it differs from what the VM runs (VM before)
 
 
-def capacity_table(rows: list[CapacityRow], colors: dict[str, str]) -> Table:
+def capacity_table(rows: list[CapacityRow], colors: dict[str, str]) -> RenderableType:
+    """VM before is what the hypervisor runs; a "Nova flavor" column appears when the flavor differs from it."""
+    nova = any(r.nova for r in rows)
     table = Table(box=None, padding=(0, 1), expand=False, show_edge=False)
-    for name in ("", "VM before", "kubelet before", "target", "VM now", "kubelet now"):
+    for name in ("", "VM before", *(("Nova flavor",) if nova else ()), "kubelet before", "target", "VM now",
+                 "kubelet now"):
         table.add_column(name, no_wrap=True)
+    crit = colors.get("capacity-crit", "red")
     for r in rows:
         mark = {True: Text(" ✓", style=colors.get("status-ready", "green")),
                 False: Text(" ✗", style=colors.get("danger", "red")), None: Text("")}[r.ok]
         now = Text(r.kubelet_now or "—")
         now.append_text(mark)
-        table.add_row(r.resource, r.vm_before, r.kubelet_before, Text(r.target, style="bold"), r.vm_now or "—", now)
-    return table
+        flavor = (Text(r.nova, style=crit),) if nova else ()
+        kubelet = Text(r.kubelet_before, style=crit if r.kubelet_before.endswith(LEGEND["kubelet"][0]) else "")
+        table.add_row(r.resource, r.vm_before, *flavor, kubelet, Text(r.target, style="bold"), r.vm_now or "—", now)
+    sides = [s for s, (m, _, _) in LEGEND.items() if any(m in (r.nova + r.kubelet_before) for r in rows)]
+    return Group(table, Text(legend(sides), style="dim")) if sides else table
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,13 @@ from typing import Any
 
 from rich.text import Text
 
+from console.infra.describe import read_vm
 from console.infra.protocol import InfraError, VmDescription
+from console.infra.vms import LEGEND
 from console.kube import nodes_ops
 from console.kube.drain import DELETE_EMPTYDIR, FORCE, DrainItem
 from console.kube.model import NodeInfo, fmt_cpu
+from console.runbook.nova_drift import size_summary
 from console.runbook.plan import FitAdvice, FlavorInfo, VmSize, advise, fmt_mem
 from console.runbook.scaleup import ScaleUpPlan, ScaleUpRequest
 from console.tui.widgets.runbook import CapacityRow, PodRow
@@ -60,10 +63,13 @@ class NodeTargets:
 
     @property
     def vm_text(self) -> str:
+        """"kube-worker02 Nova: m1.large · running: 12 vCPU / 16Gi [ACTIVE] * Nova flavor out of date"."""
         if self.vm is None:
             return "not found"
-        flavor = f" {self.vm.flavor}" if self.vm.flavor else ""
-        return f"{self.vm.name} {self.current}{flavor} [{self.vm.status}]"
+        view = self.vm.view
+        stale = view.staleness(self.node.capacity)
+        return f"{self.vm.name} {view.size_text()} [{self.vm.status}]" + (
+            f" {stale.markers} {stale.text()}" if stale else "")
 
     @property
     def picker_note(self) -> str:
@@ -126,14 +132,15 @@ def load_targets(session: Any, name: str) -> NodeTargets:
     vm, flavors, notes = None, [], []
     if session.openstack is not None:
         try:
-            vm = session.openstack.describe(node)
+            reading = read_vm(node, session.openstack, session.libvirt, method="openstack")
+            vm, notes = reading.vm, reading.notes
             flavors = session.openstack.flavors()
         except InfraError as e:
             notes.append(f"OpenStack: {e}")
     libvirt = session.libvirt is not None
     if vm is None and libvirt:
         try:
-            vm = session.libvirt.describe(node, None)
+            vm = read_vm(node, None, session.libvirt, method="libvirt").vm
         except InfraError as e:
             notes.append(f"libvirt: {e}")
     if not libvirt:
@@ -166,13 +173,15 @@ def live_state(session: Any, plan: ScaleUpPlan, *, describe_vm: bool) -> LiveSta
     if describe_vm:
         try:
             if plan.method == "openstack" and session.openstack is not None:
-                d = session.openstack.describe(info)
+                d = read_vm(info, session.openstack, session.libvirt, method="openstack").vm
             elif session.libvirt is not None:
-                d = session.libvirt.describe(info, plan.vm.instance_name)
+                d = read_vm(info, session.openstack, session.libvirt, method="libvirt").vm
             else:
                 return state
             state.vm_now = VmSize(d.vcpus, d.memory_mib)
-            state.vm_status = f"{d.flavor + ' ' if d.flavor else ''}[{d.status}]"
+            view = d.view
+            nova = f"Nova: {view.flavor}{' (out of date)' if view.flavor_differs else ''} " if view.flavor else ""
+            state.vm_status = f"{nova}[{d.status}]"
         except InfraError as e:
             state.vm_status = f"cannot read the VM: {e}"
     return state
@@ -305,7 +314,7 @@ def plan_text(plan: ScaleUpPlan, journal: Any, colors: dict[str, str]) -> Text:
     t.append(f"{plan.node.name}: {plan.current} → {plan.target}", style="bold")
     if plan.flavor:
         t.append(f" (flavor {plan.flavor.name})", style="bold")
-    t.append(f"\n{how}; VM {plan.vm.name} [{plan.vm.status}] on {plan.vm.host or '?'}")
+    t.append(f"\n{how}; VM {plan.vm.name} [{plan.vm.status}] on {plan.vm.host or '?'}: {size_summary(plan)}")
     if plan.will_fit:
         t.append(f"\nmakes fit: {', '.join(plan.will_fit)}", style=colors.get("status-ready", "green"))
     else:
@@ -343,23 +352,40 @@ def _kubelet_mem(n: int) -> str:
     return f"{n // 1024}Ki" if n % 1024 == 0 else str(n)
 
 
+def _nova_columns(vm: VmDescription | None, node: NodeInfo) -> tuple[str, str, str]:
+    """(Nova's vCPUs, Nova's memory, kubelet marker): the flavor's values where they differ from what runs, marked
+    "*"; "!" beside the kubelet's when it is stale (legend below the table)."""
+    if vm is None:
+        return "", "", ""
+    view = vm.view
+    stale = view.staleness(node.capacity)
+    kubelet = LEGEND["kubelet"][0] if stale.kubelet else ""
+    if not (stale.nova and view.flavor_size):
+        return "", "", kubelet
+    mark = LEGEND["nova"][0]
+    return (f"{view.flavor_size.vcpus}{mark}", f"{fmt_mem(view.flavor_size.memory_mib * MiB)}{mark}", kubelet)
+
+
 def capacity_rows(plan: ScaleUpPlan, live: LiveState | None) -> list[CapacityRow]:
     cap = plan.node.capacity
     vm_now = live.vm_now if live else None
+    nova_cpu, nova_mem, kubelet = _nova_columns(plan.vm, plan.node)
     return [
-        CapacityRow("cpu", str(plan.current.vcpus), fmt_cpu(cap.cpu_m), str(plan.target.vcpus),
+        CapacityRow("cpu", str(plan.current.vcpus), fmt_cpu(cap.cpu_m) + kubelet, str(plan.target.vcpus),
                     str(vm_now.vcpus) if vm_now else "", live.kubelet_cpu if live else "",
-                    live.cpu_ok if live else None),
-        CapacityRow("memory", fmt_mem(plan.current.memory_mib * MiB), _kubelet_mem(cap.memory),
+                    live.cpu_ok if live else None, nova=nova_cpu),
+        CapacityRow("memory", fmt_mem(plan.current.memory_mib * MiB), _kubelet_mem(cap.memory) + kubelet,
                     fmt_mem(plan.target.memory_mib * MiB), fmt_mem(vm_now.memory_mib * MiB) if vm_now else "",
-                    live.kubelet_memory if live else "", live.memory_ok if live else None),
+                    live.kubelet_memory if live else "", live.memory_ok if live else None, nova=nova_mem),
     ]
 
 
 def capacity_rows_info(info: NodeTargets) -> list[CapacityRow]:
     cur, cap = info.current, info.node.capacity
-    return [CapacityRow("cpu", str(cur.vcpus) if cur else "?", fmt_cpu(cap.cpu_m), "—"),
-            CapacityRow("memory", fmt_mem(cur.memory_mib * MiB) if cur else "?", _kubelet_mem(cap.memory), "—")]
+    nova_cpu, nova_mem, kubelet = _nova_columns(info.vm, info.node)
+    return [CapacityRow("cpu", str(cur.vcpus) if cur else "?", fmt_cpu(cap.cpu_m) + kubelet, "—", nova=nova_cpu),
+            CapacityRow("memory", fmt_mem(cur.memory_mib * MiB) if cur else "?", _kubelet_mem(cap.memory) + kubelet,
+                        "—", nova=nova_mem)]
 
 
 def verdict(plan: ScaleUpPlan | None, result: Any, error: str, live: LiveState | None) -> str:
