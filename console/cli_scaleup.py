@@ -16,7 +16,9 @@ import json
 import sys
 from typing import Any
 
-from console.runbook.engine import EXIT_DECLINED, EXIT_USAGE
+from console.cli import stdout_closed
+from console.runbook.engine import EXIT_ATTENTION, EXIT_DECLINED, EXIT_USAGE
+from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
 
 
 def add_parser(sub: Any) -> None:
@@ -40,10 +42,42 @@ def add_parser(sub: Any) -> None:
 
 
 def _out(args: argparse.Namespace, doc: dict[str, Any], text: str) -> None:
-    print(json.dumps(doc, indent=1, default=str) if args.output == "json" else text)
+    try:
+        print(json.dumps(doc, indent=1, default=str) if args.output == "json" else text, flush=True)
+    except BrokenPipeError:  # `-o json | head -c1`: the run's exit code still says what happened
+        stdout_closed()
+
+
+def interrupted(args: argparse.Namespace, node: str, run_id: str, stopped_at: str = "") -> int:
+    """The one line for a run stopped by SIGINT/SIGTERM (journal saved, resumable), and exit 4."""
+    from console.runbook.held import held_state, resume_command
+    from console.runbook.journal import Journal
+
+    runs = [j for j in Journal.unfinished("scale-up", node) + Journal.unfinished("revert", node)
+            if j.run_id == run_id or not run_id]
+    doc = max(runs, key=lambda j: j.doc.get("updated", "")).doc if runs else {}
+    run_id = run_id or doc.get("run_id", "")
+    if not stopped_at:
+        running = [s["id"] for s in doc.get("steps", []) if s["status"] in ("started", "acted")]
+        stopped_at = f"during {running[0]}" if running else "between steps"
+    line = (f"interrupted {stopped_at}; the node is {held_state(doc)}; resume with: "
+            f"{resume_command(node, run_id)}")
+    if args.output == "json":
+        _out(args, {"run_id": run_id, "status": "interrupted", "exit_code": EXIT_ATTENTION, "message": line,
+                    "resume": resume_command(node, run_id), "steps": doc.get("steps", [])}, "")
+    print(f"scale-up: {line}", file=sys.stderr, flush=True)
+    return EXIT_ATTENTION
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except KeyboardInterrupt:  # Ctrl-C while planning or at the prompt (the run itself stops via StopFlag)
+        print("scale-up: interrupted before anything was changed", file=sys.stderr)
+        return EXIT_DECLINED
+
+
+def _run(args: argparse.Namespace) -> int:
     from console.config import ConfigError
     from console.config import load as load_settings
     from console.runbook.scaleup import PlanRefused, ScaleUpRequest, parse_memory_mib
@@ -88,16 +122,24 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_DECLINED
 
     def progress(ev: Any) -> None:
+        if ev.kind == "run-done" and ev.data.get("status") == "interrupted":
+            return  # said once, by interrupted()
         label = {"step-start": "…", "step-done": "✓", "step-skip": "↷", "step-failed": "✗", "step-progress": " ",
                  "undo-start": "↺", "undo-done": "↺", "run-start": "▶", "run-done": "■"}.get(ev.kind, "·")
         text = f"{ev.title} {ev.message}".strip() if ev.title else ev.message
         print(f"[{ev.time[11:23]}] {label} {text}", file=sys.stderr, flush=True)
 
+    stop = StopFlag()
     try:
-        result = session.run(plan, journal, on_event=progress)
+        with stop_on_signals(stop):
+            result = session.run(plan, journal, on_event=progress, stop=stop)
     except SessionError as e:
         err(str(e))
         return EXIT_USAGE
+    except Interrupted:  # a second signal: stopped at once; the journal is whole (atomic rewrites)
+        return interrupted(args, plan.node.name, "")
+    if result.status == "interrupted":
+        return interrupted(args, plan.node.name, result.run_id, result.stopped_at)
     doc = {"run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,
            "message": result.message, "journal": result.journal_path, "elapsed_s": round(result.elapsed, 3),
            "infra_wait_s": round(result.infra_wait, 3), "overhead_s": round(result.overhead, 3),

@@ -3,7 +3,7 @@
 $XDG_STATE_HOME/console/runbooks/<run-id>.json:
 
     {"version": 1, "run_id": "...", "kind": "scale-up", "node": "kube-worker02",
-     "status": "running" | "done" | "failed" | "needs-attention",
+     "status": "running" | "done" | "failed" | "needs-attention" | "interrupted",
      "params": {...the CLI/screen request...}, "context": {...ids found while running...},
      "created": ISO, "updated": ISO, "message": "",
      "steps": [{"id": "resize", "title": "...", "mutating": true,
@@ -26,7 +26,7 @@ from typing import Any
 from console.config import state_dir
 
 VERSION = 1
-UNFINISHED = ("running", "needs-attention")  # auto-resumed; "failed" runs were rolled back
+UNFINISHED = ("running", "needs-attention", "interrupted")  # auto-resumed; "failed" runs were rolled back
 
 
 class JournalError(Exception):

@@ -7,6 +7,7 @@ then `.run(plan, journal, on_event=...)` in a worker thread.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -83,7 +84,7 @@ class Session:
         return plan, journal
 
     def run(self, plan: ScaleUpPlan, journal: Journal | None = None, *,
-            on_event: Callable[[RunEvent], None] | None = None) -> RunResult:
+            on_event: Callable[[RunEvent], None] | None = None, stop: threading.Event | None = None) -> RunResult:
         from dataclasses import asdict
 
         from console.runbook.steps import build_steps
@@ -93,7 +94,7 @@ class Session:
             journal.doc["context"]["plan"] = plan.to_dict()
             journal.save()
         steps = build_steps(plan, self.values())
-        return Engine(journal, steps, audit=self.audit, on_event=on_event, values=self.values()).run()
+        return Engine(journal, steps, audit=self.audit, on_event=on_event, values=self.values(), stop=stop).run()
 
 
 def _timeouts(request: ScaleUpRequest) -> dict[str, float]:

@@ -1,12 +1,14 @@
 """The kill-at-every-step-boundary cases of tests/integration/scaleup/test_crash_*.py.
 
-A case is `<step>` (the CLI is killed right after the step is journaled done) or `<step>:acted` (right after a
-mutating step's action, before it is verified and journaled). Each case gets its own worker VM in one lab per
+A case is `<step>` (the CLI is killed with SIGKILL the moment its journal records the step done) or
+`<step>:acted` (the moment it records a mutating step's action, before it is verified);
+tests/support/journalsignal.py follows the journal writes. Each case gets its own worker VM in one lab per
 module. `h` is the `h` fixture of tests/integration/scaleup/conftest.py (its helpers).
 """
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,9 +39,9 @@ def case_lab(name: str, flavor: str, workers: dict[str, str]) -> Callable[..., I
 
 
 def killed_run(h: Any, lab: Lab, state: Path, case: str, *args: str) -> dict[str, Any]:
-    """`scale-up ARGS` killed at `case`: asserts it was (exit 86, the step journaled as such); the run's journal."""
-    code, _doc, err = h.scale_up(lab, state, *args, extra_env={"CONSOLE_RUNBOOK_CRASH_AFTER": case})
-    assert code == 86, f"the run was not killed at {case}: exit {code}\n{err}"
+    """`scale-up ARGS` killed (SIGKILL) the moment its journal records `case`: asserts it was; the run's journal."""
+    code, _doc, err = h.scale_up(lab, state, *args, signal_at=case)
+    assert code == -signal.SIGKILL, f"the run was not killed at {case}: exit {code}\n{err}"
     [journal] = h.journals(state)
     step = case.split(":")[0]
     assert h.journal_step(journal, step)["status"] == ("acted" if case.endswith(":acted") else "done")
