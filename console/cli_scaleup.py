@@ -36,6 +36,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-o", "--output", choices=("text", "json"), default="text")
     p.add_argument("--resume", metavar="RUN_ID", help="resume an unfinished run")
     p.add_argument("--new", action="store_true", help="start a new run even if an unfinished one exists")
+    p.add_argument("--revert", action="store_true",
+                   help="revert the node's resize waiting in VERIFY_RESIZE (its own journaled, audited runbook)")
     p.add_argument("--resize-timeout", type=float, default=300.0, help="seconds to wait for Nova (default 300)")
     p.add_argument("--node-timeout", type=float, default=180.0, help="seconds to wait for the node (default 180)")
     p.add_argument("--pods-timeout", type=float, default=60.0, help="seconds to wait for pods (default 60)")
@@ -69,6 +71,30 @@ def interrupted(args: argparse.Namespace, node: str, run_id: str, stopped_at: st
     return EXIT_ATTENTION
 
 
+def _progress(ev: Any) -> None:
+    if ev.kind == "run-done" and ev.data.get("status") == "interrupted":
+        return  # said once, by interrupted()
+    label = {"step-start": "…", "step-done": "✓", "step-skip": "↷", "step-failed": "✗", "step-progress": " ",
+             "undo-start": "↺", "undo-done": "↺", "run-start": "▶", "run-done": "■"}.get(ev.kind, "·")
+    text = f"{ev.title} {ev.message}".strip() if ev.title else ev.message
+    print(f"[{ev.time[11:23]}] {label} {text}", file=sys.stderr, flush=True)
+
+
+def _revert(args: argparse.Namespace, err: Any) -> int:
+    from console import cli_revert
+    from console.config import ConfigError
+    from console.config import load as load_settings
+    from console.runbook.session import Session, SessionError
+
+    try:
+        session = Session(load_settings({"kubeconfig": args.kubeconfig, "context": args.context,
+                                         "node_access": args.node_access}))
+    except (SessionError, ConfigError) as e:
+        err(str(e))
+        return EXIT_USAGE
+    return cli_revert.run(args, session, out=_out, progress=_progress, interrupted=interrupted)
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
@@ -86,6 +112,8 @@ def _run(args: argparse.Namespace) -> int:
     def err(msg: str) -> None:
         print(f"scale-up: {msg}", file=sys.stderr)
 
+    if args.revert or (args.resume or "").startswith("revert-"):
+        return _revert(args, err)
     if not args.resume and not args.flavor and not (args.vcpus and args.memory):
         err("give --flavor NAME, or --vcpus N and --memory SIZE")
         return EXIT_USAGE
@@ -121,13 +149,7 @@ def _run(args: argparse.Namespace) -> int:
             err("not confirmed; nothing changed")
             return EXIT_DECLINED
 
-    def progress(ev: Any) -> None:
-        if ev.kind == "run-done" and ev.data.get("status") == "interrupted":
-            return  # said once, by interrupted()
-        label = {"step-start": "…", "step-done": "✓", "step-skip": "↷", "step-failed": "✗", "step-progress": " ",
-                 "undo-start": "↺", "undo-done": "↺", "run-start": "▶", "run-done": "■"}.get(ev.kind, "·")
-        text = f"{ev.title} {ev.message}".strip() if ev.title else ev.message
-        print(f"[{ev.time[11:23]}] {label} {text}", file=sys.stderr, flush=True)
+    progress = _progress
 
     stop = StopFlag()
     try:

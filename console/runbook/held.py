@@ -46,7 +46,10 @@ def held_state(doc: dict[str, Any]) -> str:
         else:
             parts.append("uncordoned" if st.get("uncordon") in FINISHED else "not cordoned")
     elif "uncordon" in st:  # the revert runbook uncordons what the scale-up cordoned
-        parts.append("uncordoned" if st["uncordon"] in FINISHED else "cordoned by the console")
+        if (doc.get("params") or {}).get("was_cordoned"):
+            parts.append("cordoned (as it was before the scale-up)")
+        else:
+            parts.append("uncordoned" if st["uncordon"] in FINISHED else "cordoned by the console")
     if st.get("resize") in BEGUN and st.get("confirm-resize") not in FINISHED:
         parts.append("its server in VERIFY_RESIZE (resize not confirmed)"
                      if st.get("wait-verify-resize") in FINISHED else "its server resizing")

@@ -17,6 +17,14 @@ import pytest
 
 from console.lab.world import Lab
 
+# the step ids of the two runbooks (console/runbook/steps/), and the ones that change something
+RESIZE_STEPS = ["cordon", "drain", "resize", "wait-verify-resize", "confirm-resize", "wait-node", "uncordon",
+                "verify-pods"]
+RESIZE_MUTATING = ["cordon", "drain", "resize", "confirm-resize", "uncordon"]
+LIVE_STEPS = ["cordon", "drain", "raise-maxima", "restart-guest", "hot-add", "online-cpus", "restart-kubelet",
+              "uncordon", "verify-pods"]
+LIVE_MUTATING = LIVE_STEPS[:-1]
+
 
 def crash_cases(mutating: list[str], steps: list[str]) -> list[str]:
     """`<step>:acted` for every mutating step, then `<step>` for every step."""
@@ -52,3 +60,18 @@ def audited_ok(h: Any, state: Path, run_id: str) -> list[str]:
     """The steps of run `run_id` the audit log records as done (result ok), in log order."""
     return [e["action"].rsplit(".", 1)[1] for e in h.audit_entries(state)
             if e.get("run_id") == run_id and e["result"] == "ok"]
+
+
+def interrupted_run(h: Any, lab: Lab, state: Path, case: str, *args: str, sig: str = "SIGINT") -> tuple[dict, str]:
+    """`scale-up ARGS` sent `sig` the moment its journal records `case`: asserts exit 4, the JSON, one
+    "interrupted" line naming the resume command and no traceback; (the run's journal, that line)."""
+    code, doc, err = h.scale_up(lab, state, *args, signal_at=case, sig=sig)
+    assert code == 4, f"exit {code} after {sig} at {case}\n{err}"
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    [journal] = h.journals(state)
+    assert journal["status"] == "interrupted" and doc["status"] == "interrupted" and doc["exit_code"] == 4
+    lines = [line for line in err.splitlines() if "interrupted" in line]
+    assert len(lines) == 1, err
+    node = args[0]
+    assert lines[0].endswith(f"; resume with: python -m console scale-up {node} --resume {journal['run_id']}")
+    return journal, lines[0]

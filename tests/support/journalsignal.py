@@ -27,9 +27,11 @@ SCRIPT = Path(__file__)
 
 
 def reached(doc: dict[str, Any], case: str) -> bool:
-    """Does journal `doc` record `case` ("<step>": done or skipped; "<step>:acted": the action returned)?"""
+    """Does journal `doc` record `case` ("<step>": done or skipped; "<step>:acted": the action returned;
+    "<step>:started": the step began)?"""
     step, _, phase = case.partition(":")
-    want = ("acted", "done", "skipped") if phase == "acted" else ("done", "skipped")
+    want = {"acted": ("acted", "done", "skipped"), "started": ("started", "acted", "done", "skipped")}.get(
+        phase, ("done", "skipped"))
     return any(s["id"] == step and s["status"] in want for s in doc.get("steps", []))
 
 

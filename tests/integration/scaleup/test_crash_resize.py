@@ -10,12 +10,12 @@ One worker VM per case in one lab.
 from __future__ import annotations
 
 import pytest
-from crashcases import audited_ok, case_lab, case_workers, crash_cases, killed_run
+from crashcases import RESIZE_MUTATING, RESIZE_STEPS, audited_ok, case_lab, case_workers, crash_cases, killed_run
 
 pytestmark = pytest.mark.lab
 
-STEPS = ["cordon", "drain", "resize", "wait-verify-resize", "confirm-resize", "wait-node", "uncordon", "verify-pods"]
-MUTATING = ["cordon", "drain", "resize", "confirm-resize", "uncordon"]
+STEPS = RESIZE_STEPS
+MUTATING = RESIZE_MUTATING
 CASES = crash_cases(MUTATING, STEPS)
 WORKERS = case_workers(CASES, "crr")
 lab = case_lab("crash-resize", "m1.medium", WORKERS)
