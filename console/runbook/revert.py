@@ -208,3 +208,16 @@ def run_revert(session: Any, plan: RevertPlan, journal: Journal | None = None, *
                 scale.finish("reverted", f"superseded by revert run {journal.run_id}")
     values = session.values()
     return Engine(journal, steps(plan), audit=session.audit, on_event=on_event, values=values, stop=stop).run()
+
+
+def outcome(plan: RevertPlan, result: RunResult) -> str:
+    """One sentence for the screen: "reverted: server X back to m1.medium; NODE Ready with cpu 2; NODE uncordoned"."""
+    if result.status != "done":
+        return f"revert of {plan.server} {result.status}: {result.message} (run {result.run_id})"
+    facts = Journal.load(result.run_id).doc.get("context", {})
+    parts = [f"server {plan.server} back to {facts.get('old_flavor', plan.old_flavor or '?')} [ACTIVE]",
+             f"{plan.node} Ready with cpu {facts.get('old_vcpus', '?')}"]
+    uncordon = next((s for s in result.steps if s["id"] == "uncordon"), {})
+    if uncordon.get("status") == "done":
+        parts.append(f"{plan.node} uncordoned")
+    return "reverted: " + "; ".join(parts)
