@@ -1,11 +1,15 @@
 """`console scale-up NODE`: the scale-up runbook headless (same engine and journal as the screen).
 
+--revert reverts a resize waiting in VERIFY_RESIZE as its own journaled runbook (same exit codes).
+
 Exit codes:
   0  done: capacity matches and the planned Pending pods run
   1  failed, rolled back / left in a safe state (message says what happened)
   2  usage error or plan refused (unknown flavor, too small, not a scale-up, no VM found)
   3  verification failed: the VM grew but capacity or pods are not as planned (message says why)
-  4  needs attention: failed in a state the runbook could not make safe (journal + message say where)
+  4  needs attention: failed in a state the runbook could not make safe (journal + message say where);
+     or interrupted (Ctrl-C/SIGTERM): stopped before the next step, journal saved, one line names the
+     resume command (a second Ctrl-C stops at once)
   5  not confirmed (answered no, or stdin is not a TTY and --yes was not given)
 """
 

@@ -203,8 +203,8 @@ class Engine:
                 completed.append(step)
             except Interrupted:  # the step keeps its journaled status (started/acted): resuming re-checks it
                 status, code = "interrupted", EXIT_ATTENTION
-                message = (f"interrupted {stopped_at}; nothing was rolled back; run the scale-up of "
-                           f"{self.journal.doc['node']} again to resume run {self.journal.run_id}")
+                message = (f"interrupted {stopped_at}; nothing was rolled back; run {self.journal.run_id} "
+                           "is journaled and resumes where it stopped")
                 break
             except StepFailed as e:
                 self.journal.mark(step.id, "failed", message=e.message)

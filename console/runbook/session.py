@@ -72,6 +72,8 @@ class Session:
                 raise SessionError(f"run {resume} is for node {journal.doc.get('node')}, not {request.node}")
             if journal.doc.get("status") == "done":
                 raise SessionError(f"run {resume} is already done; nothing to resume")
+            if journal.doc.get("status") == "reverted":
+                raise SessionError(f"run {resume} was {journal.doc.get('message') or 'reverted'}; nothing to resume")
         elif not new:
             found = Journal.unfinished("scale-up", request.node)
             journal = found[-1] if found else None
