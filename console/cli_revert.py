@@ -12,12 +12,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from console.runbook.engine import EXIT_DECLINED, EXIT_USAGE
+from console.runbook.engine import EXIT_USAGE
 from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
 
 
 def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Namespace, dict, str], None],
-        progress: Callable[[Any], None], interrupted: Callable[..., int]) -> int:
+        progress: Callable[[Any], None], interrupted: Callable[..., int], confirm: Callable[..., int | None]) -> int:
     from console.runbook.revert import plan_revert, render, run_revert
     from console.runbook.scaleup import PlanRefused
 
@@ -32,20 +32,10 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
         if args.output == "json":
             out(args, {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE}, "")
         return EXIT_USAGE
-    if journal is not None:
-        print(f"scale-up: resuming run {journal.run_id}", file=sys.stderr)
-    if args.dry_run:
-        out(args, {"dry_run": True, "plan": plan.to_dict()}, render(plan))
-        return 0
-    print(render(plan), file=sys.stderr)
-    if not args.yes:
-        if not sys.stdin.isatty():
-            err("refusing to change anything without --yes when stdin is not a terminal")
-            return EXIT_DECLINED
-        answer = input(f"Revert the resize of {plan.server} ({plan.new_flavor})? Type the node name to go on: ")
-        if answer.strip() != plan.node:
-            err("not confirmed; nothing changed")
-            return EXIT_DECLINED
+    stop_here = confirm(args, journal, plan.to_dict(), render(plan), plan.node,
+                        f"Revert the resize of {plan.server} ({plan.new_flavor})?")
+    if stop_here is not None:
+        return stop_here
     stop = StopFlag()
     try:
         with stop_on_signals(stop):

@@ -75,6 +75,25 @@ def interrupted(args: argparse.Namespace, node: str, run_id: str, stopped_at: st
     return EXIT_ATTENTION
 
 
+def preview_and_confirm(args: argparse.Namespace, journal: Any, plan_doc: dict[str, Any], text: str, node: str,
+                        question: str) -> int | None:
+    """Show the plan; the exit code when the run must not start (--dry-run: 0, not confirmed: 5), else None."""
+    if journal is not None:
+        print(f"scale-up: resuming run {journal.run_id}", file=sys.stderr)
+    if args.dry_run:
+        _out(args, {"dry_run": True, "plan": plan_doc}, text)
+        return 0
+    print(text, file=sys.stderr)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print("scale-up: refusing to change anything without --yes when stdin is not a terminal", file=sys.stderr)
+            return EXIT_DECLINED
+        if input(f"{question} Type the node name to go on: ").strip() != node:
+            print("scale-up: not confirmed; nothing changed", file=sys.stderr)
+            return EXIT_DECLINED
+    return None
+
+
 def _progress(ev: Any) -> None:
     if ev.kind == "run-done" and ev.data.get("status") == "interrupted":
         return  # said once, by interrupted()
@@ -96,7 +115,8 @@ def _revert(args: argparse.Namespace, err: Any) -> int:
     except (SessionError, ConfigError) as e:
         err(str(e))
         return EXIT_USAGE
-    return cli_revert.run(args, session, out=_out, progress=_progress, interrupted=interrupted)
+    return cli_revert.run(args, session, out=_out, progress=_progress, interrupted=interrupted,
+                          confirm=preview_and_confirm)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,20 +158,10 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from console.runbook.scaleup import render_plan
 
-    if journal is not None:
-        print(f"scale-up: resuming run {journal.run_id}", file=sys.stderr)
-    if args.dry_run:
-        _out(args, {"dry_run": True, "plan": plan.to_dict()}, render_plan(plan))
-        return 0
-    print(render_plan(plan), file=sys.stderr)
-    if not args.yes:
-        if not sys.stdin.isatty():
-            err("refusing to change anything without --yes when stdin is not a terminal")
-            return EXIT_DECLINED
-        answer = input(f"Scale {plan.node.name} ({plan.vm.name}) to {plan.target}? Type the node name to go on: ")
-        if answer.strip() != plan.node.name:
-            err("not confirmed; nothing changed")
-            return EXIT_DECLINED
+    stop_here = preview_and_confirm(args, journal, plan.to_dict(), render_plan(plan), plan.node.name,
+                                    f"Scale {plan.node.name} ({plan.vm.name}) to {plan.target}?")
+    if stop_here is not None:
+        return stop_here
 
     progress = _progress
 

@@ -40,6 +40,9 @@ def test_revert_brings_the_old_flavor_back_and_uncordons(lab, tmp_path, h):
     code, doc, err = h.scale_up(lab, tmp_path, node, "--revert", "--dry-run")
     assert code == 0 and doc["plan"]["old_flavor"] == "m1.medium" and doc["plan"]["new_flavor"] == "m1.large", err
     assert lab.nova.server(h.server_id(lab, node)).status == "VERIFY_RESIZE"  # a dry run changes nothing
+    code, _doc, err = h.scale_up(lab, tmp_path, node, "--revert")  # stdin is not a terminal, no --yes
+    assert code == 5 and "refusing to change anything without --yes" in err, err
+    assert lab.nova.server(h.server_id(lab, node)).status == "VERIFY_RESIZE"
 
     code, doc, err = h.scale_up(lab, tmp_path, node, "--revert", "--yes")
     assert code == 0, err
