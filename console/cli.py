@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 SUBCOMMANDS = {
@@ -46,13 +47,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def stdout_closed() -> None:
+    """The reader of stdout went away (`console ... | head`): point stdout at /dev/null so the interpreter's
+    final flush does not fail either (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command:
-        return importlib.import_module(SUBCOMMANDS[args.command]).run(args)
-    from console.cli_tui import run_tui
+    try:
+        if args.command:
+            code = importlib.import_module(SUBCOMMANDS[args.command]).run(args)
+        else:
+            from console.cli_tui import run_tui
 
-    return run_tui(args)
+            code = run_tui(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        stdout_closed()
+        return 1  # what Python itself exits with on EPIPE
+    return code
 
 
 if __name__ == "__main__":

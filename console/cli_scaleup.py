@@ -1,5 +1,7 @@
 """`console scale-up NODE`: the scale-up runbook headless (same engine and journal as the screen).
 
+--revert reverts a resize waiting in VERIFY_RESIZE as its own journaled runbook (same exit codes).
+
 Exit codes:
   0  done: capacity matches and the planned Pending pods run; or nothing to do (the VM and the kubelet
      already have the target size: nothing is changed, journaled or audited)
@@ -7,7 +9,9 @@ Exit codes:
   2  usage error or plan refused (unknown flavor, too small, not a scale-up, no VM found), or the node is held
      by another run (its Lease names the holder and when it expires)
   3  verification failed: the VM grew but capacity or pods are not as planned (message says why)
-  4  needs attention: failed in a state the runbook could not make safe (journal + message say where)
+  4  needs attention: failed in a state the runbook could not make safe (journal + message say where);
+     or interrupted (Ctrl-C/SIGTERM): stopped before the next step, journal saved, one line names the
+     resume command (a second Ctrl-C stops at once)
   5  not confirmed (answered no, or stdin is not a TTY and --yes was not given)
 """
 
@@ -18,7 +22,9 @@ import json
 import sys
 from typing import Any
 
-from console.runbook.engine import EXIT_DECLINED, EXIT_USAGE
+from console.cli import stdout_closed
+from console.runbook.engine import EXIT_ATTENTION, EXIT_DECLINED, EXIT_USAGE
+from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
 
 
 def add_parser(sub: Any) -> None:
@@ -43,6 +49,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-o", "--output", choices=("text", "json"), default="text")
     p.add_argument("--resume", metavar="RUN_ID", help="resume an unfinished run")
     p.add_argument("--new", action="store_true", help="start a new run even if an unfinished one exists")
+    p.add_argument("--revert", action="store_true",
+                   help="revert the node's resize waiting in VERIFY_RESIZE (its own journaled, audited runbook)")
     p.add_argument("--resize-timeout", type=float, default=300.0, help="seconds to wait for Nova (default 300)")
     p.add_argument("--node-timeout", type=float, default=180.0, help="seconds to wait for the node (default 180)")
     p.add_argument("--pods-timeout", type=float, default=60.0, help="seconds to wait for pods (default 60)")
@@ -59,10 +67,88 @@ def add_parser(sub: Any) -> None:
 
 
 def _out(args: argparse.Namespace, doc: dict[str, Any], text: str) -> None:
-    print(json.dumps(doc, indent=1, default=str) if args.output == "json" else text)
+    try:
+        print(json.dumps(doc, indent=1, default=str) if args.output == "json" else text, flush=True)
+    except BrokenPipeError:  # `-o json | head -c1`: the run's exit code still says what happened
+        stdout_closed()
+
+
+def interrupted(args: argparse.Namespace, node: str, run_id: str, stopped_at: str = "") -> int:
+    """The one line for a run stopped by SIGINT/SIGTERM (journal saved, resumable), and exit 4."""
+    from console.runbook.held import held_state, resume_command
+    from console.runbook.journal import Journal
+
+    runs = [j for j in Journal.unfinished("scale-up", node) + Journal.unfinished("revert", node)
+            if j.run_id == run_id or not run_id]
+    doc = max(runs, key=lambda j: j.doc.get("updated", "")).doc if runs else {}
+    run_id = run_id or doc.get("run_id", "")
+    if not stopped_at:
+        running = [s["id"] for s in doc.get("steps", []) if s["status"] in ("started", "acted")]
+        stopped_at = f"during {running[0]}" if running else "between steps"
+    line = (f"interrupted {stopped_at}; the node is {held_state(doc)}; resume with: "
+            f"{resume_command(node, run_id)}")
+    if args.output == "json":
+        _out(args, {"run_id": run_id, "status": "interrupted", "exit_code": EXIT_ATTENTION, "message": line,
+                    "resume": resume_command(node, run_id), "steps": doc.get("steps", [])}, "")
+    print(f"scale-up: {line}", file=sys.stderr, flush=True)
+    return EXIT_ATTENTION
+
+
+def preview_and_confirm(args: argparse.Namespace, journal: Any, plan_doc: dict[str, Any], text: str, node: str,
+                        question: str, warning: str | None = None) -> int | None:
+    """Show the plan; the exit code when the run must not start (--dry-run: 0, not confirmed: 5), else None.
+    `warning` is said again right above the question (what the change means beyond this run)."""
+    if journal is not None:
+        print(f"scale-up: resuming run {journal.run_id}", file=sys.stderr)
+    if args.dry_run:
+        _out(args, {"dry_run": True, "plan": plan_doc}, text)
+        return 0
+    print(text, file=sys.stderr)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print("scale-up: refusing to change anything without --yes when stdin is not a terminal", file=sys.stderr)
+            return EXIT_DECLINED
+        ask = f"{question} Type the node name to go on: "
+        if input(f"warning: {warning}\n{ask}" if warning else ask).strip() != node:
+            print("scale-up: not confirmed; nothing changed", file=sys.stderr)
+            return EXIT_DECLINED
+    return None
+
+
+def _progress(ev: Any) -> None:
+    if ev.kind == "run-done" and ev.data.get("status") == "interrupted":
+        return  # said once, by interrupted()
+    label = {"step-start": "…", "step-done": "✓", "step-skip": "↷", "step-failed": "✗", "step-progress": " ",
+             "undo-start": "↺", "undo-done": "↺", "run-start": "▶", "run-done": "■"}.get(ev.kind, "·")
+    text = f"{ev.title} {ev.message}".strip() if ev.title else ev.message
+    print(f"[{ev.time[11:23]}] {label} {text}", file=sys.stderr, flush=True)
+
+
+def _revert(args: argparse.Namespace, err: Any) -> int:
+    from console import cli_revert
+    from console.config import ConfigError
+    from console.config import load as load_settings
+    from console.runbook.session import Session, SessionError
+
+    try:
+        session = Session(load_settings({"kubeconfig": args.kubeconfig, "context": args.context,
+                                         "node_access": args.node_access}))
+    except (SessionError, ConfigError) as e:
+        err(str(e))
+        return EXIT_USAGE
+    return cli_revert.run(args, session, out=_out, progress=_progress, interrupted=interrupted,
+                          confirm=preview_and_confirm)
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except KeyboardInterrupt:  # Ctrl-C while planning or at the prompt (the run itself stops via StopFlag)
+        print("scale-up: interrupted before anything was changed", file=sys.stderr)
+        return EXIT_DECLINED
+
+
+def _run(args: argparse.Namespace) -> int:
     from console.config import ConfigError
     from console.config import load as load_settings
     from console.runbook.scaleup import DRAIN_TIMEOUT_S, DrainRefused, PlanRefused, ScaleUpRequest, parse_memory_mib
@@ -71,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
     def err(msg: str) -> None:
         print(f"scale-up: {msg}", file=sys.stderr)
 
+    if args.revert or (args.resume or "").startswith("revert-"):
+        return _revert(args, err)
     if not args.resume and not args.flavor and not (args.vcpus and args.memory):
         err("give --flavor NAME, or --vcpus N and --memory SIZE")
         return EXIT_USAGE
@@ -99,42 +187,33 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from console.runbook.scaleup import render_plan
 
-    if journal is not None:
-        print(f"scale-up: resuming run {journal.run_id}", file=sys.stderr)
     if plan.nothing_to_do:
         _out(args, {"status": "nothing-to-do", "message": plan.nothing_to_do, "exit_code": 0,
                     "dry_run": bool(args.dry_run), "plan": plan.to_dict()}, plan.nothing_to_do)
         return 0
-    if args.dry_run:
-        _out(args, {"dry_run": True, "plan": plan.to_dict()}, render_plan(plan))
-        return 0
-    print(render_plan(plan), file=sys.stderr)
-    if not args.yes:
-        if not sys.stdin.isatty():
-            err("refusing to change anything without --yes when stdin is not a terminal")
-            return EXIT_DECLINED
-        from console.runbook.nova_drift import nova_regeneration_warning
+    from console.runbook.nova_drift import nova_regeneration_warning
 
-        warning = nova_regeneration_warning(plan)
-        ask = f"Scale {plan.node.name} ({plan.vm.name}) to {plan.target}? Type the node name to go on: "
-        answer = input(f"warning: {warning}\n{ask}" if warning else ask)
-        if answer.strip() != plan.node.name:
-            err("not confirmed; nothing changed")
-            return EXIT_DECLINED
+    stop_here = preview_and_confirm(args, journal, plan.to_dict(), render_plan(plan), plan.node.name,
+                                    f"Scale {plan.node.name} ({plan.vm.name}) to {plan.target}?",
+                                    warning=nova_regeneration_warning(plan))
+    if stop_here is not None:
+        return stop_here
 
-    def progress(ev: Any) -> None:
-        label = {"step-start": "…", "step-done": "✓", "step-skip": "↷", "step-failed": "✗", "step-progress": " ",
-                 "undo-start": "↺", "undo-done": "↺", "run-start": "▶", "run-done": "■"}.get(ev.kind, "·")
-        text = f"{ev.title} {ev.message}".strip() if ev.title else ev.message
-        print(f"[{ev.time[11:23]}] {label} {text}", file=sys.stderr, flush=True)
+    progress = _progress
 
+    stop = StopFlag()
     try:
-        result = session.run(plan, journal, on_event=progress)
+        with stop_on_signals(stop):
+            result = session.run(plan, journal, on_event=progress, stop=stop)
     except SessionError as e:
         err(str(e))
         if args.output == "json":
             print(json.dumps({"status": "refused", "message": str(e), "exit_code": EXIT_USAGE, **e.details}))
         return EXIT_USAGE
+    except Interrupted:  # a second signal: stopped at once; the journal is whole (atomic rewrites)
+        return interrupted(args, plan.node.name, "")
+    if result.status == "interrupted":
+        return interrupted(args, plan.node.name, result.run_id, result.stopped_at)
     doc = {"run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,
            "message": result.message, "journal": result.journal_path, "elapsed_s": round(result.elapsed, 3),
            "infra_wait_s": round(result.infra_wait, 3), "overhead_s": round(result.overhead, 3),

@@ -4,25 +4,26 @@ A screen or the CLI subscribes with `on_event(RunEvent)`; events arrive on the
 engine's thread (a TUI posts them as messages). Kinds: "run-start",
 "step-start", "step-skip" (effect already there / done in an earlier run),
 "step-progress", "step-done", "step-failed", "undo-start", "undo-done",
-"run-done" (status in data: done | failed | needs-attention | verify-failed).
+"run-done" (status in data: done | failed | needs-attention | verify-failed | interrupted).
 
-Crash-test hook: CONSOLE_RUNBOOK_CRASH_AFTER=<step-id> exits the process hard
-(os._exit(86)) right after that step is journaled done;
-<step-id>:acted exits after its action, before verification is journaled.
+`stop` (a threading.Event, usually an interrupt.StopFlag set by SIGINT/SIGTERM) is checked before each
+step; a set flag ends the run "interrupted" (exit 4, journal left resumable, nothing undone) and
+Engine.run returns normally, so callers' `finally` blocks run. Steps wait with `ctx.sleep()` and wrap pure
+waits in `ctx.breakable()` so a stop does not sit out a long wait.
 """
 
 from __future__ import annotations
 
-import os
+import contextlib
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from console.audit import AuditLog
+from console.runbook.interrupt import Interrupted, StopFlag
 from console.runbook.journal import Journal, now
-
-CRASH_ENV = "CONSOLE_RUNBOOK_CRASH_AFTER"
 
 # exit codes (also the CLI's)
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY, EXIT_ATTENTION, EXIT_DECLINED = 0, 1, 2, 3, 4, 5
@@ -68,6 +69,7 @@ class Context:
     emit: Callable[[str], None]
     values: dict[str, Any] = field(default_factory=dict)  # live objects (clients, backends): not persisted
     infra_wait: float = 0.0
+    stop: threading.Event = field(default_factory=threading.Event)
 
     @property
     def facts(self) -> dict[str, Any]:
@@ -79,6 +81,22 @@ class Context:
 
     def waiting(self) -> _Waiting:
         return _Waiting(self)
+
+    def sleep(self, seconds: float) -> None:
+        """time.sleep that a stop request ends at once (raises Interrupted)."""
+        if self.stop.wait(seconds):
+            raise Interrupted
+
+    @contextlib.contextmanager
+    def breakable(self) -> Iterator[None]:
+        """Around a pure wait that resuming simply repeats: a stop request cuts it at once."""
+        if isinstance(self.stop, StopFlag):
+            with self.stop.breakable():
+                yield
+            return
+        if self.stop.is_set():
+            raise Interrupted
+        yield
 
 
 class _Waiting:
@@ -118,13 +136,14 @@ class Step:
 @dataclass
 class RunResult:
     run_id: str
-    status: str  # done | failed | needs-attention | verify-failed
+    status: str  # done | failed | needs-attention | verify-failed | interrupted
     exit_code: int
     message: str
     journal_path: str
     elapsed: float
     infra_wait: float
     steps: list[dict[str, Any]]
+    stopped_at: str = ""  # interrupted: "during <step>" or "before <step>"
 
     @property
     def overhead(self) -> float:
@@ -133,13 +152,15 @@ class RunResult:
 
 class Engine:
     def __init__(self, journal: Journal, steps: list[Step], *, audit: AuditLog | None = None,
-                 on_event: Callable[[RunEvent], None] | None = None, values: dict[str, Any] | None = None) -> None:
+                 on_event: Callable[[RunEvent], None] | None = None, values: dict[str, Any] | None = None,
+                 stop: threading.Event | None = None) -> None:
         self.journal = journal
         self.steps = steps
         self.audit = audit or AuditLog.default()
         self.on_event = on_event or (lambda _e: None)
         self._current = ""
-        self.ctx = Context(journal, self._progress, values or {})
+        self.stop = stop or threading.Event()
+        self.ctx = Context(journal, self._progress, values or {}, stop=self.stop)
         journal.set_steps([s.as_plan() for s in steps])
 
     def _send(self, kind: str, step: Step | None = None, message: str = "", **data: Any) -> None:
@@ -149,11 +170,6 @@ class Engine:
     def _progress(self, message: str) -> None:
         step = next((s for s in self.steps if s.id == self._current), None)
         self._send("step-progress", step, message)
-
-    def _crash_hook(self, step: Step, phase: str) -> None:
-        want = os.environ.get(CRASH_ENV, "")
-        if want and want == (step.id if phase == "done" else f"{step.id}:{phase}"):
-            os._exit(86)
 
     def _audit(self, step: Step, before: Any, after: Any, result: str, detail: str = "") -> None:
         target = step.audit_target(self.ctx) if step.audit_target else self.journal.doc["node"]
@@ -165,6 +181,7 @@ class Engine:
         self._send("run-start", None, f"run {self.journal.run_id}", steps=[s.as_plan() for s in self.steps])
         completed: list[Step] = []
         status, code, message = "done", EXIT_DONE, ""
+        stopped_at = ""
         for step in self.steps:
             rec = self.journal.step(step.id)
             if rec["status"] in ("done", "skipped"):
@@ -174,12 +191,21 @@ class Engine:
             self._current = step.id
             try:
                 try:
+                    if self.stop.is_set():
+                        stopped_at = f"before {step.id}"
+                        raise Interrupted
+                    stopped_at = f"during {step.id}"
                     self._run_step(step, rec)
-                except StepFailed:
+                except (StepFailed, Interrupted):
                     raise
                 except Exception as e:  # an API/I-O error the step did not expect: stop here, resumable
                     raise StepFailed(f"{step.title}: {describe_error(e)}", resumable=True) from e
                 completed.append(step)
+            except Interrupted:  # the step keeps its journaled status (started/acted): resuming re-checks it
+                status, code = "interrupted", EXIT_ATTENTION
+                message = (f"interrupted {stopped_at}; nothing was rolled back; run {self.journal.run_id} "
+                           "is journaled and resumes where it stopped")
+                break
             except StepFailed as e:
                 self.journal.mark(step.id, "failed", message=e.message)
                 self._send("step-failed", step, e.message)
@@ -201,7 +227,7 @@ class Engine:
         elapsed = time.monotonic() - t0
         self._send("run-done", None, message or "done", status=status, exit_code=code)
         return RunResult(self.journal.run_id, status, code, message, str(self.journal.path), elapsed,
-                         self.ctx.infra_wait, self.journal.doc["steps"])
+                         self.ctx.infra_wait, self.journal.doc["steps"], stopped_at if status == "interrupted" else "")
 
     def _run_step(self, step: Step, rec: dict[str, Any]) -> None:
         resumed = rec["status"] in ("started", "acted")
@@ -216,7 +242,6 @@ class Engine:
                             f"{step.title} (done by an earlier, interrupted run; recorded on resume)")
             self.journal.mark(step.id, "skipped", message="already in place")
             self._send("step-skip", step, "already in place")
-            self._crash_hook(step, "done")
             return
         before = step.describe(self.ctx) if step.describe and step.mutating else None
         self.journal.mark(step.id, "started")
@@ -227,7 +252,6 @@ class Engine:
                 self._audit(step, before, None, "error", e.message)
             raise
         self.journal.mark(step.id, "acted", data=data)
-        self._crash_hook(step, "acted")
         if step.verify:
             why = step.verify(self.ctx)
             if why:
@@ -239,7 +263,6 @@ class Engine:
             self._audit(step, before, after, "ok")
         self.journal.mark(step.id, "done")
         self._send("step-done", step, "", **data)
-        self._crash_hook(step, "done")
 
     def _undo(self, completed: list[Step]) -> tuple[bool, list[str]]:
         """Undo completed steps in reverse: (False when an undo failed — the state needs attention, what was done)."""
@@ -270,8 +293,10 @@ class Engine:
 
 
 def retry(fn: Callable[[], Any], *, timeout: float, first: float = 0.2, factor: float = 2.0, cap: float = 2.0,
-          retry_on: tuple[type[BaseException], ...] = (Exception,)) -> Any:
-    """Call `fn` until it returns without raising `retry_on`, with exponential backoff, for `timeout` seconds."""
+          retry_on: tuple[type[BaseException], ...] = (Exception,), stop: threading.Event | None = None) -> Any:
+    """Call `fn` until it returns without raising `retry_on`, with exponential backoff, for `timeout` seconds.
+
+    `stop` (the run's, `ctx.stop`): a stop request ends the backoff at once with Interrupted."""
     deadline = time.monotonic() + timeout
     delay = first
     while True:
@@ -280,5 +305,8 @@ def retry(fn: Callable[[], Any], *, timeout: float, first: float = 0.2, factor: 
         except retry_on:
             if time.monotonic() + delay > deadline:
                 raise
-            time.sleep(delay)
+            if stop is None:
+                time.sleep(delay)
+            elif stop.wait(delay):
+                raise Interrupted from None
             delay = min(delay * factor, cap)

@@ -3,13 +3,15 @@
 $XDG_STATE_HOME/console/runbooks/<run-id>.json:
 
     {"version": 1, "run_id": "...", "kind": "scale-up", "node": "kube-worker02",
-     "status": "running" | "done" | "failed" | "needs-attention",
+     "status": "running" | "done" | "failed" | "needs-attention" | "interrupted" | "reverted",
      "params": {...the CLI/screen request...}, "context": {...ids found while running...},
      "created": ISO, "updated": ISO, "message": "",
      "steps": [{"id": "resize", "title": "...", "mutating": true,
                 "status": "pending" | "started" | "acted" | "done" | "skipped" | "failed" | "undone",
                 "started": ISO|null, "finished": ISO|null, "data": {...}, "message": ""}]}
 
+"interrupted": stopped by SIGINT/SIGTERM between steps (or in a wait), resumable; "reverted": a scale-up
+superseded by a revert run (console/runbook/revert.py), no longer resumed.
 "started" means the action may have been sent: on resume the step's idempotency
 check decides whether to send it again.
 """
@@ -26,7 +28,7 @@ from typing import Any
 from console.config import state_dir
 
 VERSION = 1
-UNFINISHED = ("running", "needs-attention")  # auto-resumed; "failed" runs were rolled back
+UNFINISHED = ("running", "needs-attention", "interrupted")  # auto-resumed; "failed" runs were rolled back
 
 
 class JournalError(Exception):

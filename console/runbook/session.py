@@ -7,6 +7,7 @@ then `.run(plan, journal, on_event=...)` in a worker thread.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -79,6 +80,8 @@ class Session:
                 raise SessionError(f"run {resume} is for node {journal.doc.get('node')}, not {request.node}")
             if journal.doc.get("status") == "done":
                 raise SessionError(f"run {resume} is already done; nothing to resume")
+            if journal.doc.get("status") == "reverted":
+                raise SessionError(f"run {resume} was {journal.doc.get('message') or 'reverted'}; nothing to resume")
         elif not new:
             found = Journal.unfinished("scale-up", request.node)
             journal = found[-1] if found else None
@@ -93,7 +96,7 @@ class Session:
         return plan, journal
 
     def run(self, plan: ScaleUpPlan, journal: Journal | None = None, *,
-            on_event: Callable[[RunEvent], None] | None = None) -> RunResult:
+            on_event: Callable[[RunEvent], None] | None = None, stop: threading.Event | None = None) -> RunResult:
         """Run the plan under the node's Lease (console/runbook/lock.py): refused with SessionError, before any
         change and before a journal exists, while another run holds the node; released however the run ends."""
         from dataclasses import asdict
@@ -121,7 +124,7 @@ class Session:
                                                **({"took_over_from": lock.previous} if lock.previous else {})}
             journal.save()
             steps = lock.guard(build_steps(plan, self.values()))
-            return Engine(journal, steps, audit=self.audit, on_event=on_event, values=self.values()).run()
+            return Engine(journal, steps, audit=self.audit, on_event=on_event, values=self.values(), stop=stop).run()
         finally:
             lock.release()
 

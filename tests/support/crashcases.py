@@ -1,12 +1,14 @@
 """The kill-at-every-step-boundary cases of tests/integration/scaleup/test_crash_*.py.
 
-A case is `<step>` (the CLI is killed right after the step is journaled done) or `<step>:acted` (right after a
-mutating step's action, before it is verified and journaled). Each case gets its own worker VM in one lab per
+A case is `<step>` (the CLI is killed with SIGKILL the moment its journal records the step done) or
+`<step>:acted` (the moment it records a mutating step's action, before it is verified);
+tests/support/journalsignal.py follows the journal writes. Each case gets its own worker VM in one lab per
 module. `h` is the `h` fixture of tests/integration/scaleup/conftest.py (its helpers).
 """
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,14 @@ from typing import Any
 import pytest
 
 from console.lab.world import Lab
+
+# the step ids of the two runbooks (console/runbook/steps/), and the ones that change something
+RESIZE_STEPS = ["preflight", "cordon", "drain", "resize", "wait-verify-resize", "confirm-resize", "wait-node",
+                "uncordon", "verify-pods"]
+RESIZE_MUTATING = ["cordon", "drain", "resize", "confirm-resize", "uncordon"]
+LIVE_STEPS = ["preflight", "cordon", "drain", "raise-maxima", "restart-guest", "hot-add", "online-cpus",
+              "restart-kubelet", "uncordon", "verify-pods"]
+LIVE_MUTATING = LIVE_STEPS[1:-1]
 
 
 def crash_cases(mutating: list[str], steps: list[str]) -> list[str]:
@@ -37,9 +47,9 @@ def case_lab(name: str, flavor: str, workers: dict[str, str]) -> Callable[..., I
 
 
 def killed_run(h: Any, lab: Lab, state: Path, case: str, *args: str) -> dict[str, Any]:
-    """`scale-up ARGS` killed at `case`: asserts it was (exit 86, the step journaled as such); the run's journal."""
-    code, _doc, err = h.scale_up(lab, state, *args, extra_env={"CONSOLE_RUNBOOK_CRASH_AFTER": case})
-    assert code == 86, f"the run was not killed at {case}: exit {code}\n{err}"
+    """`scale-up ARGS` killed (SIGKILL) the moment its journal records `case`: asserts it was; the run's journal."""
+    code, _doc, err = h.scale_up(lab, state, *args, signal_at=case)
+    assert code == -signal.SIGKILL, f"the run was not killed at {case}: exit {code}\n{err}"
     [journal] = h.journals(state)
     step = case.split(":")[0]
     assert h.journal_step(journal, step)["status"] == ("acted" if case.endswith(":acted") else "done")
@@ -50,3 +60,18 @@ def audited_ok(h: Any, state: Path, run_id: str) -> list[str]:
     """The steps of run `run_id` the audit log records as done (result ok), in log order."""
     return [e["action"].rsplit(".", 1)[1] for e in h.audit_entries(state)
             if e.get("run_id") == run_id and e["result"] == "ok"]
+
+
+def interrupted_run(h: Any, lab: Lab, state: Path, case: str, *args: str, sig: str = "SIGINT") -> tuple[dict, str]:
+    """`scale-up ARGS` sent `sig` the moment its journal records `case`: asserts exit 4, the JSON, one
+    "interrupted" line naming the resume command and no traceback; (the run's journal, that line)."""
+    code, doc, err = h.scale_up(lab, state, *args, signal_at=case, sig=sig)
+    assert code == 4, f"exit {code} after {sig} at {case}\n{err}"
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    [journal] = h.journals(state)
+    assert journal["status"] == "interrupted" and doc["status"] == "interrupted" and doc["exit_code"] == 4
+    lines = [line for line in err.splitlines() if "interrupted" in line]
+    assert len(lines) == 1, err
+    node = args[0]
+    assert lines[0].endswith(f"; resume with: python -m console scale-up {node} --resume {journal['run_id']}")
+    return journal, lines[0]

@@ -100,7 +100,7 @@ def verify_pods(plan: Any) -> Step:
     def act(ctx: Context) -> dict[str, Any]:
         # a resumed run re-plans when some pods may already run: verify what the run planned at its start
         want = (ctx.facts.get("plan") or {}).get("will_fit", pods)
-        with ctx.waiting():
+        with ctx.waiting(), ctx.breakable():
             problems = verify.wait_pods_running(_api(ctx), want, timeout)
         if problems:
             raise StepFailed("; ".join(problems), verify=True)
@@ -156,7 +156,7 @@ def _await_guest(ctx: Context, probe: Callable[[], str | None], deadline: float,
     while (shows := probe()) is not None and time.monotonic() <= deadline:
         ctx.emit(f"guest shows {shows}; {waiting}")
         with ctx.waiting():
-            time.sleep(delay)
+            ctx.sleep(delay)
         delay = min(delay * 2, 2.0)
     return shows
 

@@ -115,7 +115,7 @@ def steps(plan: Any) -> list[Step]:
             return s.status in ("ACTIVE", "SHUTOFF") and s.task_state is None  # done, or NoValidHost rollback
 
         try:
-            with ctx.waiting():
+            with ctx.waiting(), ctx.breakable():  # a pure wait: a stop request may cut it, resuming waits again
                 st = _os(ctx).wait(sid, settled, timeout)
         except TimeoutError as e:
             raise StepFailed(f"the resize did not reach VERIFY_RESIZE: {e} (raise --resize-timeout if the cloud "
@@ -150,7 +150,7 @@ def steps(plan: Any) -> list[Step]:
 
     def node_back(ctx: Context) -> dict[str, Any]:
         try:
-            with ctx.waiting():
+            with ctx.waiting(), ctx.breakable():
                 _, waited = verify.wait_capacity(ctx.values["api"], node, flavor.vcpus, flavor.ram_mib,
                                                  plan.request.node_timeout)
         except TimeoutError as e:

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.widgets import Footer, Header, Input, Static
 
 from console.infra.vms import legend
@@ -16,6 +18,7 @@ from console.kube.cluster import ClusterSnapshot
 from console.kube.model import fmt_cpu, fmt_mem
 from console.kube.nodetable import SORT_KEYS, NodeRow
 from console.kube.nodetable import node_rows as table_rows
+from console.runbook.held import HeldRun, held_runs
 from console.tui.filter import Filter, SelectorError, parse_filter
 from console.tui.messages import ClusterView
 from console.tui.safety import dangerous
@@ -24,6 +27,16 @@ from console.tui.widgets.cells import capacity_cell, status_text, theme_colors
 from console.tui.widgets.table import Cell, Column, VirtualTable
 
 WIDE = 110  # from this width on, CPU/MEM show capacity/allocatable/requested
+HELD_MARK = "*"  # after the name of a node an unfinished run holds (legend below the status line)
+HELD_EVERY_S = 5.0  # journals are local files: re-read them now and then (another terminal may run one)
+
+
+class HeldRunsRead(Message):
+    """The unfinished runs per node, read from the run journals by a worker."""
+
+    def __init__(self, runs: dict[str, list[HeldRun]]) -> None:
+        super().__init__()
+        self.runs = runs
 
 
 def columns(show_vm: bool, wide: bool) -> list[Column]:
@@ -60,8 +73,10 @@ def node_rows(snap: ClusterSnapshot) -> list[tuple[str, ...]]:
 class RowCells(Sequence[Sequence[Cell]]):
     """Cells rendered on demand, so only the rows on screen are ever formatted."""
 
-    def __init__(self, rows: list[NodeRow], colors: dict[str, str], wide: bool) -> None:
+    def __init__(self, rows: list[NodeRow], colors: dict[str, str], wide: bool,
+                 held: dict[str, list[HeldRun]] | None = None) -> None:
         self.rows, self.colors, self.wide = rows, colors, wide
+        self.held = held or {}
         self._done: dict[int, tuple[Cell, ...]] = {}
 
     def __len__(self) -> int:
@@ -82,8 +97,11 @@ class RowCells(Sequence[Sequence[Cell]]):
             vm = Text(r.vm.cell(r.stale, self.wide))
             if r.stale:  # "*" Nova's flavor is out of date, "!" the kubelet is stale (legend: status line, help)
                 vm.append(r.stale.markers, style=f"bold {c.get('capacity-crit', 'red')}")
+        name: Cell = n.name
+        if n.name in self.held:
+            name = Text(n.name).append(HELD_MARK, style=f"bold {c.get('status-pending', 'yellow')}")
         return (
-            n.name,
+            name,
             status_text(n, c, short=True),
             capacity_cell("cpu", n.capacity.cpu_m, n.allocatable.cpu_m, r.requested.cpu_m, c, wide=self.wide),
             capacity_cell("mem", n.capacity.memory, n.allocatable.memory, r.requested.memory, c, wide=self.wide),
@@ -109,6 +127,7 @@ class NodesScreen(ConsoleScreen):
         Binding("c", "compare", "Compare", id="nodes-compare"),
         Binding("p", "pending", "Pending", id="nodes-pending"),
         dangerous(Binding("s", "scale_up", "Scale up", show=False, id="nodes-scale-up")),
+        dangerous(Binding("R", "resume_run", "Resume run", show=False, id="nodes-resume-run")),
         Binding("N", "sort('name')", "Sort by name", show=False, id="sort-name"),
         Binding("T", "sort('status')", "Sort by status", show=False, id="sort-status"),
         Binding("C", "sort('cpu')", "Sort by CPU use", show=False, id="sort-cpu"),
@@ -125,10 +144,12 @@ class NodesScreen(ConsoleScreen):
         self.sort_reverse = False
         self.shown: list[NodeRow] = []
         self._wide: bool | None = None
+        self.held: dict[str, list[HeldRun]] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("Connecting…", id="nodes-status", classes="status-line")
+        yield Static("", id="nodes-held", classes="status-line")
         yield Input(placeholder="filter: text, !text, -l key=value,!key", id="nodes-filter")
         yield VirtualTable(columns(False, False), empty_text="Loading nodes…", id="nodes-table")
         yield Footer()
@@ -138,6 +159,33 @@ class NodesScreen(ConsoleScreen):
         self.query_one("#nodes-filter", Input).display = False
         self.query_one(VirtualTable).focus()
         self.view_changed(self.app.view)
+        self.read_held()
+        self.set_interval(HELD_EVERY_S, self.read_held)
+
+    def on_screen_resume(self) -> None:
+        if self.ready:
+            self.read_held()  # back from a scale-up screen: its run may have finished or stopped
+
+    # -- nodes held by unfinished runs (journals read in a worker) --------
+    @work(thread=True, exclusive=True, group="nodes-held", exit_on_error=False)
+    def read_held(self) -> None:
+        self.post_message(HeldRunsRead(held_runs()))
+
+    def on_held_runs_read(self, msg: HeldRunsRead) -> None:
+        if msg.runs == self.held:
+            return
+        self.held = msg.runs
+        line = self.query_one("#nodes-held", Static)
+        line.display = bool(self.held)
+        if self.held:
+            c = theme_colors(self.app)
+            text = Text(HELD_MARK, style=f"bold {c.get('status-pending', 'yellow')}", no_wrap=True,
+                        overflow="ellipsis")
+            text.append(" held by an unfinished run (R resumes): ")
+            text.append("; ".join(f"{node} {runs[-1].kind} {runs[-1].status}: {runs[-1].state}"
+                                  for node, runs in sorted(self.held.items())))
+            line.update(text)
+        self.render_rows()
 
     @property
     def table(self) -> VirtualTable:
@@ -166,7 +214,7 @@ class NodesScreen(ConsoleScreen):
         if not f.empty:
             rows = [r for r in rows if f.matches(r.search_text(), r.node.labels)]
         self.shown = rows
-        table.set_rows([r.name for r in rows], RowCells(rows, theme_colors(self.app), wide))
+        table.set_rows([r.name for r in rows], RowCells(rows, theme_colors(self.app), wide, self.held))
         self.update_status(view)
 
     def update_status(self, view: ClusterView) -> None:
@@ -286,6 +334,23 @@ class NodesScreen(ConsoleScreen):
         from console.tui.command_grammar import Command
 
         self.app.run_command(Command("pending"))
+
+    def action_resume_run(self) -> None:
+        """Open the unfinished run holding the node under the cursor (the scale-up screen finds its journal)."""
+        from console.tui.navigation import start_scale_up
+
+        key = self.table.cursor_key
+        runs = self.held.get(key or "", [])
+        if not runs:
+            held = ", ".join(sorted(self.held)) or "none"
+            self.notify(f"no unfinished run holds {key}; nodes held by one: {held}", severity="warning")
+            return
+        run = runs[-1]
+        if run.kind != "scale-up":
+            self.notify(f"{key} is held by {run.kind} run {run.run_id} ({run.state}); resume it with: "
+                        f"{run.resume_command}", severity="warning", timeout=15)
+            return
+        start_scale_up(self.app, run.node)
 
     def action_scale_up(self) -> None:
         from console.tui.navigation import start_scale_up

@@ -78,9 +78,10 @@ class LiveStateReady(Message):
 
 
 class RevertChecked(Message):
-    def __init__(self, possible: bool, reason: str, preview: str = "") -> None:
+    def __init__(self, possible: bool, reason: str, preview: str = "", plan: Any = None) -> None:
         super().__init__()
         self.possible, self.reason, self.preview = possible, reason, preview
+        self.plan = plan  # console.runbook.revert.RevertPlan when possible
 
 
 class RevertDone(Message):
@@ -465,8 +466,21 @@ class ScaleUpScreen(ConsoleScreen):
 
     @work(thread=True, exclusive=True, group="scale-up-revert", exit_on_error=False)
     def check_revert(self, plan: ScaleUpPlan, old_flavor: str | None) -> None:
-        possible, reason, preview = data.revert_possible(self._ensure_session(), plan, old_flavor)
-        self.post_message(RevertChecked(possible, reason, preview))
+        from console.runbook.revert import plan_revert, render
+        from console.runbook.scaleup import PlanRefused
+
+        session = self._ensure_session()
+        possible, reason, preview = data.revert_possible(session, plan, old_flavor)
+        rplan = None
+        if possible:
+            try:
+                rplan, _journal = plan_revert(session, plan.node.name, node_timeout=plan.request.node_timeout,
+                                              resize_timeout=plan.request.resize_timeout)
+            except PlanRefused as e:
+                possible, reason = False, str(e)
+            else:
+                preview = render(rplan)
+        self.post_message(RevertChecked(possible, reason, preview, rplan))
 
     def on_revert_checked(self, msg: RevertChecked) -> None:
         self.revert_message = msg.reason
@@ -476,20 +490,24 @@ class ScaleUpScreen(ConsoleScreen):
             return
         assert self.plan is not None
         target = f"server {self.plan.vm.name}"
+        rplan = msg.plan
 
         def confirmed(yes: bool | None) -> None:
-            if yes and self.plan is not None:
+            if yes and rplan is not None:
                 self.run = RunState(running=True, started=time.monotonic())
+                self.steps.set_steps(rplan.steps)  # the revert runbook's own steps, journaled and audited
                 self._render_status()
-                self.do_revert(self.plan)
+                self.do_revert(rplan)
 
         self.app.push_screen(ConfirmDanger("revert resize", target, msg.preview), confirmed)
 
     @work(thread=True, exclusive=True, group="scale-up-revert", exit_on_error=False)
-    def do_revert(self, plan: ScaleUpPlan) -> None:
-        ok, message = data.revert(self._ensure_session(), plan, progress=lambda m: self.post_message(
-            RunbookStepChanged(RunEvent("revert", "step-progress", "", "revert", m))))
-        self.post_message(RevertDone(ok, message))
+    def do_revert(self, rplan: Any) -> None:
+        from console.runbook.revert import outcome, run_revert
+
+        result = run_revert(self._ensure_session(), rplan,
+                            on_event=lambda ev: self.post_message(RunbookStepChanged(ev)))
+        self.post_message(RevertDone(result.status == "done", outcome(rplan, result)))
 
     def on_revert_done(self, msg: RevertDone) -> None:
         self.run.running = False

@@ -233,41 +233,6 @@ def revert_possible(session: Any, plan: ScaleUpPlan, old_flavor: str | None = No
             f"resize in VERIFY_RESIZE. To go back, resize to {old} (reboots the node again).", "")
 
 
-def revert(session: Any, plan: ScaleUpPlan, progress: Callable[[str], None]) -> tuple[bool, str]:
-    """Revert a resize waiting in VERIFY_RESIZE, then wait for the node and uncordon it (audited)."""
-    from console.audit import AuditLog
-    from console.runbook import verify
-
-    os_, sid, node = session.openstack, plan.vm.ref, plan.node.name
-    audit = AuditLog.default()
-    before = os_.server(sid)
-    progress(f"reverting the resize of {before.name} (now {before.flavor})")
-    try:
-        os_.revert(sid)
-        st = os_.wait(sid, lambda s: s.status in ("ACTIVE", "SHUTOFF", "ERROR"), plan.request.resize_timeout)
-    except (InfraError, TimeoutError) as e:
-        audit.record("scale-up.revert", f"server/{sid}", before={"status": before.status, "flavor": before.flavor},
-                     result="error", detail=str(e))
-        return False, f"revert of {before.name} failed: {e}"
-    audit.record("scale-up.revert", f"server/{sid}", before={"status": before.status, "flavor": before.flavor},
-                 after={"status": st.status, "flavor": st.flavor}, detail=f"revert resize of {before.name}")
-    if st.status == "ERROR":
-        return False, f"server {st.name} is in ERROR after the revert: {st.fault or 'no fault message'}"
-    parts = [f"server {st.name} back to {st.flavor} [{st.status}]"]
-    progress(f"waiting for {node} Ready with cpu {st.vcpus}")
-    try:
-        verify.wait_capacity(session.api, node, st.vcpus, st.ram_mib, plan.request.node_timeout)
-        parts.append(f"{node} Ready with cpu {st.vcpus}")
-    except TimeoutError as e:
-        parts.append(str(e))
-    if not plan.node.unschedulable and nodes_ops.get_node(session.api, node).unschedulable:
-        nodes_ops.set_unschedulable(session.api, node, False)
-        audit.record("scale-up.revert.uncordon", f"node/{node}", before={"unschedulable": True},
-                     after={"unschedulable": False})
-        parts.append(f"{node} uncordoned")
-    return True, "reverted: " + "; ".join(parts)
-
-
 # -- pure (UI thread) ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DrainOverride:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import journalsignal
 import pytest
 from labtools import lab_env
 
@@ -94,10 +95,16 @@ TRANSCRIPT: list[str] = []  # every CLI output of the session, for the no-secret
 
 
 def _scale_up(lab: Lab, state: Path, *args: str, extra_env: dict[str, str] | None = None,
-              timeout: float = 150) -> tuple[int, dict, str]:
+              timeout: float = 150, signal_at: str = "", sig: str = "SIGKILL") -> tuple[int, dict, str]:
+    """`signal_at` ("<step>" or "<step>:acted"): send the CLI `sig` the moment its journal records it
+    (tests/support/journalsignal.py)."""
     env = lab_env(lab) | {"XDG_STATE_HOME": str(state)} | (extra_env or {})
+    argv = [sys.executable, "-m", "console", "scale-up", *args, "-o", "json"]
+    if signal_at:
+        argv = journalsignal.command("scale-up", *args, "-o", "json")
+        env |= journalsignal.env(signal_at, sig)
     try:
-        proc = subprocess.run([sys.executable, "-m", "console", "scale-up", *args, "-o", "json"], env=env,
+        proc = subprocess.run(argv, env=env,
                               capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired as e:  # show the whole log: which step hung, and the lab's view of it
         err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")

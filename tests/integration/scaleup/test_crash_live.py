@@ -9,14 +9,12 @@ kubelet restart, every mutating step audited once. One worker VM per case in one
 from __future__ import annotations
 
 import pytest
-from crashcases import audited_ok, case_lab, case_workers, crash_cases, killed_run
+from crashcases import LIVE_MUTATING, LIVE_STEPS, audited_ok, case_lab, case_workers, crash_cases, killed_run
 
 pytestmark = pytest.mark.lab
 
-STEPS = ["preflight", "cordon", "drain", "raise-maxima", "restart-guest", "hot-add", "online-cpus", "restart-kubelet",
-         "uncordon", "verify-pods"]
-MUTATING = ["cordon", "drain", "raise-maxima", "restart-guest", "hot-add", "online-cpus", "restart-kubelet",
-            "uncordon"]
+STEPS = LIVE_STEPS
+MUTATING = LIVE_MUTATING
 CASES = crash_cases(MUTATING, STEPS)
 WORKERS = case_workers(CASES, "crl")
 lab = case_lab("crash-live", "m1.large", WORKERS)

@@ -1,8 +1,8 @@
 """The console killed at each step boundary of the OpenStack resize runbook, then rerun.
 
-For each step, `CONSOLE_RUNBOOK_CRASH_AFTER=<step>` kills the CLI (exit 86) right after
-the step is journaled done, and `<step>:acted` right after a mutating step's action,
-before it is verified and journaled. A plain rerun must find the unfinished run,
+For each step the CLI is killed (SIGKILL) the moment its journal records the step
+done, and (`<step>:acted`) the moment it records a mutating step's action, before it
+is verified (tests/support/journalsignal.py). A plain rerun must find the unfinished run,
 resume it and finish, and the server must have been resized exactly once.
 One worker VM per case in one lab.
 """
@@ -10,13 +10,12 @@ One worker VM per case in one lab.
 from __future__ import annotations
 
 import pytest
-from crashcases import audited_ok, case_lab, case_workers, crash_cases, killed_run
+from crashcases import RESIZE_MUTATING, RESIZE_STEPS, audited_ok, case_lab, case_workers, crash_cases, killed_run
 
 pytestmark = pytest.mark.lab
 
-STEPS = ["preflight", "cordon", "drain", "resize", "wait-verify-resize", "confirm-resize", "wait-node", "uncordon",
-         "verify-pods"]
-MUTATING = ["cordon", "drain", "resize", "confirm-resize", "uncordon"]
+STEPS = RESIZE_STEPS
+MUTATING = RESIZE_MUTATING
 CASES = crash_cases(MUTATING, STEPS)
 WORKERS = case_workers(CASES, "crr")
 lab = case_lab("crash-resize", "m1.medium", WORKERS)

@@ -211,8 +211,12 @@ async def test_revert_a_resize_waiting_in_verify_resize(resize_lab, settings_for
     server = resize_lab.nova.server(sid)
     assert server.flavor.name == "m1.medium" and server.vm_state == "active"
     assert resize_lab.store.get("nodes", None, "kube-worker01")["status"]["capacity"]["cpu"] == "2"
+    # the revert is a runbook of the engine: its own journal and audit (console/runbook/revert.py)
     audit = (tmp_path / "xdg_state_home" / "console" / "audit.log").read_text()
-    assert "scale-up.revert" in audit
+    assert "runbook.revert.revert-resize" in audit
+    [journal] = (tmp_path / "xdg_state_home" / "console" / "runbooks").glob("revert-kube-worker01-*.json")
+    doc = json.loads(journal.read_text())
+    assert doc["status"] == "done" and [st["status"] for st in doc["steps"]][:3] == ["done", "done", "done"]
 
 
 async def test_unfinished_run_is_offered_and_resumed(resize_lab, settings_for, host, until):

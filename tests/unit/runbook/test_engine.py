@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
-import sys
 import textwrap
+import threading
 from pathlib import Path
 
+import journalsignal
 import pytest
 
 from console.audit import AuditLog
@@ -24,6 +26,7 @@ from console.runbook.engine import (
     describe_error,
     retry,
 )
+from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
 from console.runbook.journal import Journal
 
 
@@ -207,6 +210,7 @@ CRASH_SCRIPT = textwrap.dedent("""
     from pathlib import Path
     from console.audit import AuditLog
     from console.runbook.engine import Engine, Step
+    from console.runbook.interrupt import StopFlag, stop_on_signals
     from console.runbook.journal import Journal
 
     d = Path(sys.argv[1]); world = d / "world.json"
@@ -223,27 +227,126 @@ CRASH_SCRIPT = textwrap.dedent("""
     steps = [step("a"), step("b"), step("c")]
     found = Journal.unfinished("toy", "n", d)
     j = found[0] if found else Journal.create("toy", "n", {}, [s.as_plan() for s in steps], directory=d)
-    res = Engine(j, steps, audit=AuditLog(d / "audit.log")).run()
+    stop = StopFlag()
+    with stop_on_signals(stop):
+        res = Engine(j, steps, audit=AuditLog(d / "audit.log"), stop=stop).run()
+    print(res.status, res.stopped_at)
     sys.exit(res.exit_code)
 """)
+BOUNDARIES = ["a:acted", "a", "b:acted", "b", "c:acted", "c"]
 
 
-@pytest.mark.parametrize("crash", ["a:acted", "a", "b:acted", "b", "c:acted", "c"])
-def test_killed_at_each_boundary_resumes_without_repeating(tmp_path, crash):
+def _toy(tmp_path: Path, case: str = "", sig: str = "SIGKILL") -> subprocess.CompletedProcess:
+    """The toy runbook in a subprocess; with `case`, sent `sig` the moment its journal records `case`
+    (tests/support/journalsignal.py)."""
     script = tmp_path / "toy.py"
     script.write_text(CRASH_SCRIPT)
-    env = dict(os.environ, CONSOLE_RUNBOOK_CRASH_AFTER=crash)
-    first = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True)
-    assert first.returncode == 86, first.stderr
-    env.pop("CONSOLE_RUNBOOK_CRASH_AFTER")
-    second = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True)
-    assert second.returncode == 0, second.stderr
+    env = dict(os.environ, **(journalsignal.env(case, sig) if case else {}))
+    return subprocess.run(journalsignal.command(str(tmp_path), script=script), env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+def _toy_finished_once(tmp_path: Path) -> None:
     state = json.loads((tmp_path / "world.json").read_text())
     assert state["calls"] == ["a", "b", "c"]  # each mutation sent exactly once across both processes
     [journal] = [json.loads(p.read_text()) for p in tmp_path.glob("toy-*.json")]
     assert journal["status"] == "done"
     audited = sorted(json.loads(line)["action"] for line in (tmp_path / "audit.log").read_text().splitlines())
     assert audited == ["runbook.toy.a", "runbook.toy.b", "runbook.toy.c"]
+
+
+@pytest.mark.parametrize("crash", BOUNDARIES)
+def test_killed_at_each_boundary_resumes_without_repeating(tmp_path, crash):
+    first = _toy(tmp_path, crash)
+    assert first.returncode == -signal.SIGKILL, first.stderr
+    [journal] = [json.loads(p.read_text()) for p in tmp_path.glob("toy-*.json")]
+    assert journal["status"] == "running" and journalsignal.reached(journal, crash)
+    step = crash.partition(":")[0]
+    assert next(s for s in journal["steps"] if s["id"] == step)["status"] == ("acted" if ":" in crash else "done")
+    second = _toy(tmp_path)
+    assert second.returncode == 0, second.stderr
+    _toy_finished_once(tmp_path)
+
+
+@pytest.mark.parametrize("case", BOUNDARIES)
+def test_sigint_at_each_boundary_stops_before_the_next_step(tmp_path, case):
+    """SIGINT sets the stop flag; the step in hand finishes, the run stops before the next one (exit 4,
+    journal "interrupted"), no traceback; the rerun resumes and finishes."""
+    first = _toy(tmp_path, case, "SIGINT")
+    step = case.partition(":")[0]
+    nxt = {"a": "b", "b": "c", "c": ""}[step]
+    if not nxt:  # the last step's record: nothing is left to stop
+        assert first.returncode == 0, first.stderr
+    else:
+        assert first.returncode == EXIT_ATTENTION, first.stderr
+        assert first.stdout.split() == ["interrupted", "before", nxt] and "Traceback" not in first.stderr
+        [journal] = [json.loads(p.read_text()) for p in tmp_path.glob("toy-*.json")]
+        assert journal["status"] == "interrupted"
+        assert [s["status"] for s in journal["steps"]].count("pending") == 3 - "abc".index(nxt)
+        second = _toy(tmp_path)
+        assert second.returncode == 0, second.stderr
+    _toy_finished_once(tmp_path)
+
+
+def test_stop_before_a_step_ends_the_run_interrupted_and_resumable(tmp_path):
+    w = World()
+    stop = threading.Event()
+    b = w.step("b")
+    act_b = b.action
+
+    def b_then_stop(ctx):
+        stop.set()  # as a signal handler would, while b runs: b finishes, c does not start
+        return act_b(ctx)
+
+    b.action = b_then_stop
+    steps = [w.step("a"), b, w.step("c")]
+    j = Journal.create("toy", "n", {}, [s.as_plan() for s in steps], directory=tmp_path)
+    res = Engine(j, steps, audit=AuditLog(tmp_path / "audit.log"), stop=stop).run()
+    assert (res.status, res.exit_code, res.stopped_at) == ("interrupted", EXIT_ATTENTION, "before c")
+    assert w.calls == ["a", "b"] and j.doc["status"] == "interrupted"
+    assert [s["status"] for s in j.doc["steps"]] == ["done", "done", "pending"]
+    [again] = Journal.unfinished("toy", "n", tmp_path)
+    res = Engine(again, [w.step("a"), w.step("b"), w.step("c")], audit=AuditLog(tmp_path / "audit.log")).run()
+    assert res.status == "done" and w.calls == ["a", "b", "c"]
+
+
+def test_signal_cuts_a_breakable_wait_and_a_second_one_stops_at_once(tmp_path):
+    """In a breakable wait the first SIGINT ends the step at once (it stays "started": resuming waits again);
+    outside one, a second SIGINT stops at once (Interrupted, never KeyboardInterrupt)."""
+    def waits(ctx):
+        with ctx.breakable():
+            signal.raise_signal(signal.SIGINT)
+            ctx.sleep(60)  # not reached: the handler raised
+        raise AssertionError("the wait was not cut")
+
+    def sleeps(ctx):
+        ctx.stop.set()  # as the handler does outside a breakable wait
+        ctx.sleep(60)  # a backoff sleep: returns at once with Interrupted
+
+    for action, stopped in ((waits, "during w"), (sleeps, "during w")):
+        stop = StopFlag()
+        steps = [Step("w", "wait", action, mutating=False)]
+        j = Journal.create("toy", "n", {}, [s.as_plan() for s in steps], directory=tmp_path)
+        with stop_on_signals(stop):
+            res = Engine(j, steps, audit=AuditLog(tmp_path / "audit.log"), stop=stop).run()
+        assert (res.status, res.stopped_at, j.step("w")["status"]) == ("interrupted", stopped, "started")
+    stop = StopFlag()
+    with stop_on_signals(stop), pytest.raises(Interrupted):
+        signal.raise_signal(signal.SIGINT)  # first: only sets the flag
+        assert stop.is_set()
+        signal.raise_signal(signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+
+
+def test_retry_stops_its_backoff_on_a_stop_request():
+    stop = threading.Event()
+
+    def fails():
+        stop.set()
+        raise TimeoutError("not yet")
+
+    with pytest.raises(Interrupted):
+        retry(fails, timeout=60, first=30, stop=stop)
 
 
 def test_retry_backs_off_until_success_or_timeout():

@@ -1,0 +1,53 @@
+"""`console scale-up NODE --revert`: the revert runbook headless (console/runbook/revert.py).
+
+Exit codes as `scale-up`'s: 0 reverted, 1 failed (nothing changed), 2 refused (nothing in VERIFY_RESIZE),
+3 the node did not come back with the old capacity, 4 needs attention / interrupted (resumable),
+5 not confirmed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from console.runbook.engine import EXIT_USAGE
+from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
+
+
+def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Namespace, dict, str], None],
+        progress: Callable[[Any], None], interrupted: Callable[..., int], confirm: Callable[..., int | None]) -> int:
+    from console.runbook.revert import plan_revert, render, run_revert
+    from console.runbook.scaleup import PlanRefused
+
+    def err(msg: str) -> None:
+        print(f"scale-up: {msg}", file=sys.stderr)
+
+    try:
+        plan, journal = plan_revert(session, args.node, resume=args.resume, node_timeout=args.node_timeout,
+                                    resize_timeout=args.resize_timeout)
+    except PlanRefused as e:
+        err(str(e))
+        if args.output == "json":
+            out(args, {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE}, "")
+        return EXIT_USAGE
+    stop_here = confirm(args, journal, plan.to_dict(), render(plan), plan.node,
+                        f"Revert the resize of {plan.server} ({plan.new_flavor})?")
+    if stop_here is not None:
+        return stop_here
+    stop = StopFlag()
+    try:
+        with stop_on_signals(stop):
+            result = run_revert(session, plan, journal, on_event=progress, stop=stop)
+    except Interrupted:
+        return interrupted(args, plan.node, "")
+    if result.status == "interrupted":
+        return interrupted(args, plan.node, result.run_id, result.stopped_at)
+    doc = {"run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,
+           "message": result.message, "journal": result.journal_path, "elapsed_s": round(result.elapsed, 3),
+           "plan": plan.to_dict(), "steps": result.steps}
+    out(args, doc, f"{result.status}: {result.message or 'resize reverted'} (run {result.run_id})")
+    if result.exit_code:
+        err(f"{result.status}: {result.message}")
+    return result.exit_code

@@ -1,0 +1,223 @@
+"""The revert runbook: undo an OpenStack resize that waits in VERIFY_RESIZE, through the engine.
+
+Nova (https://docs.openstack.org/api-ref/compute/#revert-resized-server-revertresize-action) reverts only
+a server in VERIFY_RESIZE: POST /servers/{id}/action {"revertResize": null} → status REVERT_RESIZE →
+ACTIVE with the old flavor, on the source host. Steps: revert the resize → wait for ACTIVE with the old
+flavor → the node Ready with the old capacity → uncordon it if the console cordoned it. Journal kind
+"revert", audit "runbook.revert.<step>"; `plan_revert` reads only, and names the scale-up run it supersedes
+(its journal: the old flavor, whether the console cordoned the node).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from console.infra.protocol import InfraError
+from console.kube import nodes_ops
+from console.runbook import verify
+from console.runbook.engine import Context, Engine, RunEvent, RunResult, Step, StepFailed
+from console.runbook.journal import Journal, JournalError
+from console.runbook.scaleup import PlanRefused
+
+KIND = "revert"
+
+
+@dataclass
+class RevertPlan:
+    node: str
+    server_id: str
+    server: str
+    status: str
+    new_flavor: str  # what the server runs in VERIFY_RESIZE
+    old_flavor: str | None  # from the scale-up journal; None: Nova knows it, we do not
+    was_cordoned: bool  # before the scale-up (leave it cordoned) or unknown and cordoned now
+    scale_up_run: str | None
+    node_timeout: float = 180.0
+    resize_timeout: float = 300.0
+
+    @property
+    def steps(self) -> list[dict[str, Any]]:
+        return [s.as_plan() for s in steps(self)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "server_id": self.server_id, "server": self.server, "status": self.status,
+                "new_flavor": self.new_flavor, "old_flavor": self.old_flavor, "was_cordoned": self.was_cordoned,
+                "scale_up_run": self.scale_up_run, "steps": self.steps}
+
+
+def render(plan: RevertPlan) -> str:
+    old = plan.old_flavor or "its previous flavor"
+    lines = [f"Revert of the resize of {plan.node}: server {plan.server} [{plan.status}] {plan.new_flavor} → {old}",
+             f"  openstack server resize revert {plan.server_id}   (the node reboots again)"]
+    if plan.scale_up_run:
+        lines.append(f"  supersedes scale-up run {plan.scale_up_run}")
+    lines.append("  steps:")
+    lines += [f"    {i}. {s['title']}" for i, s in enumerate(plan.steps, 1)]
+    return "\n".join(lines)
+
+
+def _scale_up_journal(node: str) -> Journal | None:
+    found = Journal.unfinished("scale-up", node)
+    return found[-1] if found else None
+
+
+def plan_revert(session: Any, node: str, *, resume: str | None = None, node_timeout: float = 180.0,
+                resize_timeout: float = 300.0) -> tuple[RevertPlan, Journal | None]:
+    """Read-only: the server must wait in VERIFY_RESIZE (or a revert run is resumed). PlanRefused says why not."""
+    journal = None
+    if resume:
+        try:
+            journal = Journal.load(resume)
+        except (FileNotFoundError, JournalError) as e:
+            raise PlanRefused(str(e)) from e
+        if journal.doc.get("kind") != KIND or journal.doc.get("node") != node:
+            raise PlanRefused(f"run {resume} is not a revert of {node}")
+        if journal.doc.get("status") == "done":
+            raise PlanRefused(f"run {resume} is already done; nothing to resume")
+    else:
+        found = Journal.unfinished(KIND, node)
+        journal = found[-1] if found else None
+    if journal is not None:
+        p = journal.doc["params"]
+        return RevertPlan(**{**p, "node_timeout": node_timeout, "resize_timeout": resize_timeout}), journal
+    if session.openstack is None:
+        raise PlanRefused("OpenStack is not configured (set cloud in the config, OS_CLOUD or OS_* variables)")
+    try:
+        info = nodes_ops.get_node(session.api, node)
+    except nodes_ops.NodeOpError as e:
+        raise PlanRefused(str(e)) from e
+    try:
+        st = session.openstack.server(session.openstack.describe(info).ref)
+    except InfraError as e:
+        raise PlanRefused(str(e)) from e
+    if st.status != "VERIFY_RESIZE":
+        raise PlanRefused(f"nothing to revert: server {st.name} is {st.status} with flavor {st.flavor}; Nova reverts "
+                          "only a resize waiting in VERIFY_RESIZE (a confirmed resize is undone by resizing back)")
+    scale = _scale_up_journal(node)
+    facts = scale.doc.get("context", {}) if scale else {}
+    old = ((facts.get("plan") or {}).get("vm") or {}).get("flavor") if scale else None
+    cordoned_by_us = bool(scale) and scale.step("cordon")["status"] in ("acted", "done") and \
+        not facts.get("was_cordoned", True)
+    plan = RevertPlan(node, st.id, st.name, st.status, st.flavor, old if old != st.flavor else None,
+                      was_cordoned=not cordoned_by_us, scale_up_run=scale.run_id if scale else None,
+                      node_timeout=node_timeout, resize_timeout=resize_timeout)
+    return plan, None
+
+
+def steps(plan: RevertPlan) -> list[Step]:
+    sid, node = plan.server_id, plan.node
+
+    def os_(ctx: Context) -> Any:
+        return ctx.values["openstack"]
+
+    def server(ctx: Context) -> Any:
+        with ctx.waiting():
+            return os_(ctx).server(sid)
+
+    def snapshot(ctx: Context) -> dict[str, Any]:
+        st = server(ctx)
+        return {"status": st.status, "flavor": st.flavor, "vcpus": st.vcpus, "ram_mib": st.ram_mib}
+
+    def back(st: Any) -> bool:
+        return st.status == "ACTIVE" and st.task_state is None and st.flavor != plan.new_flavor and \
+            (plan.old_flavor is None or st.flavor == plan.old_flavor)
+
+    def reverted(ctx: Context) -> bool:
+        st = server(ctx)
+        return st.status == "REVERT_RESIZE" or back(st)
+
+    def can_revert(ctx: Context) -> str | None:
+        st = server(ctx)
+        if st.status == "VERIFY_RESIZE" or st.status == "REVERT_RESIZE" or back(st):
+            return None
+        return f"server {st.name} is {st.status} with flavor {st.flavor}, not VERIFY_RESIZE"
+
+    def revert(ctx: Context) -> dict[str, Any]:
+        try:
+            with ctx.waiting():
+                os_(ctx).revert(sid)
+        except InfraError as e:
+            raise StepFailed(f"{e}; nothing was changed") from e
+        return {}
+
+    def wait_reverted(ctx: Context) -> dict[str, Any]:
+        try:
+            with ctx.waiting(), ctx.breakable():
+                st = os_(ctx).wait(sid, lambda s: back(s) or s.status == "ERROR", plan.resize_timeout)
+        except TimeoutError as e:
+            raise StepFailed(f"the revert did not finish: {e} (openstack server event list {sid})",
+                             resumable=True) from e
+        except InfraError as e:
+            raise StepFailed(f"waiting for the revert: {e}", resumable=True) from e
+        if st.status == "ERROR":
+            raise StepFailed(f"server {st.name} went to ERROR while reverting: {st.fault or 'no fault message'}; "
+                             f"ask a cloud admin to check it (openstack server event list {sid})", safe=False)
+        ctx.remember(old_flavor=st.flavor, old_vcpus=st.vcpus, old_ram_mib=st.ram_mib)
+        return {"flavor": st.flavor}
+
+    def node_back(ctx: Context) -> dict[str, Any]:
+        vcpus, ram = ctx.facts.get("old_vcpus"), ctx.facts.get("old_ram_mib")
+        if not vcpus:
+            st = server(ctx)
+            vcpus, ram = st.vcpus, st.ram_mib
+        try:
+            with ctx.waiting(), ctx.breakable():
+                _, waited = verify.wait_capacity(ctx.values["api"], node, vcpus, ram, plan.node_timeout)
+        except TimeoutError as e:
+            raise StepFailed(str(e), verify=True) from e
+        return {"waited_s": round(waited, 3)}
+
+    def unschedulable(ctx: Context) -> bool:
+        return bool((nodes_ops.get_node_raw(ctx.values["api"], node).get("spec") or {}).get("unschedulable"))
+
+    def uncordon(ctx: Context) -> dict[str, Any]:
+        nodes_ops.set_unschedulable(ctx.values["api"], node, False)
+        return {}
+
+    old = plan.old_flavor or "the previous flavor"
+    target = f"server/{sid}"
+    return [
+        Step("revert-resize", f"revert the resize of server {plan.server} ({plan.new_flavor} → {old})", revert,
+             done=reverted, precondition=can_revert, audit_target=lambda _c: target, describe=snapshot),
+        Step("wait-reverted", f"wait for ACTIVE with {old}", wait_reverted, mutating=False),
+        Step("wait-node", f"wait for {node} Ready with the capacity of {old}", node_back, mutating=False),
+        Step("uncordon", f"uncordon {node}" + (" (left cordoned: it was before the scale-up)"
+                                              if plan.was_cordoned else ""),
+             uncordon, done=lambda c: plan.was_cordoned or not unschedulable(c), audit_target=lambda _c: f"node/{node}",
+             describe=lambda c: {"unschedulable": unschedulable(c)}),
+    ]
+
+
+def run_revert(session: Any, plan: RevertPlan, journal: Journal | None = None, *,
+               on_event: Callable[[RunEvent], None] | None = None, stop: threading.Event | None = None) -> RunResult:
+    """Run (or resume) the revert; the scale-up run it supersedes is closed ("reverted") when it starts."""
+    from dataclasses import asdict
+
+    if journal is None:
+        params = {k: v for k, v in asdict(plan).items() if k not in ("node_timeout", "resize_timeout")}
+        journal = Journal.create(KIND, plan.node, params, plan.steps)
+        if plan.scale_up_run:
+            try:
+                scale = Journal.load(plan.scale_up_run)
+            except (FileNotFoundError, JournalError):
+                scale = None
+            if scale is not None and scale.doc.get("status") != "done":
+                scale.finish("reverted", f"superseded by revert run {journal.run_id}")
+    values = session.values()
+    return Engine(journal, steps(plan), audit=session.audit, on_event=on_event, values=values, stop=stop).run()
+
+
+def outcome(plan: RevertPlan, result: RunResult) -> str:
+    """One sentence for the screen: "reverted: server X back to m1.medium; NODE Ready with cpu 2; NODE uncordoned"."""
+    if result.status != "done":
+        return f"revert of {plan.server} {result.status}: {result.message} (run {result.run_id})"
+    facts = Journal.load(result.run_id).doc.get("context", {})
+    parts = [f"server {plan.server} back to {facts.get('old_flavor', plan.old_flavor or '?')} [ACTIVE]",
+             f"{plan.node} Ready with cpu {facts.get('old_vcpus', '?')}"]
+    uncordon = next((s for s in result.steps if s["id"] == "uncordon"), {})
+    if uncordon.get("status") == "done":
+        parts.append(f"{plan.node} uncordoned")
+    return "reverted: " + "; ".join(parts)
