@@ -20,6 +20,7 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
         progress: Callable[[Any], None], interrupted: Callable[..., int], confirm: Callable[..., int | None]) -> int:
     from console.runbook.revert import plan_revert, render, run_revert
     from console.runbook.scaleup import PlanRefused
+    from console.runbook.session import SessionError
 
     def err(msg: str) -> None:
         print(f"scale-up: {msg}", file=sys.stderr)
@@ -40,6 +41,11 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
     try:
         with stop_on_signals(stop):
             result = run_revert(session, plan, journal, on_event=progress, stop=stop)
+    except SessionError as e:  # another run holds the node (its Lease)
+        err(str(e))
+        if args.output == "json":
+            out(args, {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE, **e.details}, "")
+        return EXIT_USAGE
     except Interrupted:
         return interrupted(args, plan.node, "")
     if result.status == "interrupted":

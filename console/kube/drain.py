@@ -226,8 +226,11 @@ def drain(
     delete_emptydir_data: bool = False,
     timeout: float = 120.0,
     on_progress: Callable[[str], None] = lambda _m: None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> list[DrainItem]:
     """Evict what `drain_plan` says (refusing a blocked node first), honouring PodDisruptionBudgets.
+
+    `sleep` waits between retries of refused evictions (a runbook passes one that a stop request cuts short).
 
     Raises DrainBlocked (nothing evicted), DrainStuck (429s until `timeout`), NodeOpError, TimeoutError.
     """
@@ -276,7 +279,7 @@ def drain(
                 raise _stuck(node, todo, refused, budgets, timeout, evicted)
             on_progress("; ".join(f"{i.key}: eviction refused ({refused[i.key]}), retrying in {delay:g}s"
                                   for i in todo))
-            time.sleep(delay)
+            sleep(delay)
             delay = min(delay * 2, 5.0)  # kubectl retries every 5 s (EvictErrorRetryDelay)
     for item in plan:
         if item.action == "evict":

@@ -263,6 +263,17 @@ SEED_LIVE = Scenario(
     nfd_groups=REPORT_NFD_GROUPS,
 )
 
+def _default_objects() -> tuple[tuple[str, dict], ...]:
+    from console.lab import workloads as w
+
+    return (
+        *w.statefulset("default", "analytics", w.template("analytics", cpu="6", memory="8Gi"),
+                       ["kube-worker03", "kube-worker04"]),
+        *w.statefulset("default", "web", w.template("web", cpu="500m", memory="512Mi"),
+                       ["kube-worker01", "kube-worker02"]),
+    )
+
+
 DEFAULT = Scenario(
     name="default",
     description="Both field reports in one cluster, with NFD labels for several CPU generations",
@@ -278,15 +289,12 @@ DEFAULT = Scenario(
         NodeSpec("kube-worker04", "m1.large", cpu=ZEN3, compute_host="cmp002", cpu_manager_static=True,
                  labels=_GROUP_WORKERS, kernel_modules=("vhost_net",)),
     ),
-    pods=(
-        PodSpec("analytics-0", "6", "8Gi", node="kube-worker03", labels=(("app", "analytics"),)),
-        PodSpec("analytics-1", "6", "8Gi", node="kube-worker04", labels=(("app", "analytics"),)),
-        PodSpec("web-0", "500m", "512Mi", node="kube-worker01", labels=(("app", "web"),)),
-        PodSpec("web-1", "500m", "512Mi", node="kube-worker02", labels=(("app", "web"),)),
-        PodSpec("nginx", "3", "5Gi", labels=(("app", "nginx"),)),
-    ),
+    # the running apps have controllers, as on a real cluster (a scale-up drains them without --force);
+    # only the Pending nginx is a bare pod, as in field report 2
+    pods=(PodSpec("nginx", "3", "5Gi", labels=(("app", "nginx"),)),),
     host_os=JAMMY_HWE,
     nfd_groups=DEFAULT_NFD_GROUPS,
+    objects=_default_objects(),
 )
 
 

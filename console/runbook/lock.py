@@ -233,6 +233,12 @@ class RunLock:
         """Why the run no longer holds the Lease ("" while it does)."""
         return self._lost
 
+    def record(self, journal: Any) -> None:
+        """Write who holds the node (and whom it was taken over from) into the run's journal."""
+        journal.doc["context"]["lease"] = {"lease": f"{self.namespace}/{self.name}", "holder": self.me,
+                                           **({"took_over_from": self.previous} if self.previous else {})}
+        journal.save()
+
     def guard(self, steps: list[Step]) -> list[Step]:
         """The steps, each mutating one first checking that the run still holds the Lease."""
         def guarded(step: Step) -> Step:

@@ -193,21 +193,28 @@ def steps(plan: RevertPlan) -> list[Step]:
 
 def run_revert(session: Any, plan: RevertPlan, journal: Journal | None = None, *,
                on_event: Callable[[RunEvent], None] | None = None, stop: threading.Event | None = None) -> RunResult:
-    """Run (or resume) the revert; the scale-up run it supersedes is closed ("reverted") when it starts."""
+    """Run (or resume) the revert under the node's Lease (as a scale-up: SessionError while another run holds
+    the node); the scale-up run it supersedes is closed ("reverted") when it starts."""
     from dataclasses import asdict
 
-    if journal is None:
-        params = {k: v for k, v in asdict(plan).items() if k not in ("node_timeout", "resize_timeout")}
-        journal = Journal.create(KIND, plan.node, params, plan.steps)
-        if plan.scale_up_run:
-            try:
-                scale = Journal.load(plan.scale_up_run)
-            except (FileNotFoundError, JournalError):
-                scale = None
-            if scale is not None and scale.doc.get("status") != "done":
-                scale.finish("reverted", f"superseded by revert run {journal.run_id}")
-    values = session.values()
-    return Engine(journal, steps(plan), audit=session.audit, on_event=on_event, values=values, stop=stop).run()
+    from console.runbook.journal import new_run_id
+
+    run_id = journal.run_id if journal is not None else new_run_id(KIND, plan.node)
+    with session.node_lock(plan.node, run_id, journal, on_event) as lock:
+        if journal is None:
+            params = {k: v for k, v in asdict(plan).items() if k not in ("node_timeout", "resize_timeout")}
+            journal = Journal.create(KIND, plan.node, params, plan.steps, run_id=run_id)
+            if plan.scale_up_run:
+                try:
+                    scale = Journal.load(plan.scale_up_run)
+                except (FileNotFoundError, JournalError):
+                    scale = None
+                if scale is not None and scale.doc.get("status") != "done":
+                    scale.finish("reverted", f"superseded by revert run {journal.run_id}")
+        lock.record(journal)
+        values = session.values()
+        return Engine(journal, lock.guard(steps(plan)), audit=session.audit, on_event=on_event, values=values,
+                      stop=stop).run()
 
 
 def outcome(plan: RevertPlan, result: RunResult) -> str:

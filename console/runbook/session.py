@@ -6,9 +6,10 @@ then `.run(plan, journal, on_event=...)` in a worker thread.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from console.audit import AuditLog
@@ -101,15 +102,31 @@ class Session:
         change and before a journal exists, while another run holds the node; released however the run ends."""
         from dataclasses import asdict
 
-        from console.runbook.journal import new_run_id, runbooks_dir
-        from console.runbook.lock import LockError, RunLock
+        from console.runbook.journal import new_run_id
         from console.runbook.steps import build_steps
 
         if plan.nothing_to_do:
             raise SessionError(plan.nothing_to_do)
         run_id = journal.run_id if journal is not None else new_run_id("scale-up", plan.node.name)
+        with self.node_lock(plan.node.name, run_id, journal, on_event) as lock:
+            if journal is None:
+                journal = Journal.create("scale-up", plan.node.name, asdict(plan.request), plan.steps, run_id=run_id)
+                journal.doc["context"]["plan"] = plan.to_dict()
+            lock.record(journal)
+            steps = lock.guard(build_steps(plan, self.values()))
+            return Engine(journal, steps, audit=self.audit, on_event=on_event, values=self.values(), stop=stop).run()
+
+    @contextlib.contextmanager
+    def node_lock(self, node: str, run_id: str, journal: Journal | None,
+                  on_event: Callable[[RunEvent], None] | None = None) -> Iterator[Any]:
+        """The node's Lease for run `run_id` (console/runbook/lock.py), held for the `with` block: every runbook
+        on a node (scale-up, revert) runs under it. SessionError, before any change and before a journal exists,
+        while another run holds the node; released however the block ends."""
+        from console.runbook.journal import runbooks_dir
+        from console.runbook.lock import LockError, RunLock
+
         emit = on_event or (lambda _e: None)
-        lock = RunLock(self.api, plan.node.name, run_id, namespace=getattr(self.settings, "lease_namespace", "default"),
+        lock = RunLock(self.api, node, run_id, namespace=getattr(self.settings, "lease_namespace", "default"),
                        resuming=journal is not None, journal_dir=journal.path.parent if journal else runbooks_dir(),
                        on_note=lambda m: emit(RunEvent(run_id, "lease", message=m)))
         try:
@@ -117,14 +134,7 @@ class Session:
         except LockError as e:
             raise SessionError(str(e), e.details) from e
         try:
-            if journal is None:
-                journal = Journal.create("scale-up", plan.node.name, asdict(plan.request), plan.steps, run_id=run_id)
-                journal.doc["context"]["plan"] = plan.to_dict()
-            journal.doc["context"]["lease"] = {"lease": f"{lock.namespace}/{lock.name}", "holder": lock.me,
-                                               **({"took_over_from": lock.previous} if lock.previous else {})}
-            journal.save()
-            steps = lock.guard(build_steps(plan, self.values()))
-            return Engine(journal, steps, audit=self.audit, on_event=on_event, values=self.values(), stop=stop).run()
+            yield lock
         finally:
             lock.release()
 

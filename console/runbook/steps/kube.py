@@ -58,7 +58,8 @@ def cordon_and_drain(plan: Any) -> list[Step]:
     def drain(ctx: Context) -> dict[str, Any]:
         try:
             with ctx.waiting():
-                items = drains.drain(_api(ctx), node, timeout=req.drain_timeout, on_progress=ctx.emit, **flags)
+                items = drains.drain(_api(ctx), node, timeout=req.drain_timeout, on_progress=ctx.emit,
+                                     sleep=ctx.sleep, **flags)
         except drains.DrainStuck as e:
             # the node stays cordoned and the VM untouched: the admin fixes the budget, the rerun resumes here
             raise StepFailed(f"drain {node}: {e}", resumable=True) from e

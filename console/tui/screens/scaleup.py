@@ -504,9 +504,14 @@ class ScaleUpScreen(ConsoleScreen):
     @work(thread=True, exclusive=True, group="scale-up-revert", exit_on_error=False)
     def do_revert(self, rplan: Any) -> None:
         from console.runbook.revert import outcome, run_revert
+        from console.runbook.session import SessionError
 
-        result = run_revert(self._ensure_session(), rplan,
-                            on_event=lambda ev: self.post_message(RunbookStepChanged(ev)))
+        try:
+            result = run_revert(self._ensure_session(), rplan,
+                                on_event=lambda ev: self.post_message(RunbookStepChanged(ev)))
+        except SessionError as e:  # another run holds the node
+            self.post_message(RevertDone(False, f"revert not started: {e}"))
+            return
         self.post_message(RevertDone(result.status == "done", outcome(rplan, result)))
 
     def on_revert_done(self, msg: RevertDone) -> None:

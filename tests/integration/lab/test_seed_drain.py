@@ -50,10 +50,13 @@ def _ready(p: dict) -> bool:
 def test_get_workloads_and_budgets(drain_lab: Lab, env: dict[str, str]) -> None:
     wait_for(lambda: get_json(env, "pdb", "frontend-pdb", "-n", "default")["status"].get("disruptionsAllowed") == 1,
              what="frontend-pdb to allow one disruption (two Ready frontend pods)")
-    out = kubectl(env, "get", "deploy,rs,sts,ds,pdb", "-A").stdout
+    heartbeat = ("get", "lease", "-n", "kube-node-lease", "kube-worker02")
+    wait_for(lambda: kubectl(env, *heartbeat, check=False).returncode == 0, what="kube-worker02's heartbeat Lease")
+    # issue 8's list, leases included (the kubelets' node heartbeats in kube-node-lease)
+    out = kubectl(env, "get", "deploy,rs,sts,ds,pdb,leases", "-A").stdout
     for want in ("deployment.apps/frontend", "replicaset.apps/frontend-", "statefulset.apps/db",
                  "daemonset.apps/node-exporter", "poddisruptionbudget.policy/db-pdb",
-                 "poddisruptionbudget.policy/frontend-pdb"):
+                 "poddisruptionbudget.policy/frontend-pdb", "lease.coordination.k8s.io/kube-worker02"):
         assert want in out, out
     assert "MIN AVAILABLE" in out and "ALLOWED DISRUPTIONS" in out and "UP-TO-DATE" in out
     db = get_json(env, "pdb", "db-pdb")["status"]

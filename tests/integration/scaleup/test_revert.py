@@ -9,12 +9,16 @@ the old capacity, uncordons it (the console cordoned it) and closes the scale-up
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from crashcases import case_lab, case_workers, interrupted_run
 
+from console.lab.nodelease import LEASES, micro_time
+
 pytestmark = pytest.mark.lab
 
-WORKERS = case_workers(["revert", "interrupted", "nothing"], "rev")
+WORKERS = case_workers(["revert", "interrupted", "nothing", "held"], "rev")
 lab = case_lab("revert", "m1.medium", WORKERS)
 
 
@@ -76,3 +80,22 @@ def test_nothing_to_revert_is_refused_and_changes_nothing(lab, tmp_path, h):
     assert "nothing to revert" in doc["message"] and "VERIFY_RESIZE" in doc["message"]
     assert not h.nova_actions(lab, node, "revertResize") and not h.journals(tmp_path)
     assert not h.audit_entries(tmp_path)
+
+
+def test_revert_while_another_run_holds_the_node_is_refused(lab, tmp_path, h):
+    """A revert runs under the node's Lease as a scale-up does (console/runbook/lock.py): while another
+    machine's run holds it, `--revert` is refused at once (exit 2, naming the holder) and Nova is not asked."""
+    node = WORKERS["held"]
+    _waiting_in_verify_resize(lab, tmp_path, h, node)
+    now = micro_time(datetime.now(UTC))
+    holder = "alice@bastion-2/scale-up-elsewhere"
+    spec = {"holderIdentity": holder, "leaseDurationSeconds": 60, "acquireTime": now, "renewTime": now,
+            "leaseTransitions": 1}
+    # the interrupted scale-up released its Lease (holder ""): another machine's run takes it now
+    lab.store.mutate(LEASES, "default", f"console-scale-up-{node}", lambda o: {**o, "spec": spec})
+    code, doc, err = h.scale_up(lab, tmp_path, node, "--revert", "--yes")
+    assert code == 2, err
+    assert doc["holder"] == holder and holder in doc["message"]
+    assert not h.nova_actions(lab, node, "revertResize")
+    assert lab.nova.server(h.server_id(lab, node)).status == "VERIFY_RESIZE"
+    assert not [j for j in h.journals(tmp_path) if j["kind"] == "revert"]
