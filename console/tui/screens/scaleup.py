@@ -129,6 +129,7 @@ class ScaleUpScreen(ConsoleScreen):
         self.kube = kube
         self.session: Any = None  # console.runbook.session.Session, made in a worker
         self.info: data.NodeTargets | None = None
+        self._targets_only = False  # the next TargetsLoaded refreshes the picker's sizes, not the plan
         self.target: Target | None = None
         self.plan: ScaleUpPlan | None = None
         self.journal: Any = None  # the journal to resume (None: a new run)
@@ -255,6 +256,10 @@ class ScaleUpScreen(ConsoleScreen):
         self._log(f"{self.node}: VM {self.info.vm_text}; {n} Pending pod{'' if n == 1 else 's'} in the cluster")
         for note in self.info.notes:
             self._log(f"note: {note}")
+        if self._targets_only:  # after a run: the VM's new size for the picker; the finished run stays shown
+            self._targets_only = False
+            self._render_all()
+            return
         unfinished = self.info.unfinished
         if unfinished is not None:
             self._log(f"unfinished run {unfinished.run_id} ({unfinished.status}) stopped at: {unfinished.where}")
@@ -409,6 +414,9 @@ class ScaleUpScreen(ConsoleScreen):
             self._log(f"run {r.run_id}: {r.status} (exit {r.exit_code}) in {r.elapsed:.1f}s "
                       f"({r.infra_wait:.1f}s waiting on the infrastructure); journal {r.journal_path}")
             self.journal = None
+            if self.node:
+                self._targets_only = True
+                self.load_targets(self.node)
         else:
             self._log(f"run failed to start: {msg.error}")
         self.steps.apply("run-done")

@@ -158,6 +158,11 @@ async def test_field_report_resize_from_the_screen(resize_lab, settings_for, hos
         assert "default/nginx Running on kube-worker02" in verdict
         log = log_text(screen)
         assert "resize server kube-worker02 to m1.large" in log and "done" in log
+        # the target picker offers sizes from what the VM has now, and the finished run stays on screen
+        await until(pilot, lambda: screen.info is not None and screen.info.vm is not None
+                    and screen.info.vm.flavor == "m1.large", 30, what="the VM's new size for the picker")
+        assert str(screen.info.current) == "8 vCPU / 12Gi"
+        assert screen.run.result is result and "✓ verified" in text_of(screen, "#su-verdict")
     cap = node_obj(resize_lab)["status"]["capacity"]
     assert (cap["cpu"], cap["memory"]) == ("8", "12268324Ki")
     pod = resize_lab.store.get("pods", "default", "nginx")
