@@ -15,13 +15,12 @@ import json
 import time
 from typing import Any
 
-from console.kube.nodeaccess import ExecResult, NodeAccessError
 from console.kube.nodes_ops import get_node_raw
+from console.kube.nodeshell import ExecResult, NodeAccessError
 
 # libvirt error codes (virErrorNumber)
 VIR_ERR_ARGUMENT_UNSUPPORTED = 74
 VIR_ERR_AGENT_UNRESPONSIVE = 86
-VIR_ERR_NO_DOMAIN = 42
 AGENT_HOWTO = ("install and start qemu-guest-agent in the guest, and give the domain the virtio channel "
                "<channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel> "
                "(OpenStack: image property hw_qemu_guest_agent=yes, then a hard reboot or rebuild); "
@@ -37,34 +36,23 @@ class GuestAgentAccess:
         self.api = api_client
         self.uris = list(uris)
         self.poll = poll
-        self._conns: dict[str, Any] = {}
+        self._libvirt: Any = None
 
     def domain(self, node: str) -> Any:
-        import libvirt
+        """The node's domain, found as the runbook's libvirt backend finds it (systemUUID, then name)."""
+        from console.infra.libvirt import LibvirtBackend
+        from console.infra.protocol import InfraError
+        from console.kube.model import NodeInfo
 
         if not self.uris:
             raise NodeAccessError("node access through the guest agent needs a libvirt URI: set libvirt_uris "
                                   "in the console config (or CONSOLE_LIBVIRT_URI)")
-        raw = get_node_raw(self.api, node) if self.api is not None else {}
-        uuid = ((raw.get("status") or {}).get("nodeInfo") or {}).get("systemUUID", "").lower()
-        for uri in self.uris:
-            if uri not in self._conns:
-                libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
-                try:
-                    self._conns[uri] = libvirt.open(uri)
-                except libvirt.libvirtError as e:
-                    raise NodeAccessError(f"cannot connect to libvirt at {uri}: {e.get_error_message()}") from e
-            for lookup, key in (("uuid", uuid), ("name", node)):
-                if not key:
-                    continue
-                try:
-                    conn = self._conns[uri]
-                    return conn.lookupByUUIDString(key) if lookup == "uuid" else conn.lookupByName(key)
-                except libvirt.libvirtError as e:
-                    if e.get_error_code() != VIR_ERR_NO_DOMAIN:
-                        raise NodeAccessError(f"libvirt at {uri}: {e.get_error_message()}") from e
-        raise NodeAccessError(f"no libvirt domain for node {node} (systemUUID {uuid or '-'}) on "
-                              f"{', '.join(self.uris)}")
+        raw = get_node_raw(self.api, node) if self.api is not None else {"metadata": {"name": node}}
+        try:
+            self._libvirt = self._libvirt or LibvirtBackend(self.uris)
+            return self._libvirt.domain(*self._libvirt.find_domain(NodeInfo.from_api(raw)))
+        except InfraError as e:
+            raise NodeAccessError(str(e)) from e
 
     def _agent_error(self, node: str, dom: Any, e: Any) -> NodeAccessError:
         code, msg = e.get_error_code(), e.get_error_message()

@@ -36,11 +36,13 @@ import os
 import secrets
 import shlex
 import subprocess
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from console.config import DEFAULT_NODE_DEBUG_IMAGE
 from console.kube.nodes_ops import _core, _raw, get_node_raw, watch_until
+from console.kube.nodeshell import ExecResult, NodeAccess, NodeAccessError
+
+__all__ = ["DebugPodAccess", "ExecResult", "NodeAccess", "NodeAccessError", "SshAccess", "node_access"]
 
 DEFAULT_IMAGE = DEFAULT_NODE_DEBUG_IMAGE
 MANAGED_BY = {"app.kubernetes.io/managed-by": "console"}
@@ -52,37 +54,6 @@ ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 CANNOT_START = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
                 "CreateContainerConfigError", "CreateContainerError", "RunContainerError")
 IMAGE_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
-
-
-class NodeAccessError(Exception):
-    """The script could not be run (not configured, pod never started, refused, timed out)."""
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    exit_code: int | None  # None: finished state never seen (e.g. the kubelet did not come back)
-    output: str
-    log_cut: bool = False  # the log stream ended early (kubelet restarted under it)
-    stderr: str = ""  # kept apart by SSH and the guest agent (a debug pod's log mixes both into output)
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0
-
-    def tail(self, chars: int = 300) -> str:
-        """The end of what the command printed (stderr first when it was kept apart), for a failure message."""
-        text = "\n".join(t.strip() for t in (self.stderr, self.output) if t.strip())
-        return text[-chars:] if text else "no output"
-
-
-class NodeAccess(Protocol):
-    method: str
-
-    def run(self, node: str, script: str, *, timeout: float = 60.0) -> ExecResult: ...
-
-    def prepare(self, node: str) -> list[str]:
-        """Before the first command on `node`: clean up what a killed run left; returns what it did."""
-        ...
 
 
 def api_message(e: Any) -> str:

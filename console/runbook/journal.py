@@ -83,6 +83,28 @@ class Journal:
         return cls(path, doc)
 
     @classmethod
+    def to_resume(cls, kind: str, node: str, run_id: str | None = None, directory: Path | None = None
+                  ) -> Journal | None:
+        """The run to resume: `run_id` when given (JournalError says why it cannot be resumed), else the newest
+        unfinished `kind` run of `node`, else None."""
+        if not run_id:
+            found = cls.unfinished(kind, node, directory)
+            return found[-1] if found else None
+        try:
+            journal = cls.load(run_id, directory)
+        except FileNotFoundError as e:
+            raise JournalError(str(e)) from e
+        if journal.doc.get("kind", kind) != kind or journal.doc.get("node") != node:
+            raise JournalError(f"run {run_id} is a {journal.doc.get('kind')} run of node {journal.doc.get('node')}, "
+                               f"not a {kind} run of {node}")
+        status = journal.doc.get("status")
+        if status == "done":
+            raise JournalError(f"run {run_id} is already done; nothing to resume")
+        if status == "reverted":
+            raise JournalError(f"run {run_id} was {journal.doc.get('message') or 'reverted'}; nothing to resume")
+        return journal
+
+    @classmethod
     def unfinished(cls, kind: str, node: str, directory: Path | None = None) -> list[Journal]:
         d = directory or runbooks_dir()
         out = []

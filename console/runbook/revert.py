@@ -67,19 +67,10 @@ def _scale_up_journal(node: str) -> Journal | None:
 def plan_revert(session: Any, node: str, *, resume: str | None = None, node_timeout: float = 180.0,
                 resize_timeout: float = 300.0) -> tuple[RevertPlan, Journal | None]:
     """Read-only: the server must wait in VERIFY_RESIZE (or a revert run is resumed). PlanRefused says why not."""
-    journal = None
-    if resume:
-        try:
-            journal = Journal.load(resume)
-        except (FileNotFoundError, JournalError) as e:
-            raise PlanRefused(str(e)) from e
-        if journal.doc.get("kind") != KIND or journal.doc.get("node") != node:
-            raise PlanRefused(f"run {resume} is not a revert of {node}")
-        if journal.doc.get("status") == "done":
-            raise PlanRefused(f"run {resume} is already done; nothing to resume")
-    else:
-        found = Journal.unfinished(KIND, node)
-        journal = found[-1] if found else None
+    try:
+        journal = Journal.to_resume(KIND, node, resume)
+    except JournalError as e:
+        raise PlanRefused(str(e)) from e
     if journal is not None:
         p = journal.doc["params"]
         return RevertPlan(**{**p, "node_timeout": node_timeout, "resize_timeout": resize_timeout}), journal

@@ -72,20 +72,11 @@ class Session:
         from console.infra.protocol import InfraError
 
         journal = None
-        if resume:
+        if resume or not new:
             try:
-                journal = Journal.load(resume)
-            except (FileNotFoundError, JournalError) as e:
+                journal = Journal.to_resume("scale-up", request.node, resume)
+            except JournalError as e:
                 raise SessionError(str(e)) from e
-            if journal.doc.get("node") != request.node:
-                raise SessionError(f"run {resume} is for node {journal.doc.get('node')}, not {request.node}")
-            if journal.doc.get("status") == "done":
-                raise SessionError(f"run {resume} is already done; nothing to resume")
-            if journal.doc.get("status") == "reverted":
-                raise SessionError(f"run {resume} was {journal.doc.get('message') or 'reverted'}; nothing to resume")
-        elif not new:
-            found = Journal.unfinished("scale-up", request.node)
-            journal = found[-1] if found else None
         if journal is not None:
             request = ScaleUpRequest(**{**journal.doc["params"], **_timeouts(request)})
         try:
