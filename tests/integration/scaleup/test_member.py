@@ -66,7 +66,10 @@ def test_member_plan_says_what_needs_an_admin_and_has_no_host(resize_lab, tmp_pa
                                         "--dry-run")
     assert code == 0, err
     plan = doc["plan"]
-    assert (plan["vm"]["host"], plan["vm"]["instance_name"]) == ("", None)  # OS-EXT-SRV-ATTR: admin only
+    assert plan["vm"]["host"] == ""  # OS-EXT-SRV-ATTR: admin only, Nova names no compute host
+    # nor the instance name: the domain is found by UUID = server id, its name read from libvirt
+    assert plan["vm"]["from_hypervisor"] and plan["vm"]["instance_name"] == next(
+        vm.instance_name for vm in resize_lab.vms if vm.node_name == "kube-worker02")
     assert plan["vm"]["ref"] == h.server_id(resize_lab, "kube-worker02") and plan["vm"]["disk_gb"] == 40
     assert any("not a cloud admin" in n and "openstack server set --state active" in n for n in plan["notes"])
     code, doc, err = h.scale_up(resize_lab, tmp_path, "kube-worker02", "--flavor", "m1.large", "--dry-run")

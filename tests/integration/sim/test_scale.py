@@ -56,7 +56,7 @@ def test_scale_world_schedules_quickly(fake_guest, wait_for):
         t0 = time.perf_counter()
         for n in range(PENDING):
             store.create("pods", {"metadata": {"name": f"pending-{n}", "namespace": "default"},
-                                  "spec": {"containers": [{"name": "c", "resources": {
+                                  "spec": {"containers": [{"name": "c", "image": "registry.lab/app:1", "resources": {
                                       "requests": {"cpu": "500m", "memory": "1Gi"}}}]},
                                   "status": {"phase": "Pending"}})
         wait_for(lambda: all(store.get("pods", "default", f"pending-{n}")["spec"].get("nodeName")
