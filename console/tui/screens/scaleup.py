@@ -8,7 +8,6 @@ Everything blocking runs in thread workers that report back through the messages
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,15 +16,24 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, VerticalScroll
-from textual.message import Message
 from textual.widgets import Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
 from console.config import Settings
-from console.runbook.engine import RunEvent, RunResult
 from console.runbook.scaleup import ScaleUpPlan, ScaleUpRequest
 from console.tui.safety import ConfirmDanger, dangerous
 from console.tui.screens.base import ConsoleScreen
+from console.tui.screens.scaleup_messages import (
+    LiveStateReady,
+    NodesListed,
+    PlanReady,
+    RevertChecked,
+    RevertDone,
+    RunbookStepChanged,
+    RunFinished,
+    RunState,
+    TargetsLoaded,
+)
 from console.tui.widgets import runbook_data as data
 from console.tui.widgets.cells import theme_colors
 from console.tui.widgets.reflow_log import ReflowLog
@@ -34,70 +42,6 @@ from console.tui.widgets.runbook_pickers import NodePicker, Target, TargetPicker
 
 LOG_ICONS = {"step-start": "…", "step-done": "✓", "step-skip": "↷", "step-failed": "✗", "step-progress": " ",
              "undo-start": "↺", "undo-done": "↺", "run-start": "▶", "run-done": "■"}
-
-
-# -- messages (workers → screen) ----------------------------------------------------------------------------
-class NodesListed(Message):
-    def __init__(self, nodes: list[tuple[str, str]], error: str = "") -> None:
-        super().__init__()
-        self.nodes, self.error = nodes, error
-
-
-class TargetsLoaded(Message):
-    def __init__(self, info: data.NodeTargets | None, error: str = "") -> None:
-        super().__init__()
-        self.info, self.error = info, error
-
-
-class PlanReady(Message):
-    def __init__(self, plan: ScaleUpPlan | None, journal: Any, error: str = "", seq: int = 0,
-                 blocked: data.DrainOverride | None = None) -> None:
-        super().__init__()
-        self.plan, self.journal, self.error, self.seq = plan, journal, error, seq
-        self.blocked = blocked  # the drain refused pods: what overriding would mean
-
-
-class RunbookStepChanged(Message):
-    """One engine event (posted from the engine's thread)."""
-
-    def __init__(self, event: RunEvent) -> None:
-        super().__init__()
-        self.event = event
-
-
-class RunFinished(Message):
-    def __init__(self, result: RunResult | None, error: str = "") -> None:
-        super().__init__()
-        self.result, self.error = result, error
-
-
-class LiveStateReady(Message):
-    def __init__(self, state: data.LiveState) -> None:
-        super().__init__()
-        self.state = state
-
-
-class RevertChecked(Message):
-    def __init__(self, possible: bool, reason: str, preview: str = "", plan: Any = None) -> None:
-        super().__init__()
-        self.possible, self.reason, self.preview = possible, reason, preview
-        self.plan = plan  # console.runbook.revert.RevertPlan when possible
-
-
-class RevertDone(Message):
-    def __init__(self, ok: bool, message: str) -> None:
-        super().__init__()
-        self.ok, self.message = ok, message
-
-
-@dataclass
-class RunState:
-    running: bool = False
-    run_id: str = ""
-    result: RunResult | None = None
-    error: str = ""
-    events: list[RunEvent] = field(default_factory=list)
-    started: float = 0.0
 
 
 class ScaleUpScreen(ConsoleScreen):
