@@ -21,6 +21,7 @@ from console.runbook import verify
 from console.runbook.engine import Context, Engine, RunEvent, RunResult, Step, StepFailed
 from console.runbook.journal import Journal, JournalError
 from console.runbook.scaleup import PlanRefused
+from console.runbook.steps.openstack import read_server, server_snapshot
 
 KIND = "revert"
 
@@ -105,12 +106,10 @@ def steps(plan: RevertPlan) -> list[Step]:
         return ctx.values["openstack"]
 
     def server(ctx: Context) -> Any:
-        with ctx.waiting():
-            return os_(ctx).server(sid)
+        return read_server(ctx, sid)
 
     def snapshot(ctx: Context) -> dict[str, Any]:
-        st = server(ctx)
-        return {"status": st.status, "flavor": st.flavor, "vcpus": st.vcpus, "ram_mib": st.ram_mib}
+        return server_snapshot(ctx, sid)
 
     def back(st: Any) -> bool:
         return st.status == "ACTIVE" and st.task_state is None and st.flavor != plan.new_flavor and \

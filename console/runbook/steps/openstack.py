@@ -16,6 +16,18 @@ def _os(ctx: Context) -> Any:
     return ctx.values["openstack"]
 
 
+def read_server(ctx: Context, sid: str) -> Any:
+    """The server's state, read through the run's OpenStack backend (time counted as infra wait)."""
+    with ctx.waiting():
+        return _os(ctx).server(sid)
+
+
+def server_snapshot(ctx: Context, sid: str) -> dict[str, Any]:
+    """What the audit log records of the server before and after a step."""
+    st = read_server(ctx, sid)
+    return {"status": st.status, "flavor": st.flavor, "vcpus": st.vcpus, "ram_mib": st.ram_mib}
+
+
 def steps(plan: Any) -> list[Step]:
     sid = plan.vm.ref
     flavor = plan.flavor
@@ -23,12 +35,10 @@ def steps(plan: Any) -> list[Step]:
     timeout = plan.request.resize_timeout
 
     def server(ctx: Context) -> Any:
-        with ctx.waiting():
-            return _os(ctx).server(sid)
+        return read_server(ctx, sid)
 
     def snapshot(ctx: Context) -> dict[str, Any]:
-        st = server(ctx)
-        return {"status": st.status, "flavor": st.flavor, "vcpus": st.vcpus, "ram_mib": st.ram_mib}
+        return server_snapshot(ctx, sid)
 
     def resize_done(ctx: Context) -> bool:
         """Issued already? The server is resizing or resized to the target, or our request is in the actions."""
