@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import sys
 
@@ -54,7 +55,17 @@ def stdout_closed() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
+def config_error(args: argparse.Namespace, error: Exception) -> int:
+    """A bad setting (console.config.ConfigError): one line on stderr, with -o json the error object, exit 2."""
+    print(f"console: {error}", file=sys.stderr)
+    if getattr(args, "output", None) == "json":
+        print(json.dumps({"status": "error", "error": "bad-config", "message": str(error), "exit_code": 2}))
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
+    from console.config import ConfigError
+
     args = build_parser().parse_args(argv)
     try:
         if args.command:
@@ -67,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         stdout_closed()
         return 1  # what Python itself exits with on EPIPE
+    except ConfigError as e:  # from any subcommand: settings are resolved before anything is done
+        return config_error(args, e)
     return code
 
 

@@ -126,14 +126,13 @@ def _progress(ev: Any) -> None:
 
 def _revert(args: argparse.Namespace, err: Any) -> int:
     from console import cli_revert
-    from console.config import ConfigError
     from console.config import load as load_settings
     from console.runbook.session import Session, SessionError
 
-    try:
+    try:  # a ConfigError goes up to cli.main (exit 2, bad-config)
         session = Session(load_settings({"kubeconfig": args.kubeconfig, "context": args.context,
-                                         "node_access": args.node_access}))
-    except (SessionError, ConfigError) as e:
+                                         "read_only": args.read_only, "node_access": args.node_access}))
+    except SessionError as e:
         err(str(e))
         return EXIT_USAGE
     return cli_revert.run(args, session, out=_out, progress=_progress, interrupted=interrupted,
@@ -149,7 +148,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from console.config import ConfigError
     from console.config import load as load_settings
     from console.runbook.scaleup import DRAIN_TIMEOUT_S, DrainRefused, PlanRefused, ScaleUpRequest, parse_memory_mib
     from console.runbook.session import Session, SessionError
@@ -163,7 +161,8 @@ def _run(args: argparse.Namespace) -> int:
         err("give --flavor NAME, or --vcpus N and --memory SIZE")
         return EXIT_USAGE
     try:
-        settings = load_settings({"kubeconfig": args.kubeconfig, "context": args.context,
+        # a ConfigError goes up to cli.main (exit 2, bad-config)
+        settings = load_settings({"kubeconfig": args.kubeconfig, "context": args.context, "read_only": args.read_only,
                                   "node_access": args.node_access, "node_debug_image": args.node_debug_image,
                                   "node_debug_namespace": args.node_debug_namespace,
                                   "kubelet_unit": args.kubelet_unit,
@@ -177,7 +176,7 @@ def _run(args: argparse.Namespace) -> int:
         )
         session = Session(settings)
         plan, journal = session.plan(request, resume=args.resume, new=args.new)
-    except (PlanRefused, SessionError, ConfigError) as e:
+    except (PlanRefused, SessionError) as e:
         err(str(e))
         if args.output == "json":
             doc = {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE}

@@ -22,13 +22,13 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_tui(args: argparse.Namespace) -> int:
+    from console.cli import config_error
     from console.config import ConfigError, load
 
-    try:
+    try:  # before any lab, connection or screen: a bad setting is exit 2 and one line
         settings = load(_flags(args))
     except ConfigError as e:
-        print(f"console: {e}", file=sys.stderr)
-        return 1
+        return config_error(args, e)
     lab = None
     label = ""
     if args.lab:
@@ -47,12 +47,14 @@ def run_tui(args: argparse.Namespace) -> int:
 
         # the lab's clouds.yaml is this process's OpenStack config, as `. DIR/env` would make it
         os.environ["OS_CLIENT_CONFIG_FILE"] = str(lab.state.clouds_yaml)
-        settings = replace(
-            settings, kubeconfig=str(lab.state.kubeconfig), context=None, cloud="lab", libvirt_uris=(lab.libvirt_uri,)
-        )
         label = f"lab: {args.scenario}"
     try:
+        if lab is not None:  # resolved again: the context in use is the lab kubeconfig's current-context
+            settings = replace(load({**_flags(args), "kubeconfig": str(lab.state.kubeconfig), "context": None}),
+                               context=None, cloud="lab", libvirt_uris=(lab.libvirt_uri,))
         return open_console(settings, label=label)
+    except ConfigError as e:  # the file changed while the lab started
+        return config_error(args, e)
     finally:
         if lab is not None:
             lab.stop()

@@ -3,7 +3,7 @@
 The config file (YAML):
 
     theme: dark                    # a theme name from themes/ or the user's themes dir
-    read_only: false               # hide every mutation
+    read_only: false               # hide every mutation and refuse it (true or false)
     nfd_version: v0.19.0           # override the NFD version detected on the cluster
     hook_store: configmap          # configmap | directory
     hook_dir: ~/nfd/source.d       # with hook_store: directory
@@ -21,26 +21,39 @@ The config file (YAML):
       - {key: dedicated, operator: Equal, value: infra, effect: NoSchedule}
     kubelet_unit: kubelet          # the kubelet's systemd unit; default: from node info (kubeadm kubelet,
                                    # k3s server k3s / agent k3s-agent, RKE2 rke2-server / rke2-agent)
-    contexts:                      # per kube context overrides of any key above
-      prod: {read_only: true, theme: high-contrast}
+    contexts:                      # per kube context overrides of any key above, for the context in use:
+      prod: {read_only: true, theme: high-contrast}   # --context, else the kubeconfig's current-context
+
+The file is checked against a typed schema: an unknown key, a wrong type (`libvirt_uris: 5`, `theme: [a]`),
+a value outside its choices, a bad toleration, a non-mapping `contexts` block, a duplicate key, bad YAML
+or non-UTF-8 bytes, or a file over 1 MiB is an error naming the file, line and key (exit 2). Booleans are
+YAML booleans: true/false (also YAML 1.1's yes/no, on/off, unquoted, as PyYAML and Kubernetes' YAML read
+them); a quoted "true" is a string and an error, as is `read_only: ture`, `maybe` or an empty value.
+An empty value (`key:`) of any other key means "not set here" (the default, or the top level for a context).
+The context in use is --context, else CONSOLE_CONTEXT, else `context:` in the file, else the kubeconfig's
+current-context (--kubeconfig, else CONSOLE_KUBECONFIG / `kubeconfig:`, else the first file of $KUBECONFIG
+that sets one, else ~/.kube/config). read_only is decided here only: true if --read-only is given, else
+CONSOLE_READ_ONLY, else the context's block, else the top level, else false; the TUI's `:ctx NAME`
+resolves again for NAME (a switch into a read-only context makes the session read-only).
 
 Environment: CONSOLE_<KEY> for any key (CONSOLE_NODE_DEBUG_IMAGE, CONSOLE_NODE_DEBUG_NAMESPACE,
-CONSOLE_IMAGE_PULL_SECRETS="a,b", CONSOLE_NODE_DEBUG_TOLERATIONS as a YAML/JSON list, CONSOLE_KUBELET_UNIT).
+CONSOLE_IMAGE_PULL_SECRETS="a,b", CONSOLE_NODE_DEBUG_TOLERATIONS as a YAML/JSON list, CONSOLE_KUBELET_UNIT);
+CONSOLE_READ_ONLY takes true/false, 1/0, yes/no, on/off in any case, anything else is an error; an empty
+variable is not set.
 Flags of `scale-up`: --node-access, --node-debug-image, --node-debug-namespace, --kubelet-unit.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 
 class ConfigError(Exception):
-    """The config file is unreadable or has a bad value; the message names the file and key."""
+    """The config file is unreadable or has a bad value; the message names the file, line and key."""
 
 
 # a small public image with nsenter: busybox, what k9s's node shell runs (internal/config/shell_pod.go)
@@ -69,14 +82,14 @@ class Settings:
     node_debug_tolerations: tuple[dict[str, Any], ...] = ()
     kubelet_unit: str | None = None
     key_overrides: dict[str, str] = field(default_factory=dict)  # binding id -> key(s)
+    # what load() was given (flags, file, env), so a context switch resolves again the same way; None when
+    # the settings were built in code (they are kept as they are)
+    resolved_from: tuple[dict[str, Any], Path, Mapping[str, str] | None] | None = field(
+        default=None, compare=False, repr=False)
 
 
 ENVVARS_CLOUD = "envvars"  # openstacksdk's name for the cloud made of OS_* variables (config/loader.py)
-_CHOICES = {"hook_store": ("configmap", "directory"), "node_access": ("debug-pod", "ssh", "guest-agent"),
-            "ssh_target": ("name", "internal-ip")}
-_BOOL = {"read_only"}
-_LIST = {"libvirt_uris", "image_pull_secrets"}
-_TOLERATION_KEYS = {"key", "operator", "value", "effect", "tolerationSeconds"}
+KUBECONFIG_MAX_BYTES = 16 * 1024 * 1024  # read for its current-context only; bigger is not a kubeconfig
 
 
 def xdg_config_home() -> Path:
@@ -100,92 +113,149 @@ def state_dir() -> Path:
     return xdg_state_home() / "console"
 
 
-def _coerce(key: str, value: Any, where: str) -> Any:
-    if key in _BOOL:
-        if isinstance(value, str):
-            value = value.strip().lower() in ("1", "true", "yes", "on")
-        return bool(value)
-    if key in _LIST:
-        if isinstance(value, str):
-            value = [v for v in value.replace(",", " ").split() if v]
-        return tuple(str(v) for v in value or ())
-    if key == "node_debug_tolerations":
-        return _tolerations(value, where)
-    if key == "key_overrides":
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where}: key_overrides must be a mapping of binding id to keys")
-        return {str(k): str(v) for k, v in value.items()}
-    if value is not None and key in _CHOICES and value not in _CHOICES[key]:
-        raise ConfigError(f"{where}: {key} must be one of {', '.join(_CHOICES[key])}, not {value!r}")
-    return None if value is None else str(value)
+class _Where:
+    """Where a value came from, for messages: a file and its lines, the environment, or the command line."""
+
+    def __init__(self, kind: str, path: Path | None = None, node: Any = None, names: Mapping[str, str] | None = None):
+        self.kind, self.path, self.node, self.names = kind, path, node, names or {}
+
+    def line(self, loc: tuple[Any, ...]) -> int | None:
+        from console.config_schema import line_of
+
+        return line_of(self.node, loc) if self.node is not None else None
+
+    def __call__(self, loc: tuple[Any, ...]) -> str:
+        if self.kind == "file":
+            line = self.line(loc)
+            return f"{self.path}:{line}" if line else str(self.path)
+        name = self.names.get(str(loc[0]), str(loc[0])) if loc else ""
+        return f"{self.kind} {name}".rstrip()
 
 
-def _tolerations(value: Any, where: str) -> tuple[dict[str, Any], ...]:
-    """A list of Kubernetes toleration objects (YAML or JSON text from the environment)."""
-    if isinstance(value, str):
-        try:
-            value = yaml.safe_load(value) if value.strip() else []
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{where}: node_debug_tolerations is not YAML ({e})") from e
-    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
-        raise ConfigError(f"{where}: node_debug_tolerations must be a list of tolerations, e.g. "
-                          "[{key: dedicated, operator: Equal, value: infra, effect: NoSchedule}]")
-    for t in value:
-        unknown = set(t) - _TOLERATION_KEYS
-        if unknown:
-            raise ConfigError(f"{where}: node_debug_tolerations: unknown field(s) {', '.join(sorted(unknown))} "
-                              f"(a toleration has {', '.join(sorted(_TOLERATION_KEYS))})")
-        if t.get("operator", "Equal") not in ("Equal", "Exists"):
-            raise ConfigError(f"{where}: node_debug_tolerations: operator must be Equal or Exists, "
-                              f"not {t['operator']!r}")
-    return tuple(dict(t) for t in value)
+def _file_settings(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The file's top-level settings and its per-context blocks, validated."""
+    from console import config_schema as schema
+
+    doc, node, _ = schema.read_yaml(path)
+    if doc is None:  # empty, or only comments
+        return {}, {}
+    if not isinstance(doc, dict):
+        kind = "a list" if isinstance(doc, list) else repr(doc)
+        raise ConfigError(f"{path}:1: expected a mapping of settings at the top level (key: value lines), not {kind}")
+    values = schema.normalise_keys(doc)
+    if isinstance(values.get("contexts"), dict):
+        values["contexts"] = {name: schema.normalise_keys(block) if isinstance(block, dict) else block
+                              for name, block in values["contexts"].items()}
+    checked = schema.validate(schema.FileSettings, values, _Where("file", path, node))
+    per_context = {name: block or {} for name, block in (checked.pop("contexts", None) or {}).items()}
+    return checked, {name: {k: v for k, v in block.items() if v is not None} for name, block in per_context.items()}
 
 
-def _apply(settings: Settings, values: dict[str, Any], where: str) -> Settings:
-    known = {f.name for f in fields(Settings)}
-    changes = {}
-    for key, value in values.items():
-        key = key.replace("-", "_")
-        if key not in known:
-            raise ConfigError(f"{where}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
-        changes[key] = _coerce(key, value, where)
-    return replace(settings, **changes)
+def _env_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """CONSOLE_<KEY> variables (strings), turned into typed values; an empty variable is not set."""
+    from console import config_schema as schema
+
+    names = {}
+    values: dict[str, Any] = {}
+    for key in schema.SETTING_NAMES:
+        var = f"CONSOLE_{key.upper()}"
+        if key != "contexts" and env.get(var, "") != "":
+            names[key], values[key] = var, env[var]
+    if env.get("CONSOLE_LIBVIRT_URI", "") != "":
+        names["libvirt_uris"], values["libvirt_uris"] = "CONSOLE_LIBVIRT_URI", env["CONSOLE_LIBVIRT_URI"]
+    if "OS_CLOUD" in env and "cloud" not in values:
+        names["cloud"], values["cloud"] = "OS_CLOUD", env["OS_CLOUD"]
+    if "read_only" in values:
+        values["read_only"] = schema.env_bool(values["read_only"])
+    for key in ("node_debug_tolerations", "key_overrides"):  # YAML (or JSON) text
+        if key in values:
+            values[key], _ = schema.parse_yaml(values[key], f"environment {names[key]}")
+    return schema.validate(schema.FileSettings, values, _Where("environment", names=names))
+
+
+def _flag_settings(flags: Mapping[str, Any]) -> dict[str, Any]:
+    from console import config_schema as schema
+
+    names = {k: "--" + k.replace("_", "-") for k in flags}
+    values = {k: list(v) if isinstance(v, tuple) else v for k, v in schema.normalise_keys(flags).items()}
+    return schema.validate(schema.FileSettings, values, _Where("command line", names=names))
+
+
+def kubeconfig_current_context(kubeconfig: str | None, env: Mapping[str, str]) -> str | None:
+    """The current-context kubectl would use: of --kubeconfig's file alone, else of the first file in
+    $KUBECONFIG that sets one (client-go clientcmd/loader.go: "the first file to set a particular map key
+    wins", and current-context is merged the same way), else of $HOME/.kube/config. Never raises: a missing
+    or unreadable file means no context here, and the connection says what is wrong with it."""
+    if kubeconfig:
+        paths = [kubeconfig]
+    elif env.get("KUBECONFIG"):
+        paths = list(dict.fromkeys(p for p in env["KUBECONFIG"].split(os.pathsep) if p))
+    elif env.get("HOME"):
+        paths = [str(Path(env["HOME"]) / ".kube" / "config")]
+    else:
+        paths = []
+    for path in paths:
+        name = _current_context_of(Path(path))
+        if name:
+            return name
+    return None
+
+
+def _current_context_of(path: Path) -> str | None:
+    import yaml
+    from yaml.nodes import MappingNode, ScalarNode
+
+    try:
+        with path.open("rb") as f:
+            data = f.read(KUBECONFIG_MAX_BYTES + 1)
+        if len(data) > KUBECONFIG_MAX_BYTES:
+            return None
+        node = yaml.compose(data.decode("utf-8"), Loader=yaml.SafeLoader)  # nodes only: no alias expansion
+    except (OSError, ValueError, yaml.YAMLError, RecursionError):
+        return None
+    if not isinstance(node, MappingNode):
+        return None
+    for key, value in node.value:
+        if isinstance(key, ScalarNode) and key.value == "current-context" and isinstance(value, ScalarNode):
+            return value.value or None
+    return None
 
 
 def load(
-    flags: dict[str, Any] | None = None, *, path: Path | None = None, env: dict[str, str] | None = None
+    flags: dict[str, Any] | None = None, *, path: Path | None = None, env: Mapping[str, str] | None = None
 ) -> Settings:
-    """Resolve settings in precedence order; `flags` holds only options the user gave."""
-    env = os.environ if env is None else env
-    flags = {k: v for k, v in (flags or {}).items() if v is not None}
-    settings = Settings()
+    """Resolve settings in precedence order; `flags` holds only options the user gave (None = not given).
+
+    defaults < file top level < file `contexts.<context in use>` < CONSOLE_* environment < flags, where the
+    context in use is --context / CONSOLE_CONTEXT / `context:` / the kubeconfig's current-context.
+    Raises ConfigError (file, line, key, what is expected) for any bad value, from any of these sources.
+    """
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    env_map = os.environ if env is None else env
     path = path or config_path()
-    doc: dict[str, Any] = {}
-    if path.exists():
-        try:
-            doc = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as e:
-            raise ConfigError(f"{path}: cannot read it ({e}); fix or move the file") from e
-        if not isinstance(doc, dict):
-            raise ConfigError(f"{path}: expected a mapping of settings at the top level")
-    per_context = doc.pop("contexts", {}) or {}
-    settings = _apply(settings, doc, str(path))
-    env_values = {
-        k[len("CONSOLE_") :].lower(): v
-        for k, v in env.items()
-        if k.startswith("CONSOLE_") and k[len("CONSOLE_") :].lower() in {f.name for f in fields(Settings)}
-    }
-    if "CONSOLE_LIBVIRT_URI" in env:
-        env_values["libvirt_uris"] = env["CONSOLE_LIBVIRT_URI"]
-    if "OS_CLOUD" in env and "cloud" not in env_values:
-        env_values.setdefault("cloud", env["OS_CLOUD"])
-    # the context decides which per-context block applies, so resolve it first
-    context = flags.get("context") or env_values.get("context") or settings.context
-    if context and context in per_context:
-        settings = _apply(settings, per_context[context], f"{path} contexts.{context}")
-    settings = _apply(settings, env_values, "environment")
-    settings = _apply(settings, flags, "command line")
-    if not settings.cloud and env.get("OS_AUTH_URL"):  # OS_CLOUD="" names no cloud either
+    file_values, per_context = _file_settings(path)
+    env_values = _env_settings(env_map)
+    flag_values = _flag_settings(given)
+    chosen = {**file_values, **env_values, **flag_values}
+    context = chosen.get("context") or kubeconfig_current_context(chosen.get("kubeconfig"), env_map)
+    block = per_context.get(context, {}) if context else {}
+    values = {**file_values, **block, **env_values, **flag_values}
+    for key in ("libvirt_uris", "image_pull_secrets", "node_debug_tolerations"):
+        if key in values:
+            values[key] = tuple(values[key])
+    settings = Settings(**values, resolved_from=(given, path, env))
+    if not settings.cloud and env_map.get("OS_AUTH_URL"):  # OS_CLOUD="" names no cloud either
         # an openrc and no named cloud: openstacksdk's loader serves the OS_* variables as this cloud
-        settings = replace(settings, cloud=env.get("OS_CLOUD_NAME") or ENVVARS_CLOUD)
+        settings = replace(settings, cloud=env_map.get("OS_CLOUD_NAME") or ENVVARS_CLOUD)
     return settings
+
+
+def for_context(settings: Settings, context: str) -> Settings:
+    """The settings after switching this session to `context` (the TUI's `:ctx NAME`): resolved again as
+    load() resolved them, with NAME as if given by --context. The session's connections (kubeconfig, cloud,
+    libvirt URIs) stay as they are. Settings built in code (not by load) are kept, with the new context."""
+    if settings.resolved_from is None:
+        return replace(settings, context=context)
+    flags, path, env = settings.resolved_from
+    new = load({**flags, "context": context}, path=path, env=env)
+    return replace(new, kubeconfig=settings.kubeconfig, cloud=settings.cloud, libvirt_uris=settings.libvirt_uris)

@@ -77,6 +77,7 @@ class ConsoleApp(App[None]):
         self._vm_generation = 0
         self._computing = False
         self._last_generation: tuple[int, ...] | None = None
+        self._theme_names: list[str] = []
 
     # -- lifecycle -------------------------------------------------------
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -105,12 +106,16 @@ class ConsoleApp(App[None]):
             self.register_theme(theme)
         for err in found.errors:
             self.notify(f"theme skipped: {err}", severity="warning", timeout=10)
-        wanted = self.settings.theme or DEFAULT_THEME
-        if wanted in found.themes or wanted in self.available_themes:
+        self._theme_names = sorted(found.themes)
+        self._use_theme(self.settings.theme)
+
+    def _use_theme(self, wanted: str | None) -> None:
+        wanted = wanted or DEFAULT_THEME
+        if wanted in self.available_themes:
             self.theme = wanted
         else:
-            fallback = DEFAULT_THEME if DEFAULT_THEME in found.themes else "textual-dark"
-            self.notify(f"theme {wanted!r} not found; using {fallback}. Themes: {', '.join(sorted(found.themes))}",
+            fallback = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
+            self.notify(f"theme {wanted!r} not found; using {fallback}. Themes: {', '.join(self._theme_names)}",
                         severity="warning", timeout=10)
             self.theme = fallback
 
@@ -235,9 +240,15 @@ class ConsoleApp(App[None]):
 
     @work(thread=True, exclusive=True, group="contexts", exit_on_error=False)
     def switch_context(self, name: str) -> None:
+        from console.config import ConfigError, for_context
         from console.kube.cluster import Cluster
         from console.kube.connection import KubeConfigError
 
+        try:  # the settings of the new context (read_only, theme, …), resolved as at start
+            settings = for_context(self.settings, name)
+        except ConfigError as e:
+            self.post_message(ContextSwitched(None, f"not switched to {name}: {e}", name))
+            return
         factory = self.kube_factory or Cluster
         self.call_from_thread(self.notify, f"connecting to context {name}…", timeout=3)
         try:
@@ -246,7 +257,7 @@ class ConsoleApp(App[None]):
             self.post_message(ContextSwitched(None, explain(e), name))
             return
         new.start()
-        self.post_message(ContextSwitched(new, None, name))
+        self.post_message(ContextSwitched(new, None, name, settings))
 
     def on_context_switched(self, message: ContextSwitched) -> None:
         if message.error or message.kube is None:
@@ -258,13 +269,20 @@ class ConsoleApp(App[None]):
         self.kube = message.kube
         self.label = ""
         old.stop()
+        if message.settings is not None:
+            previous, self.settings = self.settings, message.settings
+            if self.settings.theme != previous.theme:
+                self._use_theme(self.settings.theme)
+            if self.settings.key_overrides != previous.key_overrides:
+                self.set_keymap(dict(self.settings.key_overrides))
         self._start_events()
         self._last_generation = None
         self.view = ClusterView.empty()
         self._update_subtitle()
         while len(self.screen_stack) > 1 and not isinstance(self.screen, _root_type()):
             self.pop_screen()
-        self.notify(f"switched to context {message.context} ({self.kube.target.server})")
+        mode = "; read-only" if self.settings.read_only else ""
+        self.notify(f"switched to context {message.context} ({self.kube.target.server}){mode}")
         self.probe_api()
 
     # -- navigation ------------------------------------------------------

@@ -54,11 +54,14 @@ class ApiProbed(Message):
 
 
 class ContextSwitched(Message):
-    def __init__(self, kube: Any, error: str | None = None, context: str = "") -> None:
+    """Connected to `context` (or `error`); `settings` are the ones resolved for it (console.config.for_context)."""
+
+    def __init__(self, kube: Any, error: str | None = None, context: str = "", settings: Any = None) -> None:
         super().__init__()
         self.kube = kube
         self.error = error
         self.context = context
+        self.settings = settings
 
 
 class ContextsListed(Message):

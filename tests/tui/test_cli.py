@@ -39,10 +39,12 @@ def test_invalid_kubeconfig_exits_1_with_a_clear_message(tmp_path: Path) -> None
     assert "Traceback" not in out.stderr
 
 
-def test_bad_config_file_exits_1(tmp_path: Path) -> None:
+def test_bad_config_file_exits_2(tmp_path: Path) -> None:
+    """Issue 9: a bad settings file is exit 2 (usage/bad config), one line naming file, line and key."""
     cfg = tmp_path / "cfg" / "console"
     cfg.mkdir(parents=True)
     (cfg / "config.yaml").write_text("hook_store: sideways\n")
     out = _run(["--kubeconfig", str(tmp_path / "nope")], tmp_path)
-    assert out.returncode == 1
-    assert "hook_store must be one of" in out.stderr
+    assert out.returncode == 2
+    assert "config.yaml:1: hook_store: expected one of configmap, directory, not 'sideways'" in out.stderr
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr

@@ -27,10 +27,10 @@ def test_env_clients(tmp_path):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("theme: [", "cannot read it"),
-        ("- a\n", "expected a mapping"),
-        ("colour: red\n", "unknown setting 'colour'"),
-        ("hook_store: s3\n", "hook_store must be one of configmap, directory"),
+        ("theme: [", ":1: theme: not valid YAML"),
+        ("- a\n", ":1: expected a mapping"),
+        ("colour: red\n", ":1: colour: unknown setting"),
+        ("hook_store: s3\n", ":1: hook_store: expected one of configmap, directory, not 's3'"),
     ],
 )
 def test_bad_config_names_file_and_key(tmp_path, text, message):
