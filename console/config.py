@@ -205,12 +205,15 @@ def _current_context_of(path: Path) -> str | None:
     import yaml
     from yaml.nodes import MappingNode, ScalarNode
 
+    from console.config_schema import too_deep
+
     try:
         with path.open("rb") as f:
             data = f.read(KUBECONFIG_MAX_BYTES + 1)
-        if len(data) > KUBECONFIG_MAX_BYTES:
+        text = data.decode("utf-8")
+        if len(data) > KUBECONFIG_MAX_BYTES or too_deep(text, 64):
             return None
-        node = yaml.compose(data.decode("utf-8"), Loader=yaml.SafeLoader)  # nodes only: no alias expansion
+        node = yaml.compose(text, Loader=yaml.SafeLoader)  # nodes only: aliases are not expanded
     except (OSError, ValueError, yaml.YAMLError, RecursionError):
         return None
     if not isinstance(node, MappingNode):

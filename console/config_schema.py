@@ -188,17 +188,24 @@ def parse_yaml(text: str, where: str) -> tuple[Any, Node | None]:
 
 
 def _check_depth(text: str, where: str) -> None:
-    """Nesting depth from the parser's events (the parser is iterative; the composer and constructor recurse)."""
+    line = too_deep(text, MAX_DEPTH)
+    if line:
+        raise ConfigError(f"{where}:{line}: {_key_on_line(text, line)}nested deeper than {MAX_DEPTH} levels; "
+                          "no setting is")
+
+
+def too_deep(text: str, limit: int) -> int | None:
+    """The line where nesting passes `limit`, from the parser's events (the parser is iterative; PyYAML's
+    composer and constructor recurse, so this runs first). Raises yaml.YAMLError for bad YAML."""
     depth = 0
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
-            if depth > MAX_DEPTH:
-                line = event.start_mark.line + 1
-                raise ConfigError(f"{where}:{line}: {_key_on_line(text, line)}nested deeper than {MAX_DEPTH} "
-                                  "levels; no setting is")
+            if depth > limit:
+                return event.start_mark.line + 1
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
+    return None
 
 
 def _key_on_line(text: str, line: int) -> str:
