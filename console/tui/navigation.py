@@ -77,8 +77,8 @@ def start_scale_up(app: Any, node: str, pod: Any = None) -> None:
     from console.tui.safety import is_read_only
 
     if is_read_only(app):
-        app.notify("read-only mode: scale-up is disabled (start without --read-only to change VMs)",
-                   severity="warning")
+        app.notify("read-only mode: scale-up is disabled (--read-only, CONSOLE_READ_ONLY, or read_only in the "
+                   "config for this context)", severity="warning")
         return
     if node not in app.view.snapshot.nodes:
         app.notify(f"no node named {node!r}", severity="warning")
