@@ -27,8 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="console",
         description="Terminal console for Kubernetes clusters on VMs.",
         epilog=f"config file: {config.config_path()} (YAML; precedence: defaults < file < per-context < "
-        f"CONSOLE_* environment < flags)\n{config.__doc__.split(chr(10), 2)[2]}"
-        "    key_overrides: {nodes-filter: f}  # remap keys by binding id (press ? in the console to see ids)\n",
+        f"CONSOLE_* environment < flags)\n{config.__doc__.split(chr(10), 2)[2]}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--lab", action="store_true", help="open the console on a freshly started embedded lab")

@@ -21,6 +21,7 @@ The config file (YAML):
       - {key: dedicated, operator: Equal, value: infra, effect: NoSchedule}
     kubelet_unit: kubelet          # the kubelet's systemd unit; default: from node info (kubeadm kubelet,
                                    # k3s server k3s / agent k3s-agent, RKE2 rke2-server / rke2-agent)
+    key_overrides: {nodes-filter: f}   # remap keys by binding id (press ? in the console to see ids)
     contexts:                      # per kube context overrides of any key above, for the context in use:
       prod: {read_only: true, theme: high-contrast}   # --context, else the kubeconfig's current-context
 
