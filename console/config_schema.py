@@ -8,6 +8,7 @@ reported: the first by line, with how many more there are.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -285,17 +286,16 @@ def validate(model: type[_Strict], values: Mapping[str, Any], where: Any) -> dic
     try:
         checked = model.model_validate(values)
     except ValidationError as e:
-        problems = sorted(((_sort_key(where, err["loc"]), _problem(err)) for err in e.errors(include_url=False)),
-                          key=lambda p: p[0])
-        (_, first_loc), text = problems[0]
+        problems = sorted((_line(where, err["loc"]), i, err["loc"], _problem(err))
+                          for i, err in enumerate(e.errors(include_url=False)))
+        _, _, first_loc, text = problems[0]
         more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
         raise ConfigError(f"{where(first_loc)}: {_dotted(first_loc)}: {text}{more}") from None
     return {k: v for k, v in checked.model_dump(exclude_unset=True).items() if v is not None}
 
 
-def _sort_key(where: Any, loc: tuple[Any, ...]) -> tuple[int, tuple[Any, ...]]:
-    line = getattr(where, "line", lambda _loc: 0)(loc) or 0
-    return line, loc
+def _line(where: Any, loc: tuple[Any, ...]) -> int:
+    return getattr(where, "line", lambda _loc: 0)(loc) or 0
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:
@@ -359,7 +359,7 @@ def _problem(err: Mapping[str, Any]) -> str:
     hint = ""
     if isinstance(given, str) and expected == "true or false" and given.strip().lower() in _WORDS_TRUE + _WORDS_FALSE:
         hint = " (a quoted string; write true or false without quotes)"
-    elif isinstance(given, int | float) and not isinstance(given, bool) and expected == "a string":
+    elif isinstance(given, int | float | date) and not isinstance(given, bool) and expected == "a string":
         hint = f" (quote it: '{given}')"
     return f"expected {expected}, not {_shown(given)}{hint}"
 

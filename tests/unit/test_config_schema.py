@@ -13,6 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from console.config import ConfigError, load
 
@@ -191,3 +194,44 @@ def test_env_lists_and_empty_variables() -> None:
 def test_flags_are_checked_too() -> None:
     with pytest.raises(ConfigError, match="command line --node-access: node_access: expected one of debug-pod"):
         load({"node_access": "telnet"}, path=Path("/nonexistent"), env={})
+
+
+def test_problems_on_one_line_of_mixed_key_types_do_not_break_the_report(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("contexts: {q: 5, 3: {}}\n")
+    with pytest.raises(ConfigError, match=r"config.yaml:1: contexts.q: expected a mapping .*\(and 1 more problem\)"):
+        load(path=cfg, env={})
+    cfg.write_text("nfd_version: 2024-01-01\n")
+    with pytest.raises(ConfigError, match=r"nfd_version: expected a string, not 2024-01-01 \(quote it"):
+        load(path=cfg, env={})
+
+
+_YAMLISH = st.text(alphabet=st.sampled_from(list("abr_o:nly- \n\t[]{},&*!'\"#tue0159\x00é")), max_size=200)
+_KEYS = st.sampled_from(["read_only", "theme", "contexts", "libvirt_uris", "node_debug_tolerations", "x", "prod"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=_YAMLISH | st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3), max_leaves=12,
+).map(lambda doc: yaml.safe_dump(doc)))
+def test_any_text_is_settings_or_one_config_error(tmp_path: Path, text: str) -> None:
+    """Fuzz: whatever the file holds, load() returns Settings or raises ConfigError naming the file."""
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(text, encoding="utf-8", errors="surrogateescape")
+    try:
+        load(path=cfg, env={})
+    except ConfigError as e:
+        assert str(e).startswith(str(cfg)) and "\n" not in str(e)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.text(max_size=12))
+def test_any_env_value_is_a_bool_or_an_error_naming_the_variable(value: str) -> None:
+    try:
+        s = load(path=Path("/nonexistent"), env={"CONSOLE_READ_ONLY": value, "CONSOLE_NODE_DEBUG_TOLERATIONS": value})
+    except ConfigError as e:
+        assert str(e).startswith("environment CONSOLE_")
+    else:
+        assert value.strip() == "" or value.strip().lower() in ("true", "false", "1", "0", "yes", "no", "on", "off")
+        assert isinstance(s.read_only, bool)
