@@ -137,8 +137,8 @@ def _file_settings(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]
     """The file's top-level settings and its per-context blocks, validated."""
     from console import config_schema as schema
 
-    doc, node, _ = schema.read_yaml(path)
-    if doc is None:  # empty, or only comments
+    doc, node = schema.read_yaml(path)
+    if doc is None:  # no file, an empty one, or only comments
         return {}, {}
     if not isinstance(doc, dict):
         kind = "a list" if isinstance(doc, list) else repr(doc)

@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
-    Field,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -34,12 +33,11 @@ MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 16  # the deepest real setting is contexts.NAME.node_debug_tolerations[i].key: 5 levels
 MAX_NODES = 10_000  # YAML nodes counted with aliases expanded: no "billion laughs"
 
-CHOICES: dict[str, tuple[str, ...]] = {
-    "hook_store": ("configmap", "directory"),
-    "node_access": ("debug-pod", "ssh", "guest-agent"),
-    "ssh_target": ("name", "internal-ip"),
-}
-TOLERATION_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+HookStore = Literal["configmap", "directory"]
+NodeAccess = Literal["debug-pod", "ssh", "guest-agent"]
+SshTarget = Literal["name", "internal-ip"]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]  # "" too, in a toleration: every effect
+CHOICES = {"hook_store": get_args(HookStore), "node_access": get_args(NodeAccess), "ssh_target": get_args(SshTarget)}
 _TOLERATION_EXAMPLE = "[{key: dedicated, operator: Equal, value: infra, effect: NoSchedule}]"
 # what a key's value should be, in the words of the error message
 EXPECTED = {
@@ -67,7 +65,7 @@ class Toleration(_Strict):
     key: StrictStr | None = None
     operator: Literal["Equal", "Exists"] | None = None
     value: StrictStr | None = None
-    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    effect: Literal["", TaintEffect] | None = None
     tolerationSeconds: StrictInt | None = None  # the API's field name
 
     @model_validator(mode="after")
@@ -94,14 +92,14 @@ class ContextSettings(_Strict):
     theme: StrictStr | None = None
     read_only: StrictBool | None = None
     nfd_version: StrictStr | None = None
-    hook_store: Literal["configmap", "directory"] | None = None
+    hook_store: HookStore | None = None
     hook_dir: StrictStr | None = None
     cloud: StrictStr | None = None
     libvirt_uris: list[StrictStr] | None = None
-    node_access: Literal["debug-pod", "ssh", "guest-agent"] | None = None
+    node_access: NodeAccess | None = None
     ssh_config: StrictStr | None = None
     ssh_user: StrictStr | None = None
-    ssh_target: Literal["name", "internal-ip"] | None = None
+    ssh_target: SshTarget | None = None
     lease_namespace: StrictStr | None = None
     node_debug_image: StrictStr | None = None
     node_debug_namespace: StrictStr | None = None
@@ -128,21 +126,21 @@ class FileSettings(ContextSettings):
 
     kubeconfig: StrictStr | None = None
     context: StrictStr | None = None
-    contexts: dict[StrictStr, ContextSettings | None] | None = Field(default=None)
+    contexts: dict[StrictStr, ContextSettings | None] | None = None
 
 
 SETTING_NAMES = tuple(FileSettings.model_fields)
 
 
 # -- reading YAML with its marks ---------------------------------------------------------------------------
-def read_yaml(path: Path, max_bytes: int = MAX_BYTES) -> tuple[Any, Node | None, str]:
-    """The file's data, its node tree (for line numbers) and its text; ({}, None, "") when there is no file.
+def read_yaml(path: Path, max_bytes: int = MAX_BYTES) -> tuple[Any, Node | None]:
+    """The file's data and its node tree (for line numbers); (None, None) when there is no file.
     Every problem is a ConfigError naming the file (and the line where there is one)."""
     try:
         with path.open("rb") as f:
             data = f.read(max_bytes + 1)
     except FileNotFoundError:
-        return {}, None, ""
+        return None, None
     except OSError as e:
         raise ConfigError(f"{path}: cannot read it: {e.strerror or e}; fix or move the file") from e
     if len(data) > max_bytes:
@@ -155,8 +153,7 @@ def read_yaml(path: Path, max_bytes: int = MAX_BYTES) -> tuple[Any, Node | None,
         key = _key_on_line(data.decode("utf-8", "replace"), line)
         raise ConfigError(f"{path}:{line}: {key}not UTF-8 text (byte 0x{data[e.start]:02x}); "
                           "save the file as UTF-8") from None
-    value, node = parse_yaml(text, str(path))
-    return value, node, text
+    return parse_yaml(text, str(path))
 
 
 def parse_yaml(text: str, where: str) -> tuple[Any, Node | None]:
@@ -351,7 +348,7 @@ def _problem(err: Mapping[str, Any]) -> str:
     elif "contexts" in loc[:1] and len(loc) == 2:
         expected = "a mapping of settings for that context, e.g. {read_only: true}"
     elif name == "effect" and "node_debug_tolerations" in loc:
-        expected = "one of " + ", ".join(TOLERATION_EFFECTS)
+        expected = "one of " + ", ".join(get_args(TaintEffect))
     elif name == "operator" and "node_debug_tolerations" in loc:
         expected = "one of Equal, Exists"
     else:
