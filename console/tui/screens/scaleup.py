@@ -420,6 +420,7 @@ class ScaleUpScreen(ConsoleScreen):
     def check_revert(self, plan: ScaleUpPlan, old_flavor: str | None) -> None:
         from console.runbook.revert import plan_revert, render
         from console.runbook.scaleup import PlanRefused
+        from console.runbook.session import SessionError
 
         session = self._ensure_session()
         possible, reason, preview = data.revert_possible(session, plan, old_flavor)
@@ -428,7 +429,7 @@ class ScaleUpScreen(ConsoleScreen):
             try:
                 rplan, _journal = plan_revert(session, plan.node.name, node_timeout=plan.request.node_timeout,
                                               resize_timeout=plan.request.resize_timeout)
-            except PlanRefused as e:
+            except (PlanRefused, SessionError) as e:  # SessionError: a journal of the node cannot be used
                 possible, reason = False, str(e)
             else:
                 preview = render(rplan)
