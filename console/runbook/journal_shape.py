@@ -95,7 +95,9 @@ def _steps_problem(steps: list[Any]) -> str | None:
         where = f"steps[{i}]."
         if not isinstance(s, dict):
             return f"steps[{i}] is {_show(s)}, expected an object"
-        for key, want in (("id", (str,)), ("title", (str,)), ("mutating", (bool,)), ("status", (str,)),
+        if "mutating" in s and not isinstance(s["mutating"], bool):  # plans' step lists do not always say
+            return f"{where}mutating is {_show(s['mutating'])}, expected true or false"
+        for key, want in (("id", (str,)), ("title", (str,)), ("status", (str,)),
                           ("started", (str, type(None))), ("finished", (str, type(None))), ("data", (dict,)),
                           ("message", (str,))):
             if why := _field(s, key, want, where):

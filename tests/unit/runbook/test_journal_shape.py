@@ -51,6 +51,7 @@ def test_a_created_journal_has_the_shape_it_is_checked_against(tmp_path):
     (lambda d: d.update(steps=[]), "steps is empty"),
     (lambda d: d["steps"][1].update(status="bogus"), "steps[1].status is 'bogus', expected one of pending"),
     (lambda d: d["steps"][0].pop("id"), "steps[0].id is missing"),
+    (lambda d: d["steps"][0].update(mutating="yes"), "steps[0].mutating is 'yes', expected true or false"),
     (lambda d: d["steps"].append(dict(d["steps"][0])), "step 'cordon' appears twice"),
     (lambda d: d.update(status=5), "status is 5, expected a string"),
     (lambda d: d.update(version=True), "version is True, expected an integer"),
