@@ -197,3 +197,49 @@ def test_bad_journals_mark_their_node_and_discard_moves_them_aside(tmp_path):
     assert "w2" not in held_runs(tmp_path)
     text = summary(locate(good.run_id, "w1", tmp_path))
     assert "✓ cordon w1 [done]" in text and "cordoned by the console" in text
+
+
+@pytest.mark.parametrize(("status", "uid"), [(200, "3f1c-uid"), (403, None), (404, None)])
+def test_cluster_identity_reads_kube_system_and_falls_back_to_the_server_url(status, uid):
+    """The kubernetes client over real HTTP: GET /api/v1/namespaces/kube-system gives the uid; a user who may not
+    read it (403, as RBAC answers: a Status object) is identified by the server URL, and the journal says so."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from kubernetes import client
+
+    from console.runbook.identity import cluster_identity
+
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.path)
+            body = ({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "kube-system", "uid": uid}}
+                    if status == 200 else
+                    {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status,
+                     "reason": "Forbidden" if status == 403 else "NotFound",
+                     "message": 'namespaces "kube-system" is forbidden: User "dev" cannot get resource'})
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *_args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        conf = client.Configuration()
+        conf.host = f"http://127.0.0.1:{server.server_port}"
+        ident = cluster_identity(client.ApiClient(conf), conf.host)
+    finally:
+        server.shutdown()
+    assert seen == ["/api/v1/namespaces/kube-system"]
+    assert ident["server"] == conf.host and ident["kube_system_uid"] == uid
+    assert ("API server URL only" in ident["note"]) == (status != 200)
+    if status == 403:
+        assert "may not read namespace kube-system (403)" in ident["note"]
