@@ -161,14 +161,16 @@ class Journal:
             journal = cls.load(run_id, directory)
         except FileNotFoundError as e:
             raise JournalError(str(e)) from e
+        path = journal.path
         if journal.doc.get("kind", kind) != kind or journal.doc.get("node") != node:
             raise JournalError(f"run {run_id} is a {journal.doc.get('kind')} run of node {journal.doc.get('node')}, "
-                               f"not a {kind} run of {node}")
+                               f"not a {kind} run of {node} (journal {path})", path, run_id)
         status = journal.doc.get("status")
         if status == "done":
-            raise JournalError(f"run {run_id} is already done; nothing to resume")
+            raise JournalError(f"run {run_id} is already done; nothing to resume (journal {path})", path, run_id)
         if status == "reverted":
-            raise JournalError(f"run {run_id} was {journal.doc.get('message') or 'reverted'}; nothing to resume")
+            raise JournalError(f"run {run_id} was {journal.doc.get('message') or 'reverted'}; nothing to resume "
+                               f"(journal {path})", path, run_id)
         return journal
 
     @classmethod

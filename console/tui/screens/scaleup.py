@@ -192,7 +192,9 @@ class ScaleUpScreen(ConsoleScreen):
     def on_targets_loaded(self, msg: TargetsLoaded) -> None:
         if msg.error or msg.info is None:
             self.plan_error = msg.error
-            self._status(f"{self.node}: cannot read the node or its VM")
+            what = "a journal of the node cannot be used" if msg.error.startswith("runbook journal ") else \
+                "cannot read the node or its VM"
+            self._status(f"{self.node}: {what}")
             self._render_all()
             return
         self.info = msg.info
