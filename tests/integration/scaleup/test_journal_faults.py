@@ -216,3 +216,21 @@ def test_resume_with_another_flavor_is_refused_then_discard_and_a_new_run(lab, t
     code, doc, err = h.scale_up(lab, tmp_path, W_PARAMS, "--flavor", "m1.large", "--yes")
     assert code == 0, err
     assert doc["run_id"] != run_id and lab.nova.server(h.server_id(lab, W_PARAMS)).flavor.name == "m1.large"
+
+
+def test_a_bad_revert_journal_refuses_the_revert_and_is_discarded(lab, tmp_path, h):
+    """`--revert` reads the node's journals as a scale-up does: a truncated revert journal refuses it (exit 2,
+    the file named), before Nova is asked anything; `--discard` takes the file by its name and moves it aside."""
+    path = runbooks(tmp_path) / f"revert-{W_BAD}-20261201T000000-beef.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"version": 2, "kind": "revert", "node": "')
+    resizes = len(h.nova_actions(lab, W_BAD, "resize"))
+    code, doc, err = h.scale_up(lab, tmp_path, W_BAD, "--revert", "--yes")
+    assert code == 2, err
+    assert_journal_fault(doc, err, path)
+    assert h.nova_actions(lab, W_BAD, "revertResize") == []
+    unchanged(h, lab, W_BAD, tmp_path, resizes)
+    code, doc, err = h.scale_up(lab, tmp_path, W_BAD, "--discard", path.stem, "--yes")
+    assert code == 0, err
+    assert doc["status"] == "discarded" and "is not valid JSON" in doc["problem"] and not path.exists()
+    assert "what that run had done is unknown" in err
