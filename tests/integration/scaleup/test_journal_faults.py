@@ -171,7 +171,7 @@ def _cluster(lab) -> tuple[str, str]:
 
 def test_a_journal_of_another_cluster_is_refused(lab, tmp_path, h):
     """Issue 9: a journal from another cluster was resumed against a fresh lab. The journal names its cluster
-    (this lab's API server and kube-system uid); a journal naming another one is refused."""
+    (this lab's API server and kube-system uid), cloud and VM; a journal naming another one is refused."""
     journal = stopped_at_preflight(h, lab, tmp_path, W_FOREIGN)
     server, uid = _cluster(lab)
     assert journal["cluster"] == {"server": server, "kube_system_uid": uid, "note": ""}
@@ -187,6 +187,15 @@ def test_a_journal_of_another_cluster_is_refused(lab, tmp_path, h):
         assert_journal_fault(doc, err, path)
         assert "belongs to another cluster" in doc["message"] and names in doc["message"] and uid in doc["message"]
         assert path.read_bytes() == before
+    # this cluster, but another cloud (Keystone) or another VM behind the node
+    cloud = {**journal["infra"]["openstack"], "auth_url": "https://keystone.other.example:5000/v3"}
+    for infra, says in (({**journal["infra"], "openstack": cloud}, "was run on OpenStack https://keystone.other"),
+                        ({**journal["infra"], "vm": "6f0e0c1a-gone"}, "acted on VM 6f0e0c1a-gone, but the node's VM")):
+        path.write_text(json.dumps({**journal, "infra": infra}))
+        code, doc, err = h.scale_up(lab, tmp_path, W_FOREIGN, "--flavor", "m1.large", "--yes")
+        assert code == 2, err
+        assert_journal_fault(doc, err, path)
+        assert says in doc["message"], doc["message"]
     unchanged(h, lab, W_FOREIGN, tmp_path, 0)
 
 
