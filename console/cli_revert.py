@@ -28,10 +28,11 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
     try:
         plan, journal = plan_revert(session, args.node, resume=args.resume, node_timeout=args.node_timeout,
                                     resize_timeout=args.resize_timeout)
-    except PlanRefused as e:
+    except (PlanRefused, SessionError) as e:  # SessionError: a journal of the node cannot be used
         err(str(e))
         if args.output == "json":
-            out(args, {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE}, "")
+            out(args, {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE,
+                       **(e.details if isinstance(e, SessionError) else {})}, "")
         return EXIT_USAGE
     stop_here = confirm(args, journal, plan.to_dict(), render(plan), plan.node,
                         f"Revert the resize of {plan.server} ({plan.new_flavor})?")

@@ -1,13 +1,19 @@
 """`console scale-up NODE`: the scale-up runbook headless (same engine and journal as the screen).
 
 --revert reverts a resize waiting in VERIFY_RESIZE as its own journaled runbook (same exit codes).
+--discard RUN_ID moves a run's journal aside after showing what it had done (console/cli_discard.py).
+
+A journal records its cluster (API server + kube-system uid), cloud/hypervisor and parameters; one that
+cannot be used (unreadable, truncated, wrong shape, older version, another cluster or cloud) is never
+skipped or resumed, a rerun naming another target than the run's is refused, and a run in progress in
+another process is left alone: exit 2 naming the journal file (and --discard RUN_ID).
 
 Exit codes:
   0  done: capacity matches and the planned Pending pods run; or nothing to do (the VM and the kubelet
      already have the target size: nothing is changed, journaled or audited)
   1  failed, rolled back / left in a safe state (message says what happened)
   2  usage error or plan refused (unknown flavor, too small, not a scale-up, no VM found), or the node is held
-     by another run (its Lease names the holder and when it expires)
+     by another run (its Lease names the holder and when it expires), or a journal fault (above)
   3  verification failed: the VM grew but capacity or pods are not as planned (message says why)
   4  needs attention: failed in a state the runbook could not make safe (journal + message say where);
      or interrupted (Ctrl-C/SIGTERM): stopped before the next step, journal saved, one line names the
@@ -49,6 +55,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-o", "--output", choices=("text", "json"), default="text")
     p.add_argument("--resume", metavar="RUN_ID", help="resume an unfinished run")
     p.add_argument("--new", action="store_true", help="start a new run even if an unfinished one exists")
+    p.add_argument("--discard", metavar="RUN_ID",
+                   help="move the run's journal aside (after showing what it had done; --yes to skip the question)")
     p.add_argument("--revert", action="store_true",
                    help="revert the node's resize waiting in VERIFY_RESIZE (its own journaled, audited runbook)")
     p.add_argument("--resize-timeout", type=float, default=300.0, help="seconds to wait for Nova (default 300)")
@@ -76,10 +84,10 @@ def _out(args: argparse.Namespace, doc: dict[str, Any], text: str) -> None:
 def interrupted(args: argparse.Namespace, node: str, run_id: str, stopped_at: str = "") -> int:
     """The one line for a run stopped by SIGINT/SIGTERM (journal saved, resumable), and exit 4."""
     from console.runbook.held import held_state, resume_command
-    from console.runbook.journal import Journal
+    from console.runbook.journal import UNFINISHED, Journal
 
-    runs = [j for j in Journal.unfinished("scale-up", node) + Journal.unfinished("revert", node)
-            if j.run_id == run_id or not run_id]
+    runs = [j for j in Journal.scan()[0]  # never raises: this line reports a run, a bad file is refused elsewhere
+            if j.doc["node"] == node and j.doc["status"] in UNFINISHED and (j.run_id == run_id or not run_id)]
     doc = max(runs, key=lambda j: j.doc.get("updated", "")).doc if runs else {}
     run_id = run_id or doc.get("run_id", "")
     if not stopped_at:
@@ -155,6 +163,10 @@ def _run(args: argparse.Namespace) -> int:
     def err(msg: str) -> None:
         print(f"scale-up: {msg}", file=sys.stderr)
 
+    if args.discard:
+        from console import cli_discard
+
+        return cli_discard.run(args, out=_out, confirm=preview_and_confirm)
     if args.revert or (args.resume or "").startswith("revert-"):
         return _revert(args, err)
     if not args.resume and not args.flavor and not (args.vcpus and args.memory):
@@ -179,7 +191,8 @@ def _run(args: argparse.Namespace) -> int:
     except (PlanRefused, SessionError) as e:
         err(str(e))
         if args.output == "json":
-            doc = {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE}
+            doc = {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE,
+                   **(e.details if isinstance(e, SessionError) else {})}
             if isinstance(e, DrainRefused):
                 doc["blocking"] = [i.to_dict() for i in e.blocking]
             print(json.dumps(doc))

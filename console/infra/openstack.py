@@ -96,6 +96,14 @@ class OpenStackBackend:
                 raise InfraError(f"cannot connect to OpenStack {where(self.cloud)}: {e}") from e
         return self._conn
 
+    def identity(self) -> dict[str, Any]:
+        """Which cloud and project this is: Keystone's auth URL and the token's project (the id, as
+        openstacksdk's current_project_id reads it from the token scope, and the configured name)."""
+        auth = self.conn.config.get_auth_args()
+        project_id = self._call("reading the token's project", lambda: self.conn.current_project_id)
+        return {"auth_url": str(auth.get("auth_url") or ""), "project_id": project_id,
+                "project": auth.get("project_name")}
+
     def _call(self, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
         from keystoneauth1.exceptions import ClientException
         from openstack import exceptions

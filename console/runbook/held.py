@@ -1,16 +1,20 @@
 """What an unfinished run leaves on its node, read from the run journals (local files, no API call).
 
 Used by the CLI's interruption line and the nodes screen's "held by a run" marker.
+
+A journal file that cannot be used (unreadable, truncated, garbage, wrong shape) marks its node too, with
+status "unusable" and what is wrong: a run on that node is refused until the journal is discarded, so the
+marker says so rather than hiding it (or crashing the screen). A bad file whose name names no node is
+listed under the node "" (the screen's line shows it; no row is marked).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from console.runbook.journal import UNFINISHED, runbooks_dir
+from console.runbook.journal import UNFINISHED, Journal, discard_command
 
 BEGUN = ("started", "acted", "done", "skipped")
 FINISHED = ("done", "skipped")
@@ -21,8 +25,8 @@ class HeldRun:
     run_id: str
     kind: str
     node: str
-    status: str  # running | needs-attention | interrupted
-    state: str  # "cordoned by the console, its server in VERIFY_RESIZE"
+    status: str  # running | needs-attention | interrupted | unusable (the journal cannot be read or trusted)
+    state: str  # "cordoned by the console, its server in VERIFY_RESIZE"; unusable: what is wrong
     updated: str
 
     @property
@@ -62,17 +66,19 @@ def held_state(doc: dict[str, Any]) -> str:
 
 
 def held_runs(directory: Path | None = None) -> dict[str, list[HeldRun]]:
-    """Unfinished runs per node, oldest first (unreadable journals are left out: the run says so on resume)."""
-    d = directory or runbooks_dir()
+    """Unfinished runs per node, oldest first, then the node's journals that cannot be used (status
+    "unusable": last, so a screen showing a node's latest entry shows that)."""
+    journals, bad = Journal.scan(directory)
     out: dict[str, list[HeldRun]] = {}
-    for p in sorted(d.glob("*.json")) if d.exists() else []:
-        try:
-            doc = json.loads(p.read_text())
-        except (OSError, ValueError):
+    for j in journals:
+        doc = j.doc
+        if doc["status"] not in UNFINISHED:
             continue
-        if not isinstance(doc, dict) or doc.get("status") not in UNFINISHED or not doc.get("node"):
-            continue
-        run = HeldRun(str(doc.get("run_id", p.stem)), str(doc.get("kind", "")), doc["node"], doc["status"],
-                      held_state(doc), str(doc.get("updated", "")))
-        out.setdefault(run.node, []).append(run)
+        out.setdefault(doc["node"], []).append(HeldRun(j.run_id, doc["kind"], doc["node"], doc["status"],
+                                                       held_state(doc), doc["updated"]))
+    for b in bad:
+        node = b.node or ""
+        out.setdefault(node, []).append(HeldRun(
+            b.path.stem, b.kind or "", node, "unusable",
+            f"journal {b.path.name} {b.error.why}; discard it: {discard_command(node or 'NODE', b.path.stem)}", ""))
     return out

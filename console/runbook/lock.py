@@ -18,7 +18,8 @@ instead watch for a full duration, which a CLI that must answer at once cannot d
 
 A resumed run takes over the Lease of its own run id even when unexpired (its holder died with the journal
 unfinished). Two processes resuming the same journal on one machine would both qualify, so a run also holds
-an flock on `<run id>.lock` beside its journal for as long as it runs.
+an flock on `<run id>.lock` beside its journal for as long as it runs (console/runbook/journal_lock.py):
+the Lease keeps machines apart, the flock processes sharing one state directory; both are needed.
 
 The Lease is not written to the audit log: it is a coordination object of the console's own, renewed every
 20 s, not a change an admin makes to the cluster; the journal records who held it before a takeover.
@@ -26,11 +27,8 @@ The Lease is not written to the audit log: it is a coordination object of the co
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import getpass
 import hashlib
-import os
 import socket
 import threading
 import time
@@ -42,6 +40,7 @@ from typing import Any
 
 from console.kube import leases
 from console.runbook.engine import Context, Step, StepFailed
+from console.runbook.journal_lock import JournalBusy, JournalLock
 
 DURATION_S = 60
 RENEW_S = DURATION_S / 3
@@ -95,8 +94,7 @@ class RunLock:
         self.me = identity(run_id)
         self.on_note = on_note or (lambda _m: None)
         self.previous: str = ""  # the holder we took the Lease over from
-        self._file = journal_dir / f"{run_id}.lock"
-        self._fd: int | None = None
+        self._journal_lock = JournalLock(journal_dir, run_id)
         self._lease: leases.Lease | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -164,35 +162,13 @@ class RunLock:
 
     # -- this machine: one process per journal ------------------------------------------------------------
     def _lock_journal(self) -> None:
-        self._file.parent.mkdir(parents=True, exist_ok=True)
-        while True:
-            fd = os.open(self._file, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                pid = os.read(fd, 32).decode(errors="replace").strip() or "?"
-                os.close(fd)
-                raise LockError(f"run {self.run_id} of {self.node} is already running in another process on "
-                                f"this machine (pid {pid}); wait for it to end",
-                                {"holder": self.me, "pid": pid}) from None
-            try:  # the file we locked may have been unlinked by a run that just ended: lock the current one
-                same = os.fstat(fd).st_ino == os.stat(self._file).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                os.ftruncate(fd, 0)
-                os.write(fd, str(os.getpid()).encode())
-                self._fd = fd
-                return
-            os.close(fd)
+        try:
+            self._journal_lock.acquire()
+        except JournalBusy as e:
+            raise LockError(str(e), {"pid": e.pid, "journal": str(e.journal)}) from None
 
     def _unlock_journal(self) -> None:
-        if self._fd is None:
-            return
-        with contextlib.suppress(FileNotFoundError):
-            self._file.unlink()
-        os.close(self._fd)
-        self._fd = None
+        self._journal_lock.release()
 
     # -- renew -------------------------------------------------------------------------------------------
     def _renew_loop(self) -> None:

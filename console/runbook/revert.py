@@ -5,7 +5,9 @@ a server in VERIFY_RESIZE: POST /servers/{id}/action {"revertResize": null} → 
 ACTIVE with the old flavor, on the source host. Steps: revert the resize → wait for ACTIVE with the old
 flavor → the node Ready with the old capacity → uncordon it if the console cordoned it. Journal kind
 "revert", audit "runbook.revert.<step>"; `plan_revert` reads only, and names the scale-up run it supersedes
-(its journal: the old flavor, whether the console cordoned the node).
+(its journal: the old flavor, whether the console cordoned the node). Both journals are checked as a
+scale-up's are (Session.journal_to_resume: usable, this cluster, no other live owner; a resumed revert: the
+same cloud and server): SessionError naming the file otherwise.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from console.infra.protocol import InfraError
 from console.kube import nodes_ops
 from console.runbook import verify
 from console.runbook.engine import Context, Engine, RunEvent, RunResult, Step, StepFailed
-from console.runbook.journal import Journal, JournalError
+from console.runbook.journal import Journal, JournalError, bad_journal
+from console.runbook.journal_lock import JournalBusy, JournalLock
 from console.runbook.scaleup import PlanRefused
 from console.runbook.steps.openstack import read_server, server_snapshot
 
@@ -60,21 +63,33 @@ def render(plan: RevertPlan) -> str:
     return "\n".join(lines)
 
 
-def _scale_up_journal(node: str) -> Journal | None:
-    found = Journal.unfinished("scale-up", node)
-    return found[-1] if found else None
+def _params(journal: Journal, node_timeout: float, resize_timeout: float) -> RevertPlan:
+    p = journal.doc["params"]
+    try:
+        plan = RevertPlan(**{**p, "node_timeout": node_timeout, "resize_timeout": resize_timeout})
+    except TypeError as e:
+        raise bad_journal(journal.path, f"is not a usable runbook journal: its params are not a revert's ({e})",
+                          node=journal.doc["node"]) from e
+    if not all(isinstance(getattr(plan, k), str) for k in ("node", "server_id", "server", "new_flavor")):
+        raise bad_journal(journal.path, "is not a usable runbook journal: its params are not a revert's",
+                          node=journal.doc["node"])
+    return plan
 
 
 def plan_revert(session: Any, node: str, *, resume: str | None = None, node_timeout: float = 180.0,
                 resize_timeout: float = 300.0) -> tuple[RevertPlan, Journal | None]:
-    """Read-only: the server must wait in VERIFY_RESIZE (or a revert run is resumed). PlanRefused says why not."""
-    try:
-        journal = Journal.to_resume(KIND, node, resume)
-    except JournalError as e:
-        raise PlanRefused(str(e)) from e
+    """Read-only: the server must wait in VERIFY_RESIZE (or a revert run is resumed). PlanRefused says why not;
+    SessionError when a journal of the node cannot be used (Session.journal_to_resume)."""
+    from console.runbook.session import journal_fault
+
+    journal = session.journal_to_resume(KIND, node, resume)
     if journal is not None:
-        p = journal.doc["params"]
-        return RevertPlan(**{**p, "node_timeout": node_timeout, "resize_timeout": resize_timeout}), journal
+        try:
+            plan = _params(journal, node_timeout, resize_timeout)
+        except JournalError as e:
+            raise journal_fault(e) from e
+        session.check_infra(journal, "openstack", plan.server_id)
+        return plan, journal
     if session.openstack is None:
         raise PlanRefused("OpenStack is not configured (set cloud in the config, OS_CLOUD or OS_* variables)")
     try:
@@ -83,12 +98,13 @@ def plan_revert(session: Any, node: str, *, resume: str | None = None, node_time
         raise PlanRefused(str(e)) from e
     try:
         st = session.openstack.server(session.openstack.describe(info).ref)
+        session.infra("openstack", st.id)  # journaled with the run: read while planning
     except InfraError as e:
         raise PlanRefused(str(e)) from e
     if st.status != "VERIFY_RESIZE":
         raise PlanRefused(f"nothing to revert: server {st.name} is {st.status} with flavor {st.flavor}; Nova reverts "
                           "only a resize waiting in VERIFY_RESIZE (a confirmed resize is undone by resizing back)")
-    scale = _scale_up_journal(node)
+    scale = session.journal_to_resume("scale-up", node)
     facts = scale.doc.get("context", {}) if scale else {}
     old = ((facts.get("plan") or {}).get("vm") or {}).get("flavor") if scale else None
     cordoned_by_us = bool(scale) and scale.step("cordon")["status"] in ("acted", "done") and \
@@ -193,18 +209,28 @@ def run_revert(session: Any, plan: RevertPlan, journal: Journal | None = None, *
     with session.node_lock(plan.node, run_id, journal, on_event) as lock:
         if journal is None:
             params = {k: v for k, v in asdict(plan).items() if k not in ("node_timeout", "resize_timeout")}
-            journal = Journal.create(KIND, plan.node, params, plan.steps, run_id=run_id)
+            journal = Journal.create(KIND, plan.node, params, plan.steps, run_id=run_id, cluster=session.cluster,
+                                     infra=session.infra("openstack", plan.server_id))
             if plan.scale_up_run:
-                try:
-                    scale = Journal.load(plan.scale_up_run)
-                except (FileNotFoundError, JournalError):
-                    scale = None
-                if scale is not None and scale.doc.get("status") != "done":
-                    scale.finish("reverted", f"superseded by revert run {journal.run_id}")
+                _supersede(plan.scale_up_run, journal.run_id)
         lock.record(journal)
         values = session.values()
         return Engine(journal, lock.guard(steps(plan)), audit=session.audit, on_event=on_event, values=values,
                       stop=stop).run()
+
+
+def _supersede(scale_up_run: str, revert_run: str) -> None:
+    """Close the scale-up run the revert replaces, as its owner (its flock): never under a live process."""
+    try:
+        scale = Journal.load(scale_up_run)
+    except (FileNotFoundError, JournalError):
+        return
+    try:
+        with JournalLock(scale.path.parent, scale.run_id):
+            if scale.doc.get("status") != "done":
+                scale.finish("reverted", f"superseded by revert run {revert_run}")
+    except JournalBusy:
+        return  # its process still runs (it holds no Lease, or the revert would not run): it ends it itself
 
 
 def outcome(plan: RevertPlan, result: RunResult) -> str:

@@ -2,6 +2,13 @@
 
 Used by the CLI and meant for the screen: `Session(settings).plan(request)`
 then `.run(plan, journal, on_event=...)` in a worker thread.
+
+The journal of a run to resume is checked before anything is planned from it (`journal_to_resume`): its
+file usable (console/runbook/journal.py), its cluster this session's (API server URL + kube-system uid, read
+once per session: console/runbook/identity.py), no other live process owning it (console/runbook/journal_lock.py),
+the rerun's parameters the run's (console/runbook/resume_params.py), and after planning its cloud/hypervisor
+and VM the ones the node maps to now. Each refusal is a SessionError naming the journal file; `details`
+carry `{"status": "error", "error": "journal", "journal": PATH}` for a journal fault (the `-o json` object).
 """
 
 from __future__ import annotations
@@ -14,7 +21,9 @@ from typing import Any
 
 from console.audit import AuditLog
 from console.runbook.engine import Engine, RunEvent, RunResult
-from console.runbook.journal import Journal, JournalError
+from console.runbook.journal import Journal, JournalError, bad_journal
+from console.runbook.journal_lock import JournalBusy, JournalLock
+from console.runbook.journal_shape import KINDS
 from console.runbook.scaleup import PlanRefused, ScaleUpPlan, ScaleUpRequest, prepare, resumed
 
 
@@ -26,6 +35,11 @@ class SessionError(Exception):
     def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.details = details or {}
+
+
+def journal_fault(e: JournalError) -> SessionError:
+    """A journal that cannot be used, as the session reports it (exit 2; `-o json`: status error, kind journal)."""
+    return SessionError(str(e), {"status": "error", "error": "journal", "journal": str(e.path or "")})
 
 
 class Session:
@@ -42,6 +56,62 @@ class Session:
         self.access = node_access(settings.node_access, self.api, settings)
         self._openstack: Any = None
         self._libvirt: Any = None
+        self._cluster: dict[str, Any] | None = None
+        self._infra: dict[tuple[str, str], dict[str, Any]] = {}
+
+    @property
+    def cluster(self) -> dict[str, Any]:
+        """This session's cluster identity (console/runbook/identity.py), read once."""
+        if self._cluster is None:
+            from console.runbook.identity import cluster_identity
+
+            self._cluster = cluster_identity(self.api, self.target.server)
+        return self._cluster
+
+    def infra(self, method: str, vm_ref: str) -> dict[str, Any]:
+        """The cloud/hypervisor a run of `method` on VM `vm_ref` acts on (InfraError when it cannot be read)."""
+        from console.runbook.identity import infra_identity
+
+        key = (method, vm_ref)
+        if key not in self._infra:
+            self._infra[key] = infra_identity(method, self.openstack, self.libvirt, vm_ref)
+        return self._infra[key]
+
+    def journal_to_resume(self, kind: str, node: str, resume: str | None = None,
+                          new: bool = False) -> Journal | None:
+        """The journal of the `kind` run of `node` to resume (`resume`, else the newest unfinished one, none with
+        `new`), checked: SessionError when a journal of the node is unusable (even with `new`: what it did is
+        unknown), of another cluster, or owned by another live process."""
+        try:
+            for k in KINDS:
+                Journal.unfinished(k, node)  # a bad journal of the node refuses any run, new or resumed
+            journal = Journal.to_resume(kind, node, resume) if resume or not new else None
+        except JournalError as e:
+            raise journal_fault(e) from e
+        if journal is None:
+            return None
+        from console.runbook.identity import cluster_problem
+
+        why = cluster_problem(journal.doc["cluster"], self.cluster)
+        if why:
+            raise journal_fault(bad_journal(journal.path, why, node))
+        try:
+            JournalLock(journal.path.parent, journal.run_id).check()
+        except JournalBusy as e:
+            raise SessionError(str(e), {"pid": e.pid, "journal": str(e.journal)}) from e
+        return journal
+
+    def check_infra(self, journal: Journal, method: str, vm_ref: str) -> None:
+        """SessionError (a journal fault) when the run's cloud/hypervisor or VM is not what the node maps to now."""
+        from console.infra.protocol import InfraError
+        from console.runbook.identity import infra_problem
+
+        try:
+            why = infra_problem(journal.doc["infra"], self.infra(method, vm_ref))
+        except InfraError as e:
+            raise SessionError(f"cannot tell which cloud run {journal.run_id} may resume on: {e}") from e
+        if why:
+            raise journal_fault(bad_journal(journal.path, why, journal.doc["node"]))
 
     @property
     def openstack(self) -> Any:
@@ -70,20 +140,24 @@ class Session:
              new: bool = False) -> tuple[ScaleUpPlan, Journal | None]:
         """The plan, and the journal of the run to resume (explicit, or an unfinished run for this node)."""
         from console.infra.protocol import InfraError
+        from console.runbook.resume_params import ParamsDiffer, resume_request
 
-        journal = None
-        if resume or not new:
-            try:
-                journal = Journal.to_resume("scale-up", request.node, resume)
-            except JournalError as e:
-                raise SessionError(str(e)) from e
+        self.cluster  # noqa: B018 — read before anything is planned: a run journals it, a resume compares it
+        journal = self.journal_to_resume("scale-up", request.node, resume, new)
         if journal is not None:
-            request = ScaleUpRequest(**{**journal.doc["params"], **_timeouts(request)})
+            try:
+                request = resume_request(journal, request)
+            except JournalError as e:
+                raise journal_fault(e) from e
+            except ParamsDiffer as e:
+                raise SessionError(str(e), {"journal": str(journal.path), "differences": e.differences}) from e
         try:
             plan = prepare(request, self.api, self.openstack, self.libvirt)
+            self.infra(plan.method, plan.vm.ref)  # recorded in the journal: read while planning, not mid-run
         except InfraError as e:
             raise PlanRefused(str(e)) from e
         if journal is not None:
+            self.check_infra(journal, plan.method, plan.vm.ref)
             plan = resumed(plan, journal.doc["context"].get("plan") or {})
         return plan, journal
 
@@ -101,7 +175,8 @@ class Session:
         run_id = journal.run_id if journal is not None else new_run_id("scale-up", plan.node.name)
         with self.node_lock(plan.node.name, run_id, journal, on_event) as lock:
             if journal is None:
-                journal = Journal.create("scale-up", plan.node.name, asdict(plan.request), plan.steps, run_id=run_id)
+                journal = Journal.create("scale-up", plan.node.name, asdict(plan.request), plan.steps, run_id=run_id,
+                                         cluster=self.cluster, infra=self.infra(plan.method, plan.vm.ref))
                 journal.doc["context"]["plan"] = plan.to_dict()
             lock.record(journal)
             steps = lock.guard(build_steps(plan, self.values()))
@@ -128,8 +203,3 @@ class Session:
             yield lock
         finally:
             lock.release()
-
-
-def _timeouts(request: ScaleUpRequest) -> dict[str, float]:
-    return {"resize_timeout": request.resize_timeout, "node_timeout": request.node_timeout,
-            "pods_timeout": request.pods_timeout, "drain_timeout": request.drain_timeout}

@@ -75,3 +75,36 @@ async def test_held_node_is_marked_and_R_opens_its_resume(lab: Lab) -> None:
             assert screen.journal.run_id == run_id  # the interrupted run, offered for resuming
     finally:
         app.kube.stop()
+
+
+async def test_an_unusable_journal_marks_its_node_and_the_scale_up_screen_names_it(lab: Lab) -> None:
+    """Issue 9: a bad journal was skipped silently (or crashed the reader). The nodes screen marks its node
+    "unusable" with what is wrong and the --discard command; R opens the scale-up screen, which refuses naming
+    the file; the file is left as it was."""
+    from pathlib import Path
+
+    node = "kube-worker01"
+    runbooks = Path(os.environ["XDG_STATE_HOME"]) / "console" / "runbooks"
+    runbooks.mkdir(parents=True, exist_ok=True)
+    bad = runbooks / f"scale-up-{node}-20261201T000000-beef.json"
+    bad.write_text('{"version": 2, "run_id": "scale-up-kube-worker01-20261201T000000-beef", "steps": [')
+    app = make_app(lab)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await loaded(pilot)
+            legend = app.screen.query_one("#nodes-held")
+            await wait_until(pilot, lambda: legend.display, what="the held-runs legend")
+            text = str(legend.render())
+            assert f"{node} scale-up unusable: journal {bad.name} is not valid JSON" in text, text
+            assert f"--discard {bad.stem}" in text
+            assert _row_name(app, node) == f"{node}*"
+            app.screen.query_one("#nodes-table").move_to(node)
+            await pilot.press("R")
+            await wait_until(pilot, lambda: isinstance(app.screen, ScaleUpScreen), what="the scale-up screen")
+            screen = app.screen
+            await wait_until(pilot, lambda: screen.plan_error, 60, what="the refusal")
+            assert f"runbook journal {bad} is not valid JSON" in screen.plan_error and screen.plan is None
+            assert f"--discard {bad.stem}" in screen.plan_error
+    finally:
+        app.kube.stop()
+    assert bad.read_text().endswith('"steps": [')

@@ -192,7 +192,9 @@ class ScaleUpScreen(ConsoleScreen):
     def on_targets_loaded(self, msg: TargetsLoaded) -> None:
         if msg.error or msg.info is None:
             self.plan_error = msg.error
-            self._status(f"{self.node}: cannot read the node or its VM")
+            what = "a journal of the node cannot be used" if msg.error.startswith("runbook journal ") else \
+                "cannot read the node or its VM"
+            self._status(f"{self.node}: {what}")
             self._render_all()
             return
         self.info = msg.info
@@ -420,6 +422,7 @@ class ScaleUpScreen(ConsoleScreen):
     def check_revert(self, plan: ScaleUpPlan, old_flavor: str | None) -> None:
         from console.runbook.revert import plan_revert, render
         from console.runbook.scaleup import PlanRefused
+        from console.runbook.session import SessionError
 
         session = self._ensure_session()
         possible, reason, preview = data.revert_possible(session, plan, old_flavor)
@@ -428,7 +431,7 @@ class ScaleUpScreen(ConsoleScreen):
             try:
                 rplan, _journal = plan_revert(session, plan.node.name, node_timeout=plan.request.node_timeout,
                                               resize_timeout=plan.request.resize_timeout)
-            except PlanRefused as e:
+            except (PlanRefused, SessionError) as e:  # SessionError: a journal of the node cannot be used
                 possible, reason = False, str(e)
             else:
                 preview = render(rplan)

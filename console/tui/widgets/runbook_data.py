@@ -118,7 +118,7 @@ def list_nodes(kube: Any, session_factory: Callable[[], Any]) -> list[tuple[str,
 
 
 def load_targets(session: Any, name: str) -> NodeTargets:
-    from console.runbook.journal import Journal
+    from console.runbook.journal import Journal, JournalError
 
     try:
         api = session.api
@@ -148,7 +148,10 @@ def load_targets(session: Any, name: str) -> NodeTargets:
     current = VmSize(vm.vcpus, vm.memory_mib) if vm and vm.vcpus else None
     advice = [advise(node, pods, p, vm=current, flavors=flavors) for p in pending]
     unfinished = None
-    found = Journal.unfinished("scale-up", name)
+    try:
+        found = Journal.unfinished("scale-up", name)
+    except JournalError as e:  # a bad journal of the node: the screen says which file and how to discard it
+        raise LoadError(str(e)) from e
     if found:
         doc = found[-1].doc
         stop = next((s for s in doc["steps"] if s["status"] not in ("done", "skipped")), None)

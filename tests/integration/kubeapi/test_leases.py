@@ -112,7 +112,7 @@ def test_one_process_per_journal_on_this_machine(kube: Any, tmp_path: Path) -> N
     a = lock(kube, tmp_path, "scale-up-worker-1-d", resuming=True)
     a.acquire()
     try:
-        with pytest.raises(LockError, match="already running in another process"):
+        with pytest.raises(LockError, match="is in progress in another process"):
             lock(kube, tmp_path, "scale-up-worker-1-d", resuming=True).acquire()
     finally:
         a.release()

@@ -233,9 +233,11 @@ async def test_unfinished_run_is_offered_and_resumed(resize_lab, settings_for, h
 
     # a run killed after "wait-node": its journal says running, the first six steps done. The VM has m1.large
     # by now, which a new plan reads as nothing to do: the journal gets the steps the run started with
-    plan, _ = Session(settings_for(resize_lab)).plan(ScaleUpRequest(NODE, flavor="m1.large"), new=True)
+    session = Session(settings_for(resize_lab))
+    plan, _ = session.plan(ScaleUpRequest(NODE, flavor="m1.large"), new=True)
     plan = resumed(plan, {})
-    journal = Journal.create("scale-up", NODE, asdict(plan.request), plan.steps)
+    journal = Journal.create("scale-up", NODE, asdict(plan.request), plan.steps, cluster=session.cluster,
+                             infra=session.infra(plan.method, plan.vm.ref))
     for step in plan.steps[:6]:
         journal.mark(step["id"], "done")
     app = host(ScaleUpScreen(NODE), settings_for(resize_lab))
