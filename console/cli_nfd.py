@@ -22,7 +22,8 @@ def add_parser(subparsers: Any) -> None:
                         help="nfd-master -extra-label-ns entries")
         sp.add_argument("--deny-label-ns", nargs="+", action="extend", default=[], metavar="NS",
                         help="nfd-master -deny-label-ns entries (v0.13+)")
-        sp.add_argument("--label-whitelist", default=None, help="nfd-master -label-whitelist regexp")
+        sp.add_argument("--label-whitelist", default=None, type=_go_regexp,
+                        help="nfd-master -label-whitelist regexp (Go/RE2 syntax)")
         sp.add_argument("--disable-auto-prefix", action="store_true", help="DisableAutoPrefix feature gate")
 
     d = sub.add_parser("dryrun", help="evaluate NodeFeatureRules against NodeFeature objects")
@@ -52,6 +53,17 @@ def add_parser(subparsers: Any) -> None:
     di.add_argument("--root", default="/", help="filesystem root holding proc/ sys/ etc/ (or host-proc/ host-sys/)")
     di.add_argument("--node-name", default=None)
     di.add_argument("-o", "--output", choices=("labels", "json", "nodefeature"), default="labels")
+
+
+def _go_regexp(value: str) -> str:
+    """A Go (RE2) regexp, checked when the flags are parsed, as nfd-master's flag.Value does (usage error, 2)."""
+    from console.nfd.regex import RegexpError, compile_regexp
+
+    try:
+        compile_regexp(value)
+    except RegexpError as exc:
+        raise argparse.ArgumentTypeError(f"invalid value {value!r}: {exc.describe()}") from None
+    return value
 
 
 def _fail(msg: str) -> int:
