@@ -44,6 +44,8 @@ def _prctl(option: int, value: int) -> bool:
 
 def _children() -> list[int]:
     """Processes whose parent is this one (as subreaper: every orphaned descendant of the hook)."""
+    if not os.path.isdir("/proc"):
+        return []
     me = os.getpid()
     kids = []
     for entry in os.listdir("/proc"):

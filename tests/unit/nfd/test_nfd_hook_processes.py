@@ -122,8 +122,8 @@ def test_cli_rejects_unbounded_limits_as_usage_errors(tmp_path: Path, flag: str,
     assert f"argument {flag}:" in p.stderr and repr(value) in p.stderr
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_to_nfd_local_kills_the_running_hook_tree(tmp_path: Path, sig: signal.Signals) -> None:
+def _start_nfd_local(tmp_path: Path) -> tuple[subprocess.Popen[str], str, Path]:
+    """`console nfd local` running the spawner hook, once the hook has started all its children."""
     _, marker, pids = _env(tmp_path)
     _hook(tmp_path, SPAWNER + 'touch "$STARTED"\nsleep 300\n')
     (tmp_path / "features.d").mkdir()
@@ -136,6 +136,17 @@ def test_signal_to_nfd_local_kills_the_running_hook_tree(tmp_path: Path, sig: si
         env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
         _wait_for(started.exists, "the hook to start", proc)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc, marker, pids
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_to_nfd_local_kills_the_running_hook_tree(tmp_path: Path, sig: signal.Signals) -> None:
+    proc, marker, pids = _start_nfd_local(tmp_path)
+    try:
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -145,3 +156,11 @@ def test_signal_to_nfd_local_kills_the_running_hook_tree(tmp_path: Path, sig: si
     assert proc.returncode == 4, err
     assert f"nfd local: interrupted by {sig.name}" in err and "were killed" in err and "Traceback" not in err
     assert _survivors(marker, pids) == []
+
+
+def test_sigkill_of_the_console_still_ends_the_hook_tree(tmp_path: Path) -> None:
+    """No handler runs on SIGKILL: the runner's PR_SET_PDEATHSIG makes it kill the hook's processes."""
+    proc, marker, pids = _start_nfd_local(tmp_path)
+    proc.kill()
+    proc.communicate(timeout=60)
+    _wait_for(lambda: _survivors(marker, pids) == [], "the hook's processes to be killed")
