@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from console.nfd import regex as R
 from console.nfd.expressions import EvaluationError, MatchExpression, match_names_multi
@@ -251,3 +253,21 @@ def test_sprig_regex_on_pathological_input_is_linear() -> None:
     start = time.monotonic()
     assert _tmpl(src) == "10001"
     assert time.monotonic() - start < 1.0
+
+
+_PATTERN_CHARS = "ab()*+?|[]{}^$\\.:=!<>P-,019CQEzZpL_é"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=_PATTERN_CHARS, max_size=24), st.text(alphabet="ab!é\n", max_size=64))
+def test_any_pattern_compiles_or_fails_with_a_go_error_and_never_crashes(pattern: str, text: str) -> None:
+    try:
+        rx = R.compile_regexp(pattern)
+    except R.RegexpError as exc:
+        assert str(exc).startswith("error parsing regexp: ")
+        return
+    assert isinstance(rx.match_string(text), bool)
+    found = rx.find_all_string(text, -1)
+    assert rx.find_string(text) == (found[0] if found else "")
+    assert isinstance(rx.replace_all_string(text, "<$1${x}$$>"), str)
+    assert "".join(rx.split(text, -1)) == rx.replace_all_literal_string(text, "")
