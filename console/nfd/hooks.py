@@ -203,9 +203,6 @@ def run_hook(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT, 
     runner = _Runner(proc, status_r)
     spec = {"path": str(p.absolute()), "env": dict(env if env is not None else os.environ), "parent": os.getpid(),
             "status_fd": status_w}
-    with contextlib.suppress(BrokenPipeError):
-        proc.stdin.write(json.dumps(spec).encode())  # type: ignore[union-attr]
-        proc.stdin.close()  # type: ignore[union-attr]
     out_buf = bytearray()
     err_buf = bytearray()
     capped = threading.Event()
@@ -224,9 +221,12 @@ def run_hook(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT, 
     threads = [threading.Thread(target=pump, args=(proc.stdout, out_buf), daemon=True),
                threading.Thread(target=pump, args=(proc.stderr, err_buf), daemon=True),
                threading.Thread(target=runner.read_status, daemon=True)]
-    for t in threads:
-        t.start()
     try:
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.write(json.dumps(spec).encode())  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
+        for t in threads:
+            t.start()
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         res.timed_out = True
@@ -236,7 +236,10 @@ def run_hook(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT, 
         raise
     finally:
         for t in threads:
-            t.join(timeout=KILL_GRACE)
+            if t.ident is not None:
+                t.join(timeout=KILL_GRACE)
+        if threads[2].ident is None:  # the status reader (which owns the fd) never started
+            os.close(status_r)
     res.duration = round(time.monotonic() - start, 3)
     last = runner.status[-1] if runner.status else ""
     kind, _, num = last.partition(" ")
