@@ -17,7 +17,8 @@ Differences that matter, and how they are handled:
 - C++ RE2 accepts what Go rejects: `\\C` (any byte) and non-ASCII group names; both are rejected
   here with Go's error. Group nesting 1000 deep is Go's "expression nests too deeply".
 - `(?P<name>re)` and `(?<name>re)` are both Go (1.22+); POSIX classes `[[:alpha:]]`, `\\pL`,
-  `\\p{Greek}` work in both. Go 1.25's long category names (`\\p{Letter}`) are not in RE2.
+  `\\p{Greek}` work in both. Recent Go also takes long or
+  lower-case class names (`\\p{Letter}`, `\\p{greek}`: parse.go canonicalName); RE2 does not (an error here).
 - Size: RE2 gets its default 8 MiB program budget, so a pattern like `\\pL{1000}` (fine in Go, whose
   limit is 128 MB) is refused as "expression too large" rather than compiled for seconds.
 
