@@ -29,7 +29,7 @@ Python-only syntax. Compiled patterns are cached (bounded LRU; NFD memoizes them
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import re2
 
@@ -193,13 +193,13 @@ def _text(b: bytes) -> str:
     return b.decode("utf-8", "replace")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class Regexp:
     """A compiled Go regexp; method names follow Go's (`MatchString` -> `match_string`)."""
 
     pattern: str
     names: tuple[str | None, ...]  # capture group names by index - 1
-    _re: re2._Regexp
+    _re: re2._Regexp = field(compare=False)
 
     def match_string(self, s: str) -> bool:
         """regexp.MatchString: is there a match anywhere in `s` (unanchored)?"""
