@@ -1,10 +1,18 @@
-"""`console nfd ...`: NodeFeatureRule dry-runs, local-source previews, validation, host discovery."""
+"""`console nfd ...`: NodeFeatureRule dry-runs, local-source previews, validation, host discovery.
+
+Exit codes: 0 ok; 1 invalid rule / evaluation failed; 2 usage (e.g. `--hook-timeout nan`, an invalid
+`--label-whitelist` regexp); 4 `nfd local` interrupted by SIGINT/SIGTERM (the running hook's whole
+process tree is killed first).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import signal
 import sys
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,7 +30,8 @@ def add_parser(subparsers: Any) -> None:
                         help="nfd-master -extra-label-ns entries")
         sp.add_argument("--deny-label-ns", nargs="+", action="extend", default=[], metavar="NS",
                         help="nfd-master -deny-label-ns entries (v0.13+)")
-        sp.add_argument("--label-whitelist", default=None, help="nfd-master -label-whitelist regexp")
+        sp.add_argument("--label-whitelist", default=None, type=_go_regexp,
+                        help="nfd-master -label-whitelist regexp (Go/RE2 syntax)")
         sp.add_argument("--disable-auto-prefix", action="store_true", help="DisableAutoPrefix feature gate")
 
     d = sub.add_parser("dryrun", help="evaluate NodeFeatureRules against NodeFeature objects")
@@ -37,8 +46,10 @@ def add_parser(subparsers: Any) -> None:
     lo.add_argument("--hooks-dir")
     lo.add_argument("--hooks-enabled", choices=("true", "false"), default=None,
                     help="sources.local.hooksEnabled (v0.12-v0.16; default: the version's default)")
-    lo.add_argument("--hook-timeout", type=float, default=10.0, help="seconds per hook (NFD itself has none)")
-    lo.add_argument("--hook-max-output", type=int, default=1024 * 1024, help="stdout bytes per hook")
+    lo.add_argument("--hook-timeout", type=_positive_seconds, default=10.0,
+                    help="seconds per hook, positive and finite (NFD itself has none)")
+    lo.add_argument("--hook-max-output", type=_positive_bytes, default=1024 * 1024,
+                    help="stdout bytes per hook, positive (NFD itself has no limit)")
     lo.add_argument("--hook-env", action="append", default=[], metavar="KEY=VALUE", help="extra hook environment")
     lo.add_argument("-o", "--output", choices=("text", "json"), default="text")
     common(lo)
@@ -52,6 +63,38 @@ def add_parser(subparsers: Any) -> None:
     di.add_argument("--root", default="/", help="filesystem root holding proc/ sys/ etc/ (or host-proc/ host-sys/)")
     di.add_argument("--node-name", default=None)
     di.add_argument("-o", "--output", choices=("labels", "json", "nodefeature"), default="labels")
+
+
+def _positive_seconds(value: str) -> float:
+    """A timeout: a positive, finite number (`nan`, `inf`, `0`, `-1` would remove or break the only bound)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {value!r}") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, not {value!r}")
+    return seconds
+
+
+def _positive_bytes(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, not {value!r}") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of bytes, not {value!r}")
+    return n
+
+
+def _go_regexp(value: str) -> str:
+    """A Go (RE2) regexp, checked when the flags are parsed, as nfd-master's flag.Value does (usage error, 2)."""
+    from console.nfd.regex import RegexpError, compile_regexp
+
+    try:
+        compile_regexp(value)
+    except RegexpError as exc:
+        raise argparse.ArgumentTypeError(f"invalid value {value!r}: {exc.describe()}") from None
+    return value
 
 
 def _fail(msg: str) -> int:
@@ -192,8 +235,18 @@ def _local(args: argparse.Namespace) -> int:
                 return _fail(f"--hook-env needs KEY=VALUE (got {item!r})")
             env[k] = v
     enabled = None if args.hooks_enabled is None else args.hooks_enabled == "true"
-    res = local_source(args.features_dir, args.hooks_dir, config=_config(args), hooks_enabled=enabled,
-                       hook_timeout=args.hook_timeout, hook_max_output=args.hook_max_output, hook_env=env)
+    try:
+        with _signals_raise():
+            res = local_source(args.features_dir, args.hooks_dir, config=_config(args), hooks_enabled=enabled,
+                               hook_timeout=args.hook_timeout, hook_max_output=args.hook_max_output, hook_env=env)
+    except _Signalled as sig:
+        # run_hook killed the running hook's whole process tree before this propagated
+        msg = (f"interrupted by {signal.Signals(sig.signum).name}: the running hook and every process it started "
+               "were killed; no labels computed")
+        print(f"nfd local: {msg}", file=sys.stderr)
+        if args.output == "json":
+            print(json.dumps({"status": "interrupted", "message": msg, "exit_code": 4}))
+        return 4
     if args.output == "json":
         print(json.dumps(res.as_dict(), indent=2, sort_keys=True))
         return 0
@@ -208,6 +261,30 @@ def _local(args: argparse.Namespace) -> int:
     out += [f"warning: {w}" for w in res.warnings]
     print("\n".join(out))
     return 0
+
+
+class _Signalled(BaseException):  # like KeyboardInterrupt: cuts the hook wait, not caught as an error
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _signals_raise:
+    """SIGINT/SIGTERM raise _Signalled in the main thread for the block (once: a second one is ignored)."""
+
+    def __enter__(self) -> None:
+        self.old: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            self.old = {s: signal.signal(s, self._raise) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def _raise(self, signum: int, _frame: Any) -> None:
+        for s in self.old:
+            signal.signal(s, signal.SIG_IGN)
+        raise _Signalled(signum)
+
+    def __exit__(self, *_exc: object) -> None:
+        for s, h in self.old.items():
+            signal.signal(s, h)
 
 
 def _validate(args: argparse.Namespace) -> int:

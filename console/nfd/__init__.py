@@ -6,7 +6,10 @@ Public API (import the submodules):
 - `rules.compile_rule_objects(objs, version)`, `rules.compile_rule(raw, version)`
 - `validation.validate_rule_object(obj, version)`
 - `featurefile.parse_feature_lines(data, file_name, version)`, `featurefile.read_features_dir(dir, version)`
-- `hooks.run_hooks(dir, version, enabled=, timeout=, max_output=, env=)`
+- `hooks.run_hooks(dir, version, enabled=, timeout=, max_output=, env=)` (each hook under `hookwrap.py`,
+  which kills every process it leaves behind), `hooks.check_limits(timeout, max_output)`
+- `regex.compile_regexp(pattern)` -> `Regexp` (Go regexp semantics on RE2: `match_string`, `find_string`,
+  `find_all_string`, `replace_all_string`, `split`), `regex.RegexpError` (Go's message, `.describe()` + hint)
 - `local.local_source(features_dir, hooks_dir, version, extra_label_ns)`
 - `versions.parse_version(text)`, `versions.CURRENT`
 """

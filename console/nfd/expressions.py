@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from console.nfd.regex import RegexpError, compile_regexp
 from console.nfd.versions import NfdVersion, inclusive_ops_supported
 
 BASE_OPS = ("In", "NotIn", "InRegexp", "Exists", "DoesNotExist", "Gt", "Lt", "GtLt", "IsTrue", "IsFalse")
@@ -61,16 +62,6 @@ def parse_semver(s: str) -> tuple[int, int, int] | None:
     if not m:
         return None
     return int(m.group(1)), int(m.group(2) or 0), int(m.group(3) or 0)
-
-
-_UNSUPPORTED_RE = re.compile(r"\(\?[=!]|\(\?<[=!]|\\[1-9]|\\[AZ]\b|\(\?>|\*\+|\+\+|\?\+")
-
-
-def compile_go_regexp(pattern: str) -> re.Pattern[str]:
-    """Compile a Go RE2 pattern with Python's `re`; raises re.error for what Go rejects."""
-    if _UNSUPPORTED_RE.search(pattern):
-        raise re.error("invalid or unsupported Perl syntax")
-    return re.compile(pattern.replace(r"\z", r"\Z"))
 
 
 def goq(s: str) -> str:
@@ -165,15 +156,15 @@ def _compile(m: MatchExpression) -> Callable[[bool, str | None], bool]:
         vs = frozenset(vals)
         return lambda valid, value: valid and value is not None and value not in vs
     if op == "InRegexp":
-        try:
-            res = [compile_go_regexp(p) for p in vals]
-        except re.error:
+        try:  # Go's regexp (RE2, linear time) and MatchString: unanchored, as nfd-master
+            res = [compile_regexp(p) for p in vals]
+        except RegexpError:
             return guarded(_raise(
                 f"invalid expressiom, 'value' field must only contain valid regexps for Op {goq(op)} (have {shown})"))
         if len(res) == 1:
-            search = res[0].search
-            return lambda valid, value: valid and value is not None and search(value) is not None
-        return guarded(lambda v: any(r.search(v) for r in res))
+            match = res[0].match_string
+            return lambda valid, value: valid and value is not None and match(value)
+        return guarded(lambda v: any(r.match_string(v) for r in res))
     if op in ("IsTrue", "IsFalse"):
         if vals:
             return guarded(_raise(f"invalid expression, 'value' field must be empty for Op {goq(op)} (have {shown})"))

@@ -1,17 +1,31 @@
 """Hooks (`source.d`): run executables like nfd-worker v0.4-v0.16 did, but safely.
 
-nfd-worker runs each regular file with no arguments, no timeout and unbounded output; a non-zero
-exit discards all of its stdout. Here each hook gets a timeout and an output cap, and the result
-says when the real worker would have hung or buffered without limit.
+What NFD does (source/local/local.go, v0.16.9 `runHook`): `exec.Command(path)` for each regular file,
+no arguments, stdin /dev/null, the worker's own environment, stdout and stderr into unbounded
+`bytes.Buffer`s, `cmd.Run()` with no timeout, no process group and no `WaitDelay`: a hook that never
+exits hangs the worker's discovery loop, one that prints gigabytes is buffered whole, and because
+`Wait` waits for the output pipes to close, a background child that keeps stdout open (`sleep 300 &`)
+holds the worker until it exits, while one that redirects its output lives on after the hook. A
+non-zero exit discards all of its stdout; stderr lines are logged.
+
+What the console does (stricter, and said in the result): each hook gets a timeout (`timeout`, default
+10 s) and a stdout cap (`max_output`, default 1 MiB), both checked positive and finite. It runs under
+console/nfd/hookwrap.py, a small subreaper in its own session, with the hook in a session of its own:
+when the hook exits, times out or overflows, or the console is interrupted (SIGINT/SIGTERM raise in
+the waiting thread) or dies, the hook's process group and every process it left behind - `&`,
+`nohup`, double forks, `setsid` children - are SIGKILLed and reaped. Nothing of a hook outlives its run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
+import math
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -24,6 +38,16 @@ from console.nfd.featurefile import ParsedLocal, decode, parse_feature_lines
 
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_MAX_OUTPUT = 1024 * 1024
+KILL_GRACE = 5.0  # for the runner to kill and reap the hook's processes after SIGTERM
+_RUNNER = Path(__file__).with_name("hookwrap.py")
+
+
+def check_limits(timeout: float, max_output: int) -> None:
+    """Raise ValueError unless the timeout (seconds) and the output cap (bytes) are positive and finite."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0:
+        raise ValueError(f"hook timeout must be a positive, finite number of seconds (got {timeout!r})")
+    if isinstance(max_output, bool) or not isinstance(max_output, int) or max_output <= 0:
+        raise ValueError(f"hook output cap must be a positive number of bytes (got {max_output!r})")
 
 
 @dataclass
@@ -80,6 +104,7 @@ def run_hooks(hooks_dir: str | os.PathLike[str], version: V.NfdVersion | str | N
     On versions that removed hooks (v0.17+) or disable them by default (v0.14-v0.16) nothing runs
     and `warnings` says so. Later hooks override earlier ones for the same key.
     """
+    check_limits(timeout, max_output)
     v = V.parse_version(version)
     d = Path(hooks_dir)
     run = HooksRun(status="ran")
@@ -151,7 +176,12 @@ def _is_script(p: Path) -> bool:
 
 def run_hook(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT, max_output: int = DEFAULT_MAX_OUTPUT,
              env: Mapping[str, str] | None = None) -> HookResult:
-    """Run one hook with no arguments; never raises for hook misbehaviour."""
+    """Run one hook with no arguments; never raises for hook misbehaviour (see the module docstring).
+
+    An exception in the waiting thread (KeyboardInterrupt, a signal handler's) kills the hook's whole
+    process tree before it propagates.
+    """
+    check_limits(timeout, max_output)
     p = Path(path)
     res = HookResult(name=p.name, ran=False)
     if not os.access(p, os.X_OK):
@@ -159,16 +189,20 @@ def run_hook(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT, 
                      f"chmod +x {p.name}")
         return res
     start = time.monotonic()
+    status_r, status_w = os.pipe()
     try:
-        proc = subprocess.Popen([str(p)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=dict(env) if env is not None else None, start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-I", "-S", str(_RUNNER)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(status_w,),
+                                start_new_session=True)
     except OSError as exc:
-        if exc.errno == errno.ENOEXEC:
-            res.error = "exec format error: a script needs a '#!' line (nfd-worker skips it)"
-        else:
-            res.error = f"cannot start: {exc.strerror} (nfd-worker skips it)"
+        os.close(status_r)
+        res.error = f"cannot start the hook runner: {exc.strerror}"
         return res
-    res.ran = True
+    finally:
+        os.close(status_w)
+    runner = _Runner(proc, status_r)
+    spec = {"path": str(p.absolute()), "env": dict(env if env is not None else os.environ), "parent": os.getpid(),
+            "status_fd": status_w}
     out_buf = bytearray()
     err_buf = bytearray()
     capped = threading.Event()
@@ -180,24 +214,43 @@ def run_hook(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT, 
                 buf.extend(chunk[: max_output - len(buf)])
             if len(buf) >= max_output and buf is out_buf:
                 capped.set()
-                _kill(proc)
+                runner.request_stop()
                 break
         stream.close()  # type: ignore[attr-defined]
 
     threads = [threading.Thread(target=pump, args=(proc.stdout, out_buf), daemon=True),
-               threading.Thread(target=pump, args=(proc.stderr, err_buf), daemon=True)]
-    for t in threads:
-        t.start()
+               threading.Thread(target=pump, args=(proc.stderr, err_buf), daemon=True),
+               threading.Thread(target=runner.read_status, daemon=True)]
     try:
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.write(json.dumps(spec).encode())  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
+        for t in threads:
+            t.start()
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         res.timed_out = True
-        _kill(proc)
-        proc.wait()
-    for t in threads:
-        t.join(timeout=2.0)
+        runner.stop()
+    except BaseException:
+        runner.stop()
+        raise
+    finally:
+        for t in threads:
+            if t.ident is not None:
+                t.join(timeout=KILL_GRACE)
+        if threads[2].ident is None:  # the status reader (which owns the fd) never started
+            os.close(status_r)
     res.duration = round(time.monotonic() - start, 3)
-    res.exit_code = proc.returncode
+    last = runner.status[-1] if runner.status else ""
+    kind, _, num = last.partition(" ")
+    if kind == "exec-error":
+        code = int(num or 0)
+        res.error = ("exec format error: a script needs a '#!' line (nfd-worker skips it)" if code == errno.ENOEXEC
+                     else f"cannot start: {os.strerror(code)} (nfd-worker skips it)")
+        return res
+    res.ran = True
+    res.exit_code = {"exit": int(num or 0), "signal": -int(num or 0), "killed": -signal.SIGKILL}.get(
+        kind, proc.returncode)
     res.stdout = decode(bytes(out_buf))
     res.stderr = decode(bytes(err_buf))
     if capped.is_set():
@@ -207,12 +260,41 @@ def run_hook(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT, 
     elif res.timed_out:
         res.error = (f"did not exit within {timeout:g}s; killed and output discarded (nfd-worker has no timeout: "
                      "this hook would hang its whole discovery loop)")
-    elif proc.returncode != 0:
-        res.error = (f"exited with status {proc.returncode}: nfd-worker discards all of its output"
-                     if proc.returncode > 0 else f"killed by signal {-proc.returncode}: output discarded")
+    elif kind not in ("exit", "signal", "killed"):
+        res.error = f"the hook runner ended unexpectedly (status {proc.returncode}); output discarded"
+    elif res.exit_code != 0:
+        res.error = (f"exited with status {res.exit_code}: nfd-worker discards all of its output"
+                     if res.exit_code > 0 else f"killed by signal {-res.exit_code}: output discarded")
     return res
 
 
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+class _Runner:
+    """The hookwrap process: its status lines, and how to make it kill the hook's tree."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], status_fd: int) -> None:
+        self.proc, self.status_fd = proc, status_fd
+        self.status: list[str] = []
+        self.hook_pid: int | None = None
+
+    def read_status(self) -> None:
+        with open(self.status_fd, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                self.status.append(line.strip())
+                if line.startswith("started "):
+                    self.hook_pid = int(line.split()[1])
+
+    def request_stop(self) -> None:
+        """SIGTERM the runner: it SIGKILLs the hook's group and every descendant, then exits."""
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self) -> None:
+        self.request_stop()
+        try:
+            self.proc.wait(timeout=KILL_GRACE)
+        except subprocess.TimeoutExpired:  # the runner itself is stuck: kill what we know of
+            for pgid in (self.proc.pid, self.hook_pid):
+                if pgid:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(pgid, signal.SIGKILL)
+            self.proc.wait()

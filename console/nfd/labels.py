@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from console.nfd.regex import Regexp, RegexpError, compile_regexp
 from console.nfd.versions import CURRENT, NfdVersion, auto_prefix_mode, label_dynamic_values, label_namespace_era
 
 FEATURE_NS = "feature.node.kubernetes.io"
@@ -120,17 +121,17 @@ class LabelPolicy:
     deny_label_ns: frozenset[str] = frozenset()
     label_whitelist: str | None = None
     disable_auto_prefix: bool = False
-    _whitelist_re: re.Pattern[str] | None = field(default=None, init=False, repr=False)
+    _whitelist_re: Regexp | None = field(default=None, init=False, repr=False)
     _cache: dict[tuple[str, str], tuple[str | None, str]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.extra_label_ns = frozenset(self.extra_label_ns)
         self.deny_label_ns = frozenset(self.deny_label_ns)
         if self.label_whitelist:
-            try:
-                self._whitelist_re = re.compile(self.label_whitelist)
-            except re.error as exc:
-                raise ValueError(f"invalid label whitelist regexp {self.label_whitelist!r}: {exc}") from exc
+            try:  # nfd-master's -label-whitelist is a Go regexp (pkg/utils/flags.go RegexpVal)
+                self._whitelist_re = compile_regexp(self.label_whitelist)
+            except RegexpError as exc:
+                raise ValueError(f"invalid label whitelist regexp {self.label_whitelist!r}: {exc.describe()}") from None
 
     @property
     def prefix_mode(self) -> str:
@@ -150,7 +151,7 @@ class LabelPolicy:
 
     def whitelist_error(self, key: str) -> str | None:
         _, base = split_ns(key)
-        if self._whitelist_re is not None and not self._whitelist_re.search(base):
+        if self._whitelist_re is not None and not self._whitelist_re.match_string(base):
             return f"{base} ({key}) does not match the whitelist ({self.label_whitelist})"
         return None
 

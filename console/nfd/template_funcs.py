@@ -6,6 +6,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from console.nfd.expressions import goq
+from console.nfd.regex import Regexp, RegexpError, compile_regexp, quote_meta
 from console.nfd.templates import NO_VALUE, TemplateError, go_format, truth
 
 
@@ -139,8 +141,56 @@ def _default(d: Any, *given: Any) -> Any:
     return v if truth(v) else d
 
 
-def _regex_match(pattern: str, s: str) -> bool:
-    return re.search(pattern, s) is not None
+def _str_arg(v: Any) -> str:
+    if not isinstance(v, str):
+        raise TypeError(f"wrong type for value; expected string; got {_basic(v)[0] if v is not None else 'nil'}")
+    return v
+
+
+def _int_arg(v: Any) -> int:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError(f"wrong type for value; expected int; got {type(v).__name__}")
+    return v
+
+
+def _must_compile(pattern: Any) -> Regexp:
+    """regexp.MustCompile as Sprig's non-`must` functions call it: its panic becomes the call's error."""
+    p = _str_arg(pattern)
+    try:
+        return compile_regexp(p)
+    except RegexpError as exc:
+        shown = f"`{p}`" if "`" not in p and all(c == "\t" or c >= " " for c in p) else goq(p)
+        raise ValueError(f"regexp: Compile({shown}): {exc}") from None
+
+
+def _regex_match(pattern: Any, s: Any) -> bool:
+    try:  # sprig regexMatch ignores the compile error: an invalid pattern is just false
+        return compile_regexp(_str_arg(pattern)).match_string(_str_arg(s))
+    except RegexpError:
+        return False
+
+
+def _compiled(pattern: Any) -> Regexp:
+    return compile_regexp(_str_arg(pattern))
+
+
+# Sprig v3 regex.go: every regexp is Go's (RE2), via console.nfd.regex; `must` forms return the compile error,
+# the others panic in regexp.MustCompile (text/template reports the panic as the call's error).
+REGEX_FUNCS: dict[str, Callable[..., Any]] = {
+    "regexMatch": _regex_match,
+    "mustRegexMatch": lambda p, s: _compiled(p).match_string(_str_arg(s)),
+    "regexFind": lambda p, s: _must_compile(p).find_string(_str_arg(s)),
+    "mustRegexFind": lambda p, s: _compiled(p).find_string(_str_arg(s)),
+    "regexFindAll": lambda p, s, n: _must_compile(p).find_all_string(_str_arg(s), _int_arg(n)),
+    "mustRegexFindAll": lambda p, s, n: _compiled(p).find_all_string(_str_arg(s), _int_arg(n)),
+    "regexReplaceAll": lambda p, s, r: _must_compile(p).replace_all_string(_str_arg(s), _str_arg(r)),
+    "mustRegexReplaceAll": lambda p, s, r: _compiled(p).replace_all_string(_str_arg(s), _str_arg(r)),
+    "regexReplaceAllLiteral": lambda p, s, r: _must_compile(p).replace_all_literal_string(_str_arg(s), _str_arg(r)),
+    "mustRegexReplaceAllLiteral": lambda p, s, r: _compiled(p).replace_all_literal_string(_str_arg(s), _str_arg(r)),
+    "regexSplit": lambda p, s, n: _must_compile(p).split(_str_arg(s), _int_arg(n)),
+    "mustRegexSplit": lambda p, s, n: _compiled(p).split(_str_arg(s), _int_arg(n)),
+    "regexQuoteMeta": lambda s: quote_meta(_str_arg(s)),
+}
 
 
 SPRIG: dict[str, Callable[..., Any]] = {
@@ -188,9 +238,7 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "hasKey": lambda m, k: k in m,
     "get": lambda m, k: m.get(k, ""),
     "dict": lambda *a: {go_format(a[i]): a[i + 1] if i + 1 < len(a) else "" for i in range(0, len(a), 2)},
-    "regexMatch": _regex_match,
-    "regexFind": lambda p, s: (m.group(0) if (m := re.search(p, s)) else ""),
-    "regexReplaceAll": lambda p, s, r: re.sub(p, re.sub(r"\$\{?(\w+)\}?", r"\\g<\1>", r), s),
+    **REGEX_FUNCS,
     "semverCompare": None,  # placeholder removed below; kept out to fail loudly
 }
 del SPRIG["semverCompare"]

@@ -8,16 +8,16 @@ errors NFD would only hit at evaluation time but that are certain from the rule 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from console.nfd import versions as V
-from console.nfd.expressions import BASE_OPS, INCLUSIVE_OPS, atoi, compile_go_regexp, crd_ops, parse_semver
+from console.nfd.expressions import BASE_OPS, INCLUSIVE_OPS, atoi, crd_ops, parse_semver
 from console.nfd.labels import LabelPolicy, add_ns
 from console.nfd.master import annotation_error, filter_extended_resource, taint_error
 from console.nfd.model import Features
+from console.nfd.regex import RegexpError, compile_regexp
 from console.nfd.rules import RuleError, Taint, rules_of
 from console.nfd.templates import TemplateError, parse_template
 
@@ -71,9 +71,9 @@ def _check_expr(raw: Any, fld: str, rule: str, v: V.NfdVersion, issues: list[Iss
     if op == "InRegexp":
         for p in vals:
             try:
-                compile_go_regexp(p)
-            except re.error as exc:
-                err(f"invalid regexp {p!r}: {exc}")
+                compile_regexp(p)
+            except RegexpError as exc:
+                err(f"invalid regexp {p!r}: {exc.describe()}")
     elif op in ("Gt", "Lt", "Ge", "Le", "GtLt", "GeLe"):
         parse = parse_semver if typ == "version" else atoi
         parsed = [parse(x) for x in vals]
