@@ -10,9 +10,11 @@ subset of Sprig. Anything else is a clear parse error rather than a silent misma
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from console.nfd.budget import Budget, BudgetExceeded, current_budget
 
 
 class TemplateError(Exception):
@@ -113,10 +115,17 @@ class _Parser:
         """[(kind 'text'|'action', content, line)] with trim markers applied."""
         out: list[tuple[str, str, int]] = []
         pos = 0
+        lines_at = [0, 1]  # [offset, line number there]: counted incrementally (a big template stays linear)
+
+        def line_of(i: int) -> int:
+            lines_at[1] += src.count("\n", lines_at[0], i)
+            lines_at[0] = i
+            return lines_at[1]
+
         while True:
             start = src.find("{{", pos)
             if start < 0:
-                out.append(("text", src[pos:], src.count("\n", 0, pos) + 1))
+                out.append(("text", src[pos:], line_of(pos)))
                 break
             text = src[pos:start]
             inner_start = start + 2
@@ -124,8 +133,8 @@ class _Parser:
                     "-\n", inner_start):
                 text = text.rstrip(" \t\r\n")
                 inner_start += 1
-            out.append(("text", text, src.count("\n", 0, pos) + 1))
-            line = src.count("\n", 0, start) + 1
+            out.append(("text", text, line_of(pos)))
+            line = line_of(start)
             if src.startswith("/*", inner_start.__index__()) or src[inner_start:].lstrip().startswith("/*"):
                 cend = src.find("*/", inner_start)
                 if cend < 0:
@@ -338,7 +347,7 @@ def go_format(v: Any) -> str:
     if isinstance(v, float):
         return repr(v).replace("e+", "e+").rstrip("0").rstrip(".") if v != int(v) else str(int(v))
     if isinstance(v, Mapping):
-        return "map[" + " ".join(f"{k}:{go_format(v[k])}" for k in sorted(v)) + "]"
+        return "map[" + " ".join(f"{k}:{go_format(v[k])}" for k in _sorted_keys(v)) + "]"
     if isinstance(v, Sequence):
         return "[" + " ".join(go_format(x) for x in v) + "]"
     return str(v)
@@ -362,21 +371,34 @@ class Template:
         self.funcs = funcs
         self.tree = _Parser(src, funcs).parse()
 
-    def execute(self, data: Any) -> str:
+    def execute(self, data: Any, budget: Budget | None = None) -> str:
+        """Expand with `data`; a budget (console.nfd.budget) bounds steps, output and time.
+
+        Over budget is a TemplateError like any execution error; `Cancelled` passes through.
+        """
         out: list[str] = []
-        self._run(self.tree, data, [("$", data)], out)
+        try:
+            with (budget or Budget()).activate():
+                self._run(self.tree, data, [("$", data)], out)
+        except BudgetExceeded as exc:
+            raise TemplateError(f'template: executing "": {exc}') from None
         return "".join(out)
 
     def _run(self, blocks: list[_Block], dot: Any, scope: list[tuple[str, Any]], out: list[str]) -> None:
         mark = len(scope)
+        budget = current_budget()
         for b in blocks:
+            budget.step()
             if b.kind == "text":
+                budget.emit(len(b.text))
                 out.append(b.text)
             elif b.kind == "action":
                 assert b.pipe is not None
                 v = self._pipe(b.pipe, dot, scope)
                 if not b.pipe.decl:
-                    out.append(go_format(v))
+                    text = go_format(v)
+                    budget.emit(len(text))
+                    out.append(text)
             elif b.kind in ("if", "with"):
                 assert b.pipe is not None
                 inner_mark = len(scope)
@@ -397,20 +419,23 @@ class Template:
             v = self._pipe(b.pipe, dot, scope)
         finally:
             b.pipe.decl = decl
+        items: Iterable[tuple[Any, Any]]
         if isinstance(v, Mapping):
-            items: list[tuple[Any, Any]] = [(k, v[k]) for k in sorted(v)]
+            items = [(k, v[k]) for k in _sorted_keys(v)]
         elif isinstance(v, Sequence) and not isinstance(v, str):
             items = list(enumerate(v))
         elif isinstance(v, int) and not isinstance(v, bool):
-            items = [(i, i) for i in range(v)]
+            items = ((i, i) for i in range(v))  # lazily: `range 2000000000` is bounded by the step budget
         elif v is None or v is NO_VALUE:
             items = []
         else:
             raise self._err(b.pipe, f"range can't iterate over {go_format(v)}")
-        if not items:
+        if (v <= 0) if isinstance(items, Iterator) else not items:
             self._run(b.else_body, dot, scope, out)
             return
+        budget = current_budget()
         for k, elem in items:
+            budget.step()
             mark = len(scope)
             if len(decl) == 1:
                 scope.append((decl[0], elem))
@@ -441,6 +466,7 @@ class Template:
 
     def _cmd(self, pipe: _Pipe, cmd: list[_Node], dot: Any, scope: list[tuple[str, Any]], piped: Any,
              has_piped: bool) -> Any:
+        current_budget().step()
         first = cmd[0]
         if first.kind == "ident":
             fn = self.funcs[first.value]
@@ -450,11 +476,15 @@ class Template:
             if has_piped:
                 args.append(piped)
             try:
-                return fn(*args)
-            except TemplateError:
+                result = fn(*args)
+            except (TemplateError, BudgetExceeded):
                 raise
-            except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as exc:
+            except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError,
+                    AttributeError) as exc:
                 raise self._err(pipe, f"error calling {first.value}: {exc}") from exc
+            if isinstance(result, str):
+                current_budget().value(len(result), f"{first.value}")
+            return result
         if len(cmd) > 1 or has_piped:
             raise self._err(pipe, f"can't give argument to non-function {first.text}")
         return self._arg(pipe, first, dot, scope)
@@ -506,6 +536,14 @@ class Template:
         return val
 
 
+def _sorted_keys(m: Mapping[Any, Any]) -> list[Any]:
+    """Go ranges over a map in key order; keys of mixed types (only from YAML) sort by their text."""
+    try:
+        return sorted(m)
+    except TypeError:
+        return sorted(m, key=go_format)
+
+
 def _go_type(v: Any) -> str:
     if isinstance(v, bool):
         return "bool"
@@ -539,9 +577,9 @@ def goq(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def expand_map(tmpl: Template, data: Any) -> dict[str, str]:
+def expand_map(tmpl: Template, data: Any, budget: Budget | None = None) -> dict[str, str]:
     """Helper.ExpandMap: execute, then every non-blank trimmed line must be `key=value`."""
-    expanded = tmpl.execute(data)
+    expanded = tmpl.execute(data, budget)
     out: dict[str, str] = {}
     for item in expanded.split("\n"):
         trimmed = item.strip()
