@@ -345,6 +345,8 @@ def go_format(v: Any) -> str:
     if isinstance(v, str):
         return v
     if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):  # fmt: NaN, +Inf, -Inf
+            return "NaN" if v != v else ("+Inf" if v > 0 else "-Inf")
         return repr(v).replace("e+", "e+").rstrip("0").rstrip(".") if v != int(v) else str(int(v))
     if isinstance(v, Mapping):
         return "map[" + " ".join(f"{k}:{go_format(v[k])}" for k in _sorted_keys(v)) + "]"
@@ -382,6 +384,8 @@ class Template:
                 self._run(self.tree, data, [("$", data)], out)
         except BudgetExceeded as exc:
             raise TemplateError(f'template: executing "": {exc}') from None
+        except RecursionError:
+            raise TemplateError('template: executing "": too deeply nested') from None
         return "".join(out)
 
     def _run(self, blocks: list[_Block], dot: Any, scope: list[tuple[str, Any]], out: list[str]) -> None:
@@ -475,19 +479,22 @@ class Template:
             args = [self._arg(pipe, n, dot, scope) for n in cmd[1:]]
             if has_piped:
                 args.append(piped)
-            try:
-                result = fn(*args)
-            except (TemplateError, BudgetExceeded):
-                raise
-            except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError,
-                    AttributeError) as exc:
-                raise self._err(pipe, f"error calling {first.value}: {exc}") from exc
-            if isinstance(result, str):
-                current_budget().value(len(result), f"{first.value}")
-            return result
+            return self._call(pipe, first.value, fn, args)
         if len(cmd) > 1 or has_piped:
             raise self._err(pipe, f"can't give argument to non-function {first.text}")
         return self._arg(pipe, first, dot, scope)
+
+    def _call(self, pipe: _Pipe, name: str, fn: Callable[..., Any], args: list[Any]) -> Any:
+        try:
+            result = fn(*args)
+        except (TemplateError, BudgetExceeded):
+            raise
+        except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError,
+                AttributeError) as exc:
+            raise self._err(pipe, f"error calling {name}: {exc}") from exc
+        if isinstance(result, str):
+            current_budget().value(len(result), name)
+        return result
 
     def _andor(self, pipe: _Pipe, name: str, nodes: list[_Node], dot: Any, scope: list[tuple[str, Any]],
                piped: Any, has_piped: bool) -> Any:
@@ -510,8 +517,8 @@ class Template:
             raise self._err(pipe, "nil is not a command")
         if n.kind == "dot":
             return dot
-        if n.kind == "ident":
-            return self.funcs[n.value]()
+        if n.kind == "ident":  # a function as an argument is called without arguments
+            return self._call(pipe, n.value, self.funcs[n.value], [])
         if n.kind == "field":
             return self._chain(pipe, dot, n.chain, n.text)
         if n.kind == "var":
