@@ -81,6 +81,24 @@ async def test_esc_cancels_a_running_dry_run(kube: Cluster) -> None:
         assert app.screen is not screen  # esc again goes back
 
 
+async def test_ctrl_q_quits_while_a_dry_run_evaluates(kube: Cluster) -> None:
+    screen = RulesScreen(kube=kube, settings=Settings())
+    app = Host(screen, screen.settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen.open_rule(None, PATHOLOGICAL)
+        screen.editor.blur()
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: any(w.name == "run_dry_run" for w in app.workers if w.is_running),
+                       "the dry-run worker")
+        cancel = screen._dry_run_cancel
+        assert cancel is not None and not cancel.is_set()
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: not app.is_running, "the app to quit", timeout=20)
+    assert cancel.is_set()  # the evaluation thread was told to stop, not left running
+
+
 def kubectl(lab: Lab, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "KUBECONFIG": str(lab.state.kubeconfig)}
     return subprocess.run(["kubectl", *args], capture_output=True, text=True, env=env, timeout=timeout)

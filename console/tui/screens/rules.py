@@ -419,6 +419,9 @@ class RulesScreen(EditorScreen):
             return
         super().action_back()
 
+    def on_unmount(self) -> None:
+        self.cancel_dry_run()  # leaving (or quitting with ctrl+q) stops the evaluation thread too
+
     def _worker_failed(self) -> None:
         self._apply_after_dry_run = False
 
