@@ -43,6 +43,9 @@ _TOKEN_RE = re.compile(
     re.VERBOSE,
 )
 _CHAIN_RE = re.compile(r"(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+# matched at a position (never on a copy of the rest of the source, which made parsing quadratic)
+_COMMENT_START = re.compile(r"\s*/\*")
+_TRIM_SPACE = re.compile(r"[ \t\r\n]*")
 
 
 @dataclass
@@ -135,7 +138,7 @@ class _Parser:
                 inner_start += 1
             out.append(("text", text, line_of(pos)))
             line = line_of(start)
-            if src.startswith("/*", inner_start.__index__()) or src[inner_start:].lstrip().startswith("/*"):
+            if _COMMENT_START.match(src, inner_start):
                 cend = src.find("*/", inner_start)
                 if cend < 0:
                     raise TemplateError(f"template: :{line}: unclosed comment")
@@ -148,8 +151,7 @@ class _Parser:
             pos = end + 2
             if inner.endswith(" -") or inner.endswith("\t-") or inner.endswith("\n-"):
                 inner = inner[:-1]
-                nxt = len(src) - len(src[pos:].lstrip(" \t\r\n"))
-                pos = nxt
+                pos = _TRIM_SPACE.match(src, pos).end()  # type: ignore[union-attr]
             if inner.strip().startswith("/*"):
                 continue
             out.append(("action", inner, line))
@@ -300,21 +302,22 @@ class _Parser:
         raise TemplateError(f"template: :{line}: unexpected {t.text!r} in operand")
 
 
+_CLOSE_OR_QUOTE = re.compile(r"}}|[\"'`]")
+
+
 def _find_close(src: str, pos: int) -> int:
     """Index of the '}}' closing an action, skipping quoted strings."""
     i = pos
-    while i < len(src):
-        c = src[i]
-        if c in "\"'`":
-            j = i + 1
-            while j < len(src) and src[j] != c:
-                j += 2 if (src[j] == "\\" and c != "`") else 1
-            i = j + 1
-            continue
-        if src.startswith("}}", i):
-            return i
-        i += 1
-    return -1
+    while True:
+        m = _CLOSE_OR_QUOTE.search(src, i)
+        if m is None:
+            return -1
+        if m.group() == "}}":
+            return m.start()
+        c, j = m.group(), m.end()
+        while j < len(src) and src[j] != c:
+            j += 2 if (src[j] == "\\" and c != "`") else 1
+        i = j + 1
 
 
 def _unquote(s: str, line: int) -> str:
