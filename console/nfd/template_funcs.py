@@ -94,7 +94,7 @@ def _printf(fmt: str, *args: Any) -> str:
     out.append(fmt[pos:])
     if used < len(args):  # Go appends the operands no verb used
         out.append("%!(EXTRA " + ", ".join(f"{_go_kind(a)}={go_format(a)}" for a in args[used:]) + ")")
-    return "".join(out)
+    return _joined(out, "", "printf")
 
 
 def _go_kind(a: Any) -> str:
@@ -126,12 +126,28 @@ def _verb(m: re.Match[str], a: Any, missing: bool) -> str:
 
 def _print(*args: Any) -> str:
     # fmt.Sprint adds spaces between operands when neither is a string
-    out = ""
+    out: list[str] = []
     for i, a in enumerate(args):
         if i and not isinstance(a, str) and not isinstance(args[i - 1], str):
-            out += " "
-        out += go_format(a)
-    return out
+            out.append(" ")
+        out.append(go_format(a))
+    return _joined(out, "", "print")
+
+
+def _joined(parts: Sequence[str], sep: str, what: str) -> str:
+    """sep.join(parts), refused before it is built when it would exceed the output budget."""
+    charge_value(sum(map(len, parts)) + len(sep) * max(len(parts) - 1, 0), what)
+    return sep.join(parts)
+
+
+def _join(sep: Any, lst: Any) -> str:
+    parts: list[str] = []
+    total = 0
+    for x in lst if isinstance(lst, Sequence) and not isinstance(lst, str) else [lst]:
+        parts.append(go_format(x))
+        total += len(parts[-1]) + len(go_format(sep))
+        charge_value(total, "join")  # element by element: many big elements are refused early
+    return _joined(parts, go_format(sep), "join")
 
 
 GO_BUILTINS: dict[str, Callable[..., Any]] = {
@@ -142,7 +158,7 @@ GO_BUILTINS: dict[str, Callable[..., Any]] = {
     "index": _index,
     "print": _print,
     "printf": _printf,
-    "println": lambda *a: " ".join(go_format(x) for x in a) + "\n",
+    "println": lambda *a: _joined([go_format(x) for x in a], " ", "println") + "\n",
     "eq": _eq,
     "ne": lambda a, b: not _eq(a, b),
     "lt": _cmp(lambda a, b: a < b),
@@ -214,8 +230,8 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "hasSuffix": lambda p, s: go_format(s).endswith(p),
     "repeat": _repeat,
     "trunc": lambda n, s: go_format(s)[:n] if n >= 0 else go_format(s)[n:],
-    "quote": lambda *a: " ".join('"' + go_format(x).replace('"', '\\"') + '"' for x in a),
-    "squote": lambda *a: " ".join("'" + go_format(x) + "'" for x in a),
+    "quote": lambda *a: _joined(['"' + go_format(x).replace('"', '\\"') + '"' for x in a], " ", "quote"),
+    "squote": lambda *a: _joined(["'" + go_format(x) + "'" for x in a], " ", "squote"),
     "toString": go_format,
     "default": _default,
     "empty": lambda v: not truth(v),
@@ -235,7 +251,7 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "list": lambda *a: list(a),
     "first": lambda lst: lst[0] if lst else None,
     "last": lambda lst: lst[-1] if lst else None,
-    "join": lambda sep, lst: sep.join(go_format(x) for x in lst),
+    "join": _join,
     "split": lambda sep, s: {f"_{i}": p for i, p in enumerate(go_format(s).split(sep))},
     "splitList": lambda sep, s: go_format(s).split(sep),
     "sortAlpha": lambda lst: sorted(go_format(x) for x in lst),

@@ -108,3 +108,17 @@ def test_feature_files_are_never_read_whole(tmp_path) -> None:
         res = read_features_dir(tmp_path, version)
         assert res.labels == {"b": "2"}
         assert any(w.startswith("big: ") and why in w for w in res.warnings), res.warnings
+
+
+def test_shared_structure_cannot_format_into_a_bomb() -> None:
+    """`$x = list $x $x` thirty times is 31 lists in memory and 2^30 elements as text: refused before building."""
+    doubling = "{{$x := list 1}}{{range 30}}{{$x = list $x $x}}{{end}}"
+    for tail in ("{{$x}}", "{{len (print $x)}}", '{{join "," (list $x)}}', "{{printf \"%v\" $x}}"):
+        with pytest.raises(TemplateError, match="formatting a value would produce more than the template output "
+                                                "budget of 1572864 bytes"):
+            parse_template(doubling + tail).execute({})
+    y = '{{$y := repeat 1000000 "x"}}'
+    with pytest.raises(TemplateError, match="join would produce 2000000 bytes"):
+        parse_template(y + '{{join "" (list $y $y)}}').execute({})
+    with pytest.raises(TemplateError, match="print would produce 2000000 bytes"):
+        parse_template(y + "{{print $y $y}}").execute({})
