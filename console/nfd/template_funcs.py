@@ -140,6 +140,33 @@ def _joined(parts: Sequence[str], sep: str, what: str) -> str:
     return sep.join(parts)
 
 
+def _formatted_all(lst: Any, what: str) -> list[str]:
+    """go_format of each element, refused as soon as their total passes the output budget."""
+    out: list[str] = []
+    total = 0
+    for x in lst:
+        out.append(go_format(x))
+        total += len(out[-1])
+        charge_value(total, what)
+    return out
+
+
+def _deep_equal(a: Any, b: Any, seen: set[tuple[int, int]]) -> bool:
+    """reflect.DeepEqual as Sprig's `has` uses it: a pair of collections already being compared counts as equal
+    (Go's visited map), so values that share structure compare in polynomial time, not exponential."""
+    if isinstance(a, Mapping | list | tuple) and isinstance(b, Mapping | list | tuple):
+        if type(a) is not type(b) or len(a) != len(b):
+            return False
+        key = (id(a), id(b))
+        if a is b or key in seen:
+            return True
+        seen.add(key)
+        if isinstance(a, Mapping):
+            return all(k in b and _deep_equal(a[k], b[k], seen) for k in a)
+        return all(_deep_equal(x, y, seen) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
 def _join(sep: Any, lst: Any) -> str:
     parts: list[str] = []
     total = 0
@@ -254,9 +281,9 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "join": _join,
     "split": lambda sep, s: {f"_{i}": p for i, p in enumerate(go_format(s).split(sep))},
     "splitList": lambda sep, s: go_format(s).split(sep),
-    "sortAlpha": lambda lst: sorted(go_format(x) for x in lst),
+    "sortAlpha": lambda lst: sorted(_formatted_all(lst, "sortAlpha")),
     "uniq": lambda lst: list(dict.fromkeys(lst)),
-    "has": lambda item, lst: item in lst,
+    "has": lambda item, lst: any(_deep_equal(item, x, set()) for x in lst),
     "keys": lambda *ms: [k for m in ms for k in m],
     "hasKey": lambda m, k: k in m,
     "get": lambda m, k: m.get(k, ""),

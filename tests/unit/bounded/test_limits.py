@@ -122,3 +122,11 @@ def test_shared_structure_cannot_format_into_a_bomb() -> None:
         parse_template(y + '{{join "" (list $y $y)}}').execute({})
     with pytest.raises(TemplateError, match="print would produce 2000000 bytes"):
         parse_template(y + "{{print $y $y}}").execute({})
+
+
+def test_has_compares_shared_structure_like_reflect_deepequal() -> None:
+    """Sprig `has` uses reflect.DeepEqual: its visited map makes shared structure cheap (Python == is exponential)."""
+    d = "{{$x := list 1}}{{range 30}}{{$x = list $x $x}}{{end}}{{$y := list 1}}{{range 30}}{{$y = list $y $y}}{{end}}"
+    assert parse_template(d + "{{has $x (list $y)}}").execute({}) == "true"
+    assert parse_template("{{has 1 (list 2 1)}} {{has 1 (list true)}} {{has (list 1) (list (list 1))}}").execute(
+        {}) == "true false true"
