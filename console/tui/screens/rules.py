@@ -77,6 +77,15 @@ class RuleDryRunReady(Message):
         self.result, self.content, self.error, self.cancelled = result, content, error, cancelled
 
 
+class RuleValidated(Message):
+    """parse_rule's result for `text`, computed in a worker (a big buffer never stalls typing)."""
+
+    def __init__(self, text: str, version: V.NfdVersion, result: tuple[dict[str, Any] | None, list[str], list[str]]
+                 ) -> None:
+        super().__init__()
+        self.text, self.version, self.result = text, version, result
+
+
 class RuleApplied(Message):
     def __init__(self, obj: dict[str, Any], verb: str) -> None:
         super().__init__()
@@ -146,6 +155,7 @@ class RulesScreen(EditorScreen):
         self._apply_after_dry_run = False
         self._validate_timer: Timer | None = None
         self._dry_run_cancel: threading.Event | None = None  # set to stop the running dry-run
+        self._validated: tuple[str, V.NfdVersion, Any] | None = None  # (text, version, parse_rule result)
 
     def compose_under_editor(self) -> ComposeResult:
         yield Static("", id="rules-problems", markup=False)
@@ -236,10 +246,27 @@ class RulesScreen(EditorScreen):
     def _changed(self) -> None:
         if self._validate_timer is not None:
             self._validate_timer.stop()
-        self._validate_timer = self.set_timer(VALIDATE_DELAY, self.validate_now)
+        self._validate_timer = self.set_timer(VALIDATE_DELAY, lambda: self.run_validation(self.editor.text,
+                                                                                           self.version))
+
+    @work(thread=True, exclusive=True, group="rules-validate", exit_on_error=False)
+    def run_validation(self, text: str, version: V.NfdVersion) -> None:
+        self.post_message(RuleValidated(text, version, parse_rule(text, version)))
+
+    def on_rule_validated(self, msg: RuleValidated) -> None:
+        self._validated = (msg.text, msg.version, msg.result)
+        if msg.text == self.editor.text:
+            self.validate_now()
 
     def validate_now(self) -> None:
-        self.parsed, self.errors, self.warnings = parse_rule(self.editor.text, self.version)
+        text = self.editor.text
+        cached = self._validated
+        if cached is not None and cached[0] == text and cached[1] == self.version:
+            result = cached[2]  # what the worker found for this very text
+        else:
+            result = parse_rule(text, self.version)
+            self._validated = (text, self.version, result)
+        self.parsed, self.errors, self.warnings = result
         problems = self.query_one("#rules-problems", Static)
         colors = self.app.get_css_variables()
         text = Text()
