@@ -103,30 +103,27 @@ def _fail(msg: str) -> int:
 
 
 def _load_docs(paths: list[str], kind: str) -> list[dict[str, Any]]:
-    import yaml
+    from console.bounded import load_yaml_file_all
+    from console.nfd.rules import object_name
 
     docs: list[dict[str, Any]] = []
     for path in paths:
-        try:
-            with open(path, encoding="utf-8") as f:
-                loaded = list(yaml.safe_load_all(f))
-        except OSError as exc:
-            raise ValueError(f"{path}: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            raise ValueError(f"{path}: invalid YAML: {exc}") from None
+        loaded = load_yaml_file_all(path)  # InputError (a ValueError) names the file and the limit
         for doc in loaded:
             if doc is None:
                 continue
             if isinstance(doc, Mapping) and doc.get("kind") == "List":
-                docs.extend(doc.get("items") or [])
+                items = doc.get("items") or []
+                if not isinstance(items, list) or not all(isinstance(i, Mapping) for i in items):
+                    raise ValueError(f"{path}: a List's items must be {kind} mappings")
+                docs.extend(dict(i) for i in items)
             elif isinstance(doc, Mapping):
                 docs.append(dict(doc))
             else:
                 raise ValueError(f"{path}: expected {kind} mapping documents, got {type(doc).__name__}")
     for doc in docs:
         if doc.get("kind") not in (None, kind):
-            name = (doc.get("metadata") or {}).get("name")
-            raise ValueError(f"expected kind {kind}, got {doc.get('kind')!r} ({name})")
+            raise ValueError(f"expected kind {kind}, got {doc.get('kind')!r} ({object_name(doc)})")
     if not docs:
         raise ValueError(f"no {kind} documents in {', '.join(paths)}")
     return docs
@@ -154,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _dryrun(args: argparse.Namespace) -> int:
     from console.nfd.master import compute_node_outcome
-    from console.nfd.rules import compile_rule_objects
+    from console.nfd.rules import compile_rule_objects, object_name
     from console.nfd.validation import validate_rule_object
 
     config = _config(args, args.enable_taints)
@@ -163,8 +160,7 @@ def _dryrun(args: argparse.Namespace) -> int:
     errors, notes = [], []
     for doc in rule_docs:
         for issue in validate_rule_object(doc, config.version, config.policy()):
-            name = (doc.get("metadata") or {}).get("name")
-            line = f"NodeFeatureRule {name!r}: {issue}"
+            line = f"NodeFeatureRule {object_name(doc)!r}: {issue}"
             if issue.severity == "error" and not issue.field.startswith(_OUTPUT_FIELDS):
                 errors.append(line)
             else:
@@ -288,13 +284,14 @@ class _signals_raise:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from console.nfd.rules import object_name
     from console.nfd.validation import validate_rule_object
 
     config = _config(args)
     docs = _load_docs(args.rule, "NodeFeatureRule")
     report, bad = [], False
     for doc in docs:
-        name = (doc.get("metadata") or {}).get("name")
+        name = object_name(doc) or None
         issues = validate_rule_object(doc, config.version, config.policy())
         errs = [i for i in issues if i.severity == "error"]
         bad = bad or bool(errs)

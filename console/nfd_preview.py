@@ -32,7 +32,7 @@ from console.nfd.master import (
     node_patch,
 )
 from console.nfd.model import InvalidObject
-from console.nfd.rules import RuleError, compile_rule_objects
+from console.nfd.rules import RuleError, compile_rule_objects, object_name
 
 PREVIEW_TIMEOUT = 5.0
 
@@ -254,11 +254,11 @@ def dry_run_rule(rule_obj: Mapping[str, Any], cluster_rules: Sequence[Mapping[st
                  node_features_by_node: Mapping[str, Sequence[Mapping[str, Any]]],
                  nodes: Mapping[str, Mapping[str, Any]], config: MasterConfig) -> RuleDryRun:
     """Evaluate `rule_obj` (replacing the cluster rule of the same name) with the other rules, on every node."""
-    name = str((rule_obj.get("metadata") or {}).get("name") or "")
+    name = object_name(rule_obj)
     out = RuleDryRun(name, str(config.version))
-    objs = [r for r in cluster_rules if (r.get("metadata") or {}).get("name") != name]
+    objs = [r for r in cluster_rules if object_name(r) != name]
     objs.append(rule_obj)
-    objs.sort(key=lambda r: str((r.get("metadata") or {}).get("name") or ""))
+    objs.sort(key=object_name)
     try:
         compiled = compile_rule_objects(objs, config.version)  # type: ignore[arg-type]
     except (RuleError, InvalidObject) as e:

@@ -17,6 +17,9 @@ from pathlib import Path
 from console.nfd import versions as V
 
 MAX_FEATURE_FILE_SIZE = 65536
+# Before v0.14 NFD reads a feature file whole; the console stops at etcd's 1.5 MiB request limit, past which the
+# labels could never be stored on a Node anyway (and a 100 MB file is never read into memory).
+MAX_UNCAPPED_FILE_SIZE = 1536 * 1024
 DIRECTIVE_PREFIX = "# +"
 _RFC3339_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
 
@@ -153,8 +156,13 @@ def read_features_dir(path: str | os.PathLike[str], version: V.NfdVersion | str 
             res.warnings.append(f"{name}: file size limit exceeded: {st.st_size} bytes > {MAX_FEATURE_FILE_SIZE} "
                                 "bytes; the whole file is skipped")
             continue
+        if st.st_size > MAX_UNCAPPED_FILE_SIZE:
+            res.warnings.append(f"{name}: {st.st_size} bytes: NFD {v} would read it whole, but its labels could never "
+                                f"fit a Node object (etcd's {MAX_UNCAPPED_FILE_SIZE}-byte limit); skipped")
+            continue
         try:
-            data = p.read_bytes()
+            with p.open("rb") as f:
+                data = f.read(MAX_UNCAPPED_FILE_SIZE + 1)  # the file may grow after the stat
         except OSError as exc:
             res.warnings.append(f"{name}: failed to read file: {exc.strerror}")
             continue

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.nfd import versions as V
+from console.nfd.budget import check_cancelled
 from console.nfd.expressions import EvaluationError
 from console.nfd.labels import (
     ANNOTATION_NS,
@@ -207,6 +208,7 @@ def compute_node_outcome(
         oname = obj.name
         warnings.extend(obj.warnings(v))
         for rule in obj.rules:
+            check_cancelled()  # a cancelled dry-run stops between rules (templates check within)
             try:
                 out = rule.execute(features)
             except EvaluationError as exc:

@@ -68,17 +68,17 @@ class Features:
             return f
         if not isinstance(spec_features, Mapping):
             raise InvalidObject("spec.features must be a mapping")
-        for name, fs in (spec_features.get("flags") or {}).items():
+        for name, fs in _section(spec_features, "flags").items():
             elems = _elements(fs, f"spec.features.flags.{name}")
             if elems is not None and not isinstance(elems, Mapping):
                 raise InvalidObject(f"spec.features.flags.{name}.elements must be a mapping")
             f.flags[name] = set(elems or {})
-        for name, fs in (spec_features.get("attributes") or {}).items():
+        for name, fs in _section(spec_features, "attributes").items():
             elems = _elements(fs, f"spec.features.attributes.{name}")
             if elems is not None and not isinstance(elems, Mapping):
                 raise InvalidObject(f"spec.features.attributes.{name}.elements must be a mapping")
             f.attributes[name] = {str(k): _str(v) for k, v in (elems or {}).items()}
-        for name, fs in (spec_features.get("instances") or {}).items():
+        for name, fs in _section(spec_features, "instances").items():
             elems = _elements(fs, f"spec.features.instances.{name}")
             if elems is not None and not isinstance(elems, list):
                 raise InvalidObject(f"spec.features.instances.{name}.elements must be a list")
@@ -90,6 +90,13 @@ class Features:
                 lst.append({str(k): _str(v) for k, v in (attrs or {}).items()})
             f.instances[name] = lst
         return f
+
+
+def _section(spec_features: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
+    sec = spec_features.get(kind) or {}
+    if not isinstance(sec, Mapping):
+        raise InvalidObject(f"spec.features.{kind} must be a mapping of feature name -> {{elements}}")
+    return sec
 
 
 def _elements(fs: Any, where: str) -> Any:
@@ -131,7 +138,10 @@ class NodeFeatureSpec:
         if not isinstance(labels, Mapping):
             raise InvalidObject("NodeFeature spec.labels must be a mapping")
         name = str(meta.get("name") or "")
-        node = str((meta.get("labels") or {}).get(NODE_NAME_LABEL) or "")
+        meta_labels = meta.get("labels") or {}
+        if not isinstance(meta_labels, Mapping):
+            raise InvalidObject("NodeFeature metadata.labels must be a mapping")
+        node = str(meta_labels.get(NODE_NAME_LABEL) or "")
         return cls(
             name=name,
             namespace=str(meta.get("namespace") or ""),

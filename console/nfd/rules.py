@@ -350,14 +350,40 @@ def compile_rule(raw: Mapping[str, Any], version: V.NfdVersion | str | None = No
     return CompiledRule(name, labels, vars_, ann, ers, taints, lt, vt, tmpl_err, mf, ma, v, ignored)
 
 
-def rules_of(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """`spec.rules` of a NodeFeatureRule object."""
-    spec = obj.get("spec") if isinstance(obj, Mapping) else None
+def object_name(obj: Any) -> str:
+    """metadata.name of an API object as written, "" when the object, its metadata or the name has the wrong shape."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
+def shape_error(obj: Any) -> tuple[str, str] | None:
+    """(field, what is wrong) when a NodeFeatureRule object's top level has the wrong shape."""
+    if not isinstance(obj, Mapping):
+        return "object", f"a NodeFeatureRule must be a mapping (got {type(obj).__name__})"
+    meta = obj.get("metadata")
+    if meta is not None and not isinstance(meta, Mapping):
+        return "metadata", f"must be a mapping (got {type(meta).__name__})"
+    if isinstance(meta, Mapping) and meta.get("name") is not None and not isinstance(meta.get("name"), str):
+        return "metadata.name", f"must be a string (got {type(meta.get('name')).__name__})"
+    spec = obj.get("spec")
+    if spec is not None and not isinstance(spec, Mapping):
+        return "spec", f"must be a mapping (got {type(spec).__name__})"
     rules = spec.get("rules") if isinstance(spec, Mapping) else None
     if not isinstance(rules, list):
-        name = (obj.get("metadata") or {}).get("name", "?") if isinstance(obj, Mapping) else "?"
-        raise RuleError(f"NodeFeatureRule {name!r}: spec.rules must be a list")
-    return rules
+        return "spec.rules", "spec.rules must be a list" + (" (missing)" if rules is None else
+                                                             f" (got {type(rules).__name__})")
+    return None
+
+
+def rules_of(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """`spec.rules` of a NodeFeatureRule object."""
+    err = shape_error(obj)
+    if err:
+        fld, msg = err
+        what = msg if fld == "spec.rules" else f"{fld}: {msg}"
+        raise RuleError(f"NodeFeatureRule {object_name(obj) or '?'!r}: {what}")
+    return obj["spec"]["rules"]  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -382,7 +408,7 @@ def compile_rule_objects(objs: list[Mapping[str, Any]], version: V.NfdVersion | 
         kind = obj.get("kind")
         if kind not in (None, "NodeFeatureRule"):
             raise RuleError(f"expected kind NodeFeatureRule, got {kind!r}")
-        name = str((obj.get("metadata") or {}).get("name") or "")
+        name = object_name(obj)
         rules = [compile_rule(r, v, where=f"NodeFeatureRule {name!r} spec.rules[{i}]")
                  for i, r in enumerate(rules_of(obj))]
         out.append(CompiledRuleObject(name, rules))

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from console.nfd.budget import charge_value
 from console.nfd.expressions import goq
 from console.nfd.regex import Regexp, RegexpError, compile_regexp, quote_meta
 from console.nfd.templates import NO_VALUE, TemplateError, go_format, truth
@@ -70,41 +71,112 @@ def _index(v: Any, *keys: Any) -> Any:
 
 
 _VERB_RE = re.compile(r"%([-+# 0]*)(\d*)(?:\.(\d+))?([vsdqtxXf%])")
+_GO_FMT_MAX = 1_000_000  # fmt/print.go tooLarge: a width or precision past 1e6 is "crazy long"
+
+
+def _too_long(digits: str | None) -> bool:
+    """fmt's parsenum gives up (and consumes the rest of the format) once the number passed 1e6 with digits left."""
+    return bool(digits) and len(digits) > 1 and int(digits[:-1]) > _GO_FMT_MAX  # type: ignore[index]
 
 
 def _printf(fmt: str, *args: Any) -> str:
-    it = iter(args)
+    out: list[str] = []
+    pos = 0
+    used = 0
+    for m in _VERB_RE.finditer(fmt):
+        out.append(fmt[pos:m.start()])
+        pos = m.end()
+        if _too_long(m.group(2)) or _too_long(m.group(3)):
+            out.append("%!(NOVERB)")  # Go: parsenum overflowed to the end of the format
+            pos = len(fmt)
+            break
+        if m.group(4) != "%":
+            used += 1
+        out.append(_verb(m, args[used - 1] if 0 < used <= len(args) else None, used > len(args)))
+    out.append(fmt[pos:])
+    if used < len(args):  # Go appends the operands no verb used
+        out.append("%!(EXTRA " + ", ".join(f"{_go_kind(a)}={go_format(a)}" for a in args[used:]) + ")")
+    return _joined(out, "", "printf")
 
-    def rep(m: re.Match[str]) -> str:
-        flags, width, prec, verb = m.groups()
-        if verb == "%":
-            return "%"
-        try:
-            a = next(it)
-        except StopIteration:
-            return f"%!{verb}(MISSING)"
-        if verb == "q":
-            s = '"' + go_format(a).replace("\\", "\\\\").replace('"', '\\"') + '"'
-        elif verb in "dxX" and isinstance(a, int) and not isinstance(a, bool):
-            s = format(a, {"d": "d", "x": "x", "X": "X"}[verb])
-        elif verb == "f" and isinstance(a, int | float):
-            s = f"{a:.{prec or 6}f}"
-        else:
-            s = go_format(a)
-        if width:
-            s = s.ljust(int(width)) if "-" in flags else s.rjust(int(width), "0" if "0" in flags else " ")
-        return s
-    return _VERB_RE.sub(rep, fmt)
+
+def _go_kind(a: Any) -> str:
+    return {bool: "bool", int: "int", float: "float64", str: "string"}.get(type(a), "interface {}")
+
+
+def _verb(m: re.Match[str], a: Any, missing: bool) -> str:
+    flags, width, prec, verb = m.groups()
+    if verb == "%":
+        return "%"
+    if missing:
+        return f"%!{verb}(MISSING)"
+    if width:
+        charge_value(int(width), f"printf width {width}")
+    if prec:
+        charge_value(int(prec), f"printf precision {prec}")
+    if verb == "q":
+        s = '"' + go_format(a).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    elif verb in "dxX" and isinstance(a, int) and not isinstance(a, bool):
+        s = format(a, {"d": "d", "x": "x", "X": "X"}[verb])
+    elif verb == "f" and isinstance(a, int | float):
+        s = f"{a:.{prec or 6}f}"
+    else:
+        s = go_format(a)
+    if width:
+        s = s.ljust(int(width)) if "-" in flags else s.rjust(int(width), "0" if "0" in flags else " ")
+    return s
 
 
 def _print(*args: Any) -> str:
     # fmt.Sprint adds spaces between operands when neither is a string
-    out = ""
+    out: list[str] = []
     for i, a in enumerate(args):
         if i and not isinstance(a, str) and not isinstance(args[i - 1], str):
-            out += " "
-        out += go_format(a)
+            out.append(" ")
+        out.append(go_format(a))
+    return _joined(out, "", "print")
+
+
+def _joined(parts: Sequence[str], sep: str, what: str) -> str:
+    """sep.join(parts), refused before it is built when it would exceed the output budget."""
+    charge_value(sum(map(len, parts)) + len(sep) * max(len(parts) - 1, 0), what)
+    return sep.join(parts)
+
+
+def _formatted_all(lst: Any, what: str) -> list[str]:
+    """go_format of each element, refused as soon as their total passes the output budget."""
+    out: list[str] = []
+    total = 0
+    for x in lst:
+        out.append(go_format(x))
+        total += len(out[-1])
+        charge_value(total, what)
     return out
+
+
+def _deep_equal(a: Any, b: Any, seen: set[tuple[int, int]]) -> bool:
+    """reflect.DeepEqual as Sprig's `has` uses it: a pair of collections already being compared counts as equal
+    (Go's visited map), so values that share structure compare in polynomial time, not exponential."""
+    if isinstance(a, Mapping | list | tuple) and isinstance(b, Mapping | list | tuple):
+        if type(a) is not type(b) or len(a) != len(b):
+            return False
+        key = (id(a), id(b))
+        if a is b or key in seen:
+            return True
+        seen.add(key)
+        if isinstance(a, Mapping):
+            return all(k in b and _deep_equal(a[k], b[k], seen) for k in a)
+        return all(_deep_equal(x, y, seen) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def _join(sep: Any, lst: Any) -> str:
+    parts: list[str] = []
+    total = 0
+    for x in lst if isinstance(lst, Sequence) and not isinstance(lst, str) else [lst]:
+        parts.append(go_format(x))
+        total += len(parts[-1]) + len(go_format(sep))
+        charge_value(total, "join")  # element by element: many big elements are refused early
+    return _joined(parts, go_format(sep), "join")
 
 
 GO_BUILTINS: dict[str, Callable[..., Any]] = {
@@ -115,7 +187,7 @@ GO_BUILTINS: dict[str, Callable[..., Any]] = {
     "index": _index,
     "print": _print,
     "printf": _printf,
-    "println": lambda *a: " ".join(go_format(x) for x in a) + "\n",
+    "println": lambda *a: _joined([go_format(x) for x in a], " ", "println") + "\n",
     "eq": _eq,
     "ne": lambda a, b: not _eq(a, b),
     "lt": _cmp(lambda a, b: a < b),
@@ -125,15 +197,43 @@ GO_BUILTINS: dict[str, Callable[..., Any]] = {
 }
 
 
+def _i64(x: int) -> int:
+    """Go int64 arithmetic wraps around (Sprig's add/mul/... use int64)."""
+    return (x + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
 def _to_int(v: Any) -> int:
     if isinstance(v, bool):
         return int(v)
     if isinstance(v, int):
-        return v
+        return _i64(v)
     try:
-        return int(float(v)) if isinstance(v, float | str) else 0
-    except ValueError:
+        return _i64(int(float(v))) if isinstance(v, float | str) else 0
+    except (ValueError, OverflowError):  # nan, inf
         return 0
+
+
+def _repeat(n: Any, s: Any) -> str:
+    text = go_format(s)
+    count = _to_int(n)
+    if count < 0:
+        raise ValueError("strings: negative Repeat count")  # Go's strings.Repeat panics; template reports it
+    charge_value(count * len(text), f"repeat {count}")
+    return text * count
+
+
+def _replace(old: Any, new: Any, s: Any) -> str:
+    text, old, new = go_format(s), go_format(old), go_format(new)
+    hits = len(text) + 1 if old == "" else text.count(old)
+    charge_value(len(text) + hits * (len(new) - len(old)), "replace")
+    return text.replace(old, new)
+
+
+def _mul(*a: Any) -> int:
+    out = 1
+    for x in a:
+        out = _i64(out * _to_int(x))  # wrap at each step, as int64 does, so it never grows
+    return out
 
 
 def _default(d: Any, *given: Any) -> Any:
@@ -201,14 +301,14 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "trimAll": lambda c, s: go_format(s).strip(c),
     "trimPrefix": lambda p, s: go_format(s).removeprefix(p),
     "trimSuffix": lambda p, s: go_format(s).removesuffix(p),
-    "replace": lambda old, new, s: go_format(s).replace(old, new),
+    "replace": _replace,
     "contains": lambda sub, s: sub in go_format(s),
     "hasPrefix": lambda p, s: go_format(s).startswith(p),
     "hasSuffix": lambda p, s: go_format(s).endswith(p),
-    "repeat": lambda n, s: go_format(s) * n,
+    "repeat": _repeat,
     "trunc": lambda n, s: go_format(s)[:n] if n >= 0 else go_format(s)[n:],
-    "quote": lambda *a: " ".join('"' + go_format(x).replace('"', '\\"') + '"' for x in a),
-    "squote": lambda *a: " ".join("'" + go_format(x) + "'" for x in a),
+    "quote": lambda *a: _joined(['"' + go_format(x).replace('"', '\\"') + '"' for x in a], " ", "quote"),
+    "squote": lambda *a: _joined(["'" + go_format(x) + "'" for x in a], " ", "squote"),
     "toString": go_format,
     "default": _default,
     "empty": lambda v: not truth(v),
@@ -217,10 +317,10 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "atoi": lambda s: _to_int(s),
     "int": _to_int,
     "int64": _to_int,
-    "add": lambda *a: sum(_to_int(x) for x in a),
-    "add1": lambda a: _to_int(a) + 1,
-    "sub": lambda a, b: _to_int(a) - _to_int(b),
-    "mul": lambda *a: __import__("math").prod(_to_int(x) for x in a),
+    "add": lambda *a: _i64(sum(_to_int(x) for x in a)),
+    "add1": lambda a: _i64(_to_int(a) + 1),
+    "sub": lambda a, b: _i64(_to_int(a) - _to_int(b)),
+    "mul": _mul,
     "div": lambda a, b: _to_int(a) // _to_int(b),
     "mod": lambda a, b: _to_int(a) % _to_int(b),
     "max": lambda *a: max(_to_int(x) for x in a),
@@ -228,12 +328,12 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "list": lambda *a: list(a),
     "first": lambda lst: lst[0] if lst else None,
     "last": lambda lst: lst[-1] if lst else None,
-    "join": lambda sep, lst: sep.join(go_format(x) for x in lst),
+    "join": _join,
     "split": lambda sep, s: {f"_{i}": p for i, p in enumerate(go_format(s).split(sep))},
     "splitList": lambda sep, s: go_format(s).split(sep),
-    "sortAlpha": lambda lst: sorted(go_format(x) for x in lst),
+    "sortAlpha": lambda lst: sorted(_formatted_all(lst, "sortAlpha")),
     "uniq": lambda lst: list(dict.fromkeys(lst)),
-    "has": lambda item, lst: item in lst,
+    "has": lambda item, lst: any(_deep_equal(item, x, set()) for x in lst),
     "keys": lambda *ms: [k for m in ms for k in m],
     "hasKey": lambda m, k: k in m,
     "get": lambda m, k: m.get(k, ""),

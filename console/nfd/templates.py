@@ -10,9 +10,12 @@ subset of Sprig. Anything else is a clear parse error rather than a silent misma
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from console.nfd.budget import Budget, BudgetExceeded, current_budget
+from console.nfd.template_values import NO_VALUE, go_format, sorted_keys, truth
 
 
 class TemplateError(Exception):
@@ -41,6 +44,9 @@ _TOKEN_RE = re.compile(
     re.VERBOSE,
 )
 _CHAIN_RE = re.compile(r"(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+# matched at a position (never on a copy of the rest of the source, which made parsing quadratic)
+_COMMENT_START = re.compile(r"\s*/\*")
+_TRIM_SPACE = re.compile(r"[ \t\r\n]*")
 
 
 @dataclass
@@ -113,10 +119,17 @@ class _Parser:
         """[(kind 'text'|'action', content, line)] with trim markers applied."""
         out: list[tuple[str, str, int]] = []
         pos = 0
+        lines_at = [0, 1]  # [offset, line number there]: counted incrementally (a big template stays linear)
+
+        def line_of(i: int) -> int:
+            lines_at[1] += src.count("\n", lines_at[0], i)
+            lines_at[0] = i
+            return lines_at[1]
+
         while True:
             start = src.find("{{", pos)
             if start < 0:
-                out.append(("text", src[pos:], src.count("\n", 0, pos) + 1))
+                out.append(("text", src[pos:], line_of(pos)))
                 break
             text = src[pos:start]
             inner_start = start + 2
@@ -124,9 +137,9 @@ class _Parser:
                     "-\n", inner_start):
                 text = text.rstrip(" \t\r\n")
                 inner_start += 1
-            out.append(("text", text, src.count("\n", 0, pos) + 1))
-            line = src.count("\n", 0, start) + 1
-            if src.startswith("/*", inner_start.__index__()) or src[inner_start:].lstrip().startswith("/*"):
+            out.append(("text", text, line_of(pos)))
+            line = line_of(start)
+            if _COMMENT_START.match(src, inner_start):
                 cend = src.find("*/", inner_start)
                 if cend < 0:
                     raise TemplateError(f"template: :{line}: unclosed comment")
@@ -139,8 +152,7 @@ class _Parser:
             pos = end + 2
             if inner.endswith(" -") or inner.endswith("\t-") or inner.endswith("\n-"):
                 inner = inner[:-1]
-                nxt = len(src) - len(src[pos:].lstrip(" \t\r\n"))
-                pos = nxt
+                pos = _TRIM_SPACE.match(src, pos).end()  # type: ignore[union-attr]
             if inner.strip().startswith("/*"):
                 continue
             out.append(("action", inner, line))
@@ -291,21 +303,22 @@ class _Parser:
         raise TemplateError(f"template: :{line}: unexpected {t.text!r} in operand")
 
 
+_CLOSE_OR_QUOTE = re.compile(r"}}|[\"'`]")
+
+
 def _find_close(src: str, pos: int) -> int:
     """Index of the '}}' closing an action, skipping quoted strings."""
     i = pos
-    while i < len(src):
-        c = src[i]
-        if c in "\"'`":
-            j = i + 1
-            while j < len(src) and src[j] != c:
-                j += 2 if (src[j] == "\\" and c != "`") else 1
-            i = j + 1
-            continue
-        if src.startswith("}}", i):
-            return i
-        i += 1
-    return -1
+    while True:
+        m = _CLOSE_OR_QUOTE.search(src, i)
+        if m is None:
+            return -1
+        if m.group() == "}}":
+            return m.start()
+        c, j = m.group(), m.end()
+        while j < len(src) and src[j] != c:
+            j += 2 if (src[j] == "\\" and c != "`") else 1
+        i = j + 1
 
 
 def _unquote(s: str, line: int) -> str:
@@ -317,43 +330,6 @@ def _unquote(s: str, line: int) -> str:
 
 # ---------------------------------------------------------------- execution
 
-class _Missing:
-    """Go's <no value>."""
-
-    def __repr__(self) -> str:
-        return "<no value>"
-
-
-NO_VALUE = _Missing()
-
-
-def go_format(v: Any) -> str:
-    """fmt.Sprint of a template value."""
-    if v is None or v is NO_VALUE:
-        return "<no value>" if v is NO_VALUE else "<nil>"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return v
-    if isinstance(v, float):
-        return repr(v).replace("e+", "e+").rstrip("0").rstrip(".") if v != int(v) else str(int(v))
-    if isinstance(v, Mapping):
-        return "map[" + " ".join(f"{k}:{go_format(v[k])}" for k in sorted(v)) + "]"
-    if isinstance(v, Sequence):
-        return "[" + " ".join(go_format(x) for x in v) + "]"
-    return str(v)
-
-
-def truth(v: Any) -> bool:
-    if v is None or v is NO_VALUE:
-        return False
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, int | float | str | Mapping | Sequence):
-        return bool(v)
-    return True
-
-
 class Template:
     """A parsed template; `execute(data)` returns the expanded text."""
 
@@ -362,21 +338,36 @@ class Template:
         self.funcs = funcs
         self.tree = _Parser(src, funcs).parse()
 
-    def execute(self, data: Any) -> str:
+    def execute(self, data: Any, budget: Budget | None = None) -> str:
+        """Expand with `data`; a budget (console.nfd.budget) bounds steps, output and time.
+
+        Over budget is a TemplateError like any execution error; `Cancelled` passes through.
+        """
         out: list[str] = []
-        self._run(self.tree, data, [("$", data)], out)
+        try:
+            with (budget or Budget()).activate():
+                self._run(self.tree, data, [("$", data)], out)
+        except BudgetExceeded as exc:
+            raise TemplateError(f'template: executing "": {exc}') from None
+        except RecursionError:
+            raise TemplateError('template: executing "": too deeply nested') from None
         return "".join(out)
 
     def _run(self, blocks: list[_Block], dot: Any, scope: list[tuple[str, Any]], out: list[str]) -> None:
         mark = len(scope)
+        budget = current_budget()
         for b in blocks:
+            budget.step()
             if b.kind == "text":
+                budget.emit(len(b.text))
                 out.append(b.text)
             elif b.kind == "action":
                 assert b.pipe is not None
                 v = self._pipe(b.pipe, dot, scope)
                 if not b.pipe.decl:
-                    out.append(go_format(v))
+                    text = go_format(v)
+                    budget.emit(len(text))
+                    out.append(text)
             elif b.kind in ("if", "with"):
                 assert b.pipe is not None
                 inner_mark = len(scope)
@@ -397,20 +388,23 @@ class Template:
             v = self._pipe(b.pipe, dot, scope)
         finally:
             b.pipe.decl = decl
+        items: Iterable[tuple[Any, Any]]
         if isinstance(v, Mapping):
-            items: list[tuple[Any, Any]] = [(k, v[k]) for k in sorted(v)]
+            items = [(k, v[k]) for k in sorted_keys(v)]
         elif isinstance(v, Sequence) and not isinstance(v, str):
             items = list(enumerate(v))
         elif isinstance(v, int) and not isinstance(v, bool):
-            items = [(i, i) for i in range(v)]
+            items = ((i, i) for i in range(v))  # lazily: `range 2000000000` is bounded by the step budget
         elif v is None or v is NO_VALUE:
             items = []
         else:
             raise self._err(b.pipe, f"range can't iterate over {go_format(v)}")
-        if not items:
+        if (v <= 0) if isinstance(items, Iterator) else not items:
             self._run(b.else_body, dot, scope, out)
             return
+        budget = current_budget()
         for k, elem in items:
+            budget.step()
             mark = len(scope)
             if len(decl) == 1:
                 scope.append((decl[0], elem))
@@ -441,6 +435,7 @@ class Template:
 
     def _cmd(self, pipe: _Pipe, cmd: list[_Node], dot: Any, scope: list[tuple[str, Any]], piped: Any,
              has_piped: bool) -> Any:
+        current_budget().step()
         first = cmd[0]
         if first.kind == "ident":
             fn = self.funcs[first.value]
@@ -449,15 +444,22 @@ class Template:
             args = [self._arg(pipe, n, dot, scope) for n in cmd[1:]]
             if has_piped:
                 args.append(piped)
-            try:
-                return fn(*args)
-            except TemplateError:
-                raise
-            except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as exc:
-                raise self._err(pipe, f"error calling {first.value}: {exc}") from exc
+            return self._call(pipe, first.value, fn, args)
         if len(cmd) > 1 or has_piped:
             raise self._err(pipe, f"can't give argument to non-function {first.text}")
         return self._arg(pipe, first, dot, scope)
+
+    def _call(self, pipe: _Pipe, name: str, fn: Callable[..., Any], args: list[Any]) -> Any:
+        try:
+            result = fn(*args)
+        except (TemplateError, BudgetExceeded):
+            raise
+        except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError,
+                AttributeError) as exc:
+            raise self._err(pipe, f"error calling {name}: {exc}") from exc
+        if isinstance(result, str):
+            current_budget().value(len(result), name)
+        return result
 
     def _andor(self, pipe: _Pipe, name: str, nodes: list[_Node], dot: Any, scope: list[tuple[str, Any]],
                piped: Any, has_piped: bool) -> Any:
@@ -480,8 +482,8 @@ class Template:
             raise self._err(pipe, "nil is not a command")
         if n.kind == "dot":
             return dot
-        if n.kind == "ident":
-            return self.funcs[n.value]()
+        if n.kind == "ident":  # a function as an argument is called without arguments
+            return self._call(pipe, n.value, self.funcs[n.value], [])
         if n.kind == "field":
             return self._chain(pipe, dot, n.chain, n.text)
         if n.kind == "var":
@@ -539,9 +541,9 @@ def goq(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def expand_map(tmpl: Template, data: Any) -> dict[str, str]:
+def expand_map(tmpl: Template, data: Any, budget: Budget | None = None) -> dict[str, str]:
     """Helper.ExpandMap: execute, then every non-blank trimmed line must be `key=value`."""
-    expanded = tmpl.execute(data)
+    expanded = tmpl.execute(data, budget)
     out: dict[str, str] = {}
     for item in expanded.split("\n"):
         trimmed = item.strip()

@@ -18,7 +18,7 @@ from console.nfd.labels import LabelPolicy, add_ns
 from console.nfd.master import annotation_error, filter_extended_resource, taint_error
 from console.nfd.model import Features
 from console.nfd.regex import RegexpError, compile_regexp
-from console.nfd.rules import RuleError, Taint, rules_of
+from console.nfd.rules import RuleError, Taint, object_name, rules_of, shape_error
 from console.nfd.templates import TemplateError, parse_template
 
 
@@ -211,7 +211,10 @@ def validate_rule_object(obj: Any, version: V.NfdVersion | str | None = None, po
     if obj.get("kind") not in (None, "NodeFeatureRule"):
         return [Issue("error", "-", "kind", f"expected NodeFeatureRule, got {obj.get('kind')!r}")]
     issues: list[Issue] = []
-    if not (obj.get("metadata") or {}).get("name"):
+    shape = shape_error(obj)
+    if shape:
+        return [Issue("error", "-", *shape)]
+    if not object_name(obj):
         issues.append(Issue("error", "-", "metadata.name", "required"))
     try:
         rules = rules_of(obj)

@@ -24,8 +24,18 @@ def json_response(obj: Any, status: int = 200) -> web.Response:
     return web.Response(body=dump_bytes(obj), status=status, content_type="application/json")
 
 
+# kube-apiserver's MaxRequestBodyBytes default (k8s.io/apiserver/pkg/server/config.go: 3 MiB): 413 past it
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
+
+
 async def read_json(request: web.Request) -> Any:
+    from console.bounded import InputError, Limits, load_json, load_yaml
+
+    if (request.content_length or 0) > MAX_REQUEST_BYTES:
+        raise ApiError(413, f"Request entity too large: limit is {MAX_REQUEST_BYTES}", "RequestEntityTooLarge")
     raw = await request.read()
+    if len(raw) > MAX_REQUEST_BYTES:
+        raise ApiError(413, f"Request entity too large: limit is {MAX_REQUEST_BYTES}", "RequestEntityTooLarge")
     if not raw.strip():
         raise ApiError(400, "the body of the request was in an unknown format")
     ctype = request.content_type
@@ -33,17 +43,18 @@ async def read_json(request: web.Request) -> Any:
         from console.lab.kubeapi import protobuf
 
         return protobuf.decode(raw)
-    if ctype.endswith("yaml"):
-        import yaml  # only apply-patch bodies are YAML
-
+    # bounded like the console's own loading (console/bounded.py): alias expansion, depth; never RecursionError
+    limits = Limits(max_bytes=MAX_REQUEST_BYTES)
+    if ctype.endswith("yaml"):  # only apply-patch bodies are YAML
         try:
-            return yaml.safe_load(raw)
-        except yaml.YAMLError as err:
-            raise ApiError(400, f"error decoding YAML: {err}") from None
+            return load_yaml(raw, "body", limits)
+        except InputError as err:
+            raise ApiError(400, f"error decoding YAML: {str(err).removeprefix('body: ')}") from None
     try:
-        return json.loads(raw)
-    except ValueError as err:
-        raise ApiError(400, f"couldn't get version/kind; json parse error: {err}") from None
+        return load_json(raw, "body", limits)
+    except InputError as err:
+        raise ApiError(400, f"couldn't get version/kind; json parse error: {str(err).removeprefix('body: ')}") \
+            from None
 
 
 def accept_params(request: web.Request) -> dict[str, str] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +18,7 @@ from textual.timer import Timer
 from textual.widgets import Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
+from console.bounded import InputError, load_yaml
 from console.config import Settings
 from console.kube.nfdstore import (
     NfdStoreError,
@@ -27,6 +29,7 @@ from console.kube.nfdstore import (
     list_nodes,
 )
 from console.nfd import versions as V
+from console.nfd.budget import Cancelled, cancellable
 from console.nfd.master import MasterConfig
 from console.nfd.validation import Issue, validate_rule_object
 from console.nfd_preview import RULE_TEMPLATES, RuleDryRun, dry_run_rule, resolve_version
@@ -51,12 +54,9 @@ def rule_yaml(obj: dict[str, Any]) -> str:
 def parse_rule(text: str, version: V.NfdVersion) -> tuple[dict[str, Any] | None, list[str], list[str]]:
     """(object, errors, warnings): YAML errors with line numbers, then the rule validator's issues."""
     try:
-        obj = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(e, "problem", None) or str(e)
-        return None, [f"YAML error at {where}{problem}"], []
+        obj = load_yaml(text, "editor")  # bounded: size, depth and alias expansion (console/bounded.py)
+    except InputError as e:
+        return None, [str(e).removeprefix("editor: ").replace("invalid YAML: ", "YAML error at ")], []
     if not isinstance(obj, dict):
         return None, ["the document must be a NodeFeatureRule mapping (apiVersion, kind, metadata, spec)"], []
     issues: list[Issue] = validate_rule_object(obj, version)
@@ -72,9 +72,18 @@ class RulesLoaded(Message):
 
 
 class RuleDryRunReady(Message):
-    def __init__(self, result: RuleDryRun | None, content: str, error: str = "") -> None:
+    def __init__(self, result: RuleDryRun | None, content: str, error: str = "", cancelled: bool = False) -> None:
         super().__init__()
-        self.result, self.content, self.error = result, content, error
+        self.result, self.content, self.error, self.cancelled = result, content, error, cancelled
+
+
+class RuleValidated(Message):
+    """parse_rule's result for `text`, computed in a worker (a big buffer never stalls typing)."""
+
+    def __init__(self, text: str, version: V.NfdVersion, result: tuple[dict[str, Any] | None, list[str], list[str]]
+                 ) -> None:
+        super().__init__()
+        self.text, self.version, self.result = text, version, result
 
 
 class RuleApplied(Message):
@@ -145,6 +154,8 @@ class RulesScreen(EditorScreen):
         self.dry_run_content: str | None = None
         self._apply_after_dry_run = False
         self._validate_timer: Timer | None = None
+        self._dry_run_cancel: threading.Event | None = None  # set to stop the running dry-run
+        self._validated: tuple[str, V.NfdVersion, Any] | None = None  # (text, version, parse_rule result)
 
     def compose_under_editor(self) -> ComposeResult:
         yield Static("", id="rules-problems", markup=False)
@@ -235,10 +246,27 @@ class RulesScreen(EditorScreen):
     def _changed(self) -> None:
         if self._validate_timer is not None:
             self._validate_timer.stop()
-        self._validate_timer = self.set_timer(VALIDATE_DELAY, self.validate_now)
+        self._validate_timer = self.set_timer(VALIDATE_DELAY, lambda: self.run_validation(self.editor.text,
+                                                                                           self.version))
+
+    @work(thread=True, exclusive=True, group="rules-validate", exit_on_error=False)
+    def run_validation(self, text: str, version: V.NfdVersion) -> None:
+        self.post_message(RuleValidated(text, version, parse_rule(text, version)))
+
+    def on_rule_validated(self, msg: RuleValidated) -> None:
+        self._validated = (msg.text, msg.version, msg.result)
+        if msg.text == self.editor.text:
+            self.validate_now()
 
     def validate_now(self) -> None:
-        self.parsed, self.errors, self.warnings = parse_rule(self.editor.text, self.version)
+        text = self.editor.text
+        cached = self._validated
+        if cached is not None and cached[0] == text and cached[1] == self.version:
+            result = cached[2]  # what the worker found for this very text
+        else:
+            result = parse_rule(text, self.version)
+            self._validated = (text, self.version, result)
+        self.parsed, self.errors, self.warnings = result
         problems = self.query_one("#rules-problems", Static)
         colors = self.app.get_css_variables()
         text = Text()
@@ -271,12 +299,23 @@ class RulesScreen(EditorScreen):
             self.notify("fix the errors shown under the editor first", severity="warning")
             self._apply_after_dry_run = False
             return
-        self._show_result(Text("dry-run: reading NodeFeatures and nodes, evaluating every rule on every node…"))
+        self._show_result(Text("dry-run: reading NodeFeatures and nodes, evaluating every rule on every node… "
+                               "(esc cancels)"))
         self.query_one("#rules-output").loading = True
-        self.run_dry_run(self.parsed, self.editor.text)
+        self.cancel_dry_run()
+        self._dry_run_cancel = threading.Event()
+        self.run_dry_run(self.parsed, self.editor.text, self._dry_run_cancel)
+
+    def cancel_dry_run(self) -> bool:
+        """Stop the running dry-run (its evaluation checks the flag); True when one was running."""
+        ev, self._dry_run_cancel = self._dry_run_cancel, None
+        if ev is None or ev.is_set():
+            return False
+        ev.set()
+        return True
 
     @work(thread=True, exclusive=True, group="rules-dry-run", exit_on_error=False)
-    def run_dry_run(self, obj: dict[str, Any], content: str) -> None:
+    def run_dry_run(self, obj: dict[str, Any], content: str, cancel: threading.Event) -> None:
         assert self.store is not None and self.kube is not None
         try:
             api = self.kube.api_client
@@ -284,11 +323,22 @@ class RulesScreen(EditorScreen):
         except NfdStoreError as e:
             self.post_message(RuleDryRunReady(None, content, str(e)))
             return
-        result = dry_run_rule(obj, rules, nfs, nodes, MasterConfig(version=self.version))
+        try:
+            with cancellable(cancel):  # templates and the per-rule loop stop soon after the flag is set
+                result = dry_run_rule(obj, rules, nfs, nodes, MasterConfig(version=self.version))
+        except Cancelled:
+            self.post_message(RuleDryRunReady(None, content, "dry-run cancelled: nothing was evaluated to the end",
+                                              cancelled=True))
+            return
         self.post_message(RuleDryRunReady(result, content))
 
     def on_rule_dry_run_ready(self, msg: RuleDryRunReady) -> None:
         self.query_one("#rules-output").loading = False
+        if msg.cancelled:
+            self._apply_after_dry_run = False
+            self._show_result(Text(msg.error))
+            return
+        self._dry_run_cancel = None
         if msg.result is None:
             self._apply_after_dry_run = False
             self.notify(msg.error, title="dry-run failed", severity="error")
@@ -387,6 +437,17 @@ class RulesScreen(EditorScreen):
                 self.apply_rule(self.parsed, msg.content, err.current_version, rule_yaml(current))
 
         self.app.push_screen(ConflictDialog(str(err), rule_yaml(current), msg.content), chosen)
+
+    def action_back(self) -> None:
+        # esc first stops a running dry-run (the screen stays); pressed again, it goes back
+        if self.cancel_dry_run():
+            self.query_one("#rules-output").loading = False
+            self._show_result(Text("dry-run cancelling…"))
+            return
+        super().action_back()
+
+    def on_unmount(self) -> None:
+        self.cancel_dry_run()  # leaving (or quitting with ctrl+q) stops the evaluation thread too
 
     def _worker_failed(self) -> None:
         self._apply_after_dry_run = False

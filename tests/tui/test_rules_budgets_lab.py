@@ -1,0 +1,133 @@
+"""Budgets against the default lab: a pathological NodeFeatureRule in the TUI's dry-run and applied with kubectl.
+
+Each of the rule's 40 rules has a template that ranges over 2,000,000,000 (Go text/template has no
+limit; issue 9 saw minutes and a frozen UI). The template budget (console/nfd/budget.py) ends each
+after 500,000 steps; 40 of them still keep an evaluation busy for many seconds, long enough to show
+that Esc cancels it (the TUI) and that the API server keeps answering while nfd-master evaluates it (the lab).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import Static
+from tuitools import Host
+
+from console.config import Settings
+from console.kube.cluster import Cluster
+from console.lab.world import Lab
+from console.tui.screens.rules import RulesScreen
+
+pytestmark = pytest.mark.lab
+
+RULES = 40
+PATHOLOGICAL = "\n".join([
+    "apiVersion: nfd.k8s-sigs.io/v1alpha1", "kind: NodeFeatureRule", "metadata:", "  name: slow-templates",
+    "spec:", "  rules:",
+    *[line for i in range(RULES) for line in (
+        f"  - name: slow-{i:02d}",
+        '    labelsTemplate: "{{range 2000000000}}{{end}}"',
+        "    matchFeatures:",
+        "    - feature: kernel.version",
+        "      matchExpressions: {major: {op: Exists}}")],
+]) + "\n"
+
+
+@pytest.fixture
+def kube(default_lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    cluster = Cluster(str(default_lab.state.kubeconfig))
+    yield cluster
+    cluster.api_client.close()
+
+
+async def wait_for(pilot: object, predicate: object, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.05)  # type: ignore[attr-defined]
+
+
+async def test_esc_cancels_a_running_dry_run(kube: Cluster) -> None:
+    screen = RulesScreen(kube=kube, settings=Settings())
+    app = Host(screen, screen.settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen.open_rule(None, PATHOLOGICAL)
+        screen.editor.blur()
+        assert not screen.errors, screen.errors
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: any(w.name == "run_dry_run" for w in app.workers if w.is_running),
+                       "the dry-run worker")
+        await pilot.press("escape")  # answered while the evaluation runs
+        assert app.screen is screen  # the first esc cancels the dry-run, it does not leave
+
+        def shown() -> str:
+            return str(screen.query_one("#rules-result", Static).render())
+
+        # far sooner than the evaluation would end (40 rules x 500,000 steps on every node)
+        await wait_for(pilot, lambda: "dry-run cancelled" in shown(), "the cancelled dry-run to report", timeout=20)
+        assert screen.dry_run is None  # no result was taken for the cancelled run
+        assert not any(w.name == "run_dry_run" and w.is_running for w in app.workers)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is not screen  # esc again goes back
+
+
+async def test_ctrl_q_quits_while_a_dry_run_evaluates(kube: Cluster) -> None:
+    screen = RulesScreen(kube=kube, settings=Settings())
+    app = Host(screen, screen.settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen.open_rule(None, PATHOLOGICAL)
+        screen.editor.blur()
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: any(w.name == "run_dry_run" for w in app.workers if w.is_running),
+                       "the dry-run worker")
+        cancel = screen._dry_run_cancel
+        assert cancel is not None and not cancel.is_set()
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: not app.is_running, "the app to quit", timeout=20)
+    assert cancel.is_set()  # the evaluation thread was told to stop, not left running
+
+
+def kubectl(lab: Lab, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KUBECONFIG": str(lab.state.kubeconfig)}
+    return subprocess.run(["kubectl", *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_api_server_answers_while_nfd_master_evaluates_a_pathological_rule(default_lab: Lab, tmp_path: Path) -> None:
+    rule = tmp_path / "slow.yaml"
+    rule.write_text(PATHOLOGICAL)
+    applied = kubectl(default_lab, "apply", "-f", str(rule))
+    assert applied.returncode == 0, applied.stderr
+    try:
+        # while the lab's nfd-master works through 40 over-budget templates per node, GETs still answer
+        slowest = 0.0
+        failed: list[str] = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            t0 = time.monotonic()
+            got = kubectl(default_lab, "get", "nodes", "-o", "name", timeout=30)
+            slowest = max(slowest, time.monotonic() - t0)
+            assert got.returncode == 0, got.stderr
+            events = kubectl(default_lab, "get", "events", "-A", "--field-selector", "reason=RuleFailed", "-o",
+                             "jsonpath={range .items[*]}{.message}{'\\n'}{end}")
+            failed = [m for m in events.stdout.splitlines() if "slow-" in m]
+            if len({m.split("rule '")[1].split("'")[0] for m in failed if "rule '" in m}) == RULES:
+                break
+        assert len({m.split("rule '")[1].split("'")[0] for m in failed if "rule '" in m}) == RULES, failed[:3]
+        # the step budget, or on a loaded machine its wall-time backstop
+        assert all("template execution exceeded its budget of" in m for m in failed), failed[:3]
+        print(f"slowest GET while nfd-master evaluated: {slowest:.2f} s")
+        assert slowest < 10, f"a GET took {slowest:.1f} s while nfd-master evaluated"  # generous: it was > 60 s
+    finally:
+        kubectl(default_lab, "delete", "-f", str(rule))
