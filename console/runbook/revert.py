@@ -190,6 +190,8 @@ def run_revert(session: Any, plan: RevertPlan, journal: Journal | None = None, *
     from console.runbook.journal import new_run_id
 
     run_id = journal.run_id if journal is not None else new_run_id(KIND, plan.node)
+    session.guard.check(f"revert of the resize of {plan.server}")  # ReadOnly before the Lease or a journal
+    superseded: tuple[Journal, str, str] | None = None
     with session.node_lock(plan.node, run_id, journal, on_event) as lock:
         if journal is None:
             params = {k: v for k, v in asdict(plan).items() if k not in ("node_timeout", "resize_timeout")}
@@ -200,11 +202,15 @@ def run_revert(session: Any, plan: RevertPlan, journal: Journal | None = None, *
                 except (FileNotFoundError, JournalError):
                     scale = None
                 if scale is not None and scale.doc.get("status") != "done":
+                    superseded = (scale, scale.doc.get("status", ""), scale.doc.get("message", ""))
                     scale.finish("reverted", f"superseded by revert run {journal.run_id}")
         lock.record(journal)
         values = session.values()
-        return Engine(journal, lock.guard(steps(plan)), audit=session.audit, on_event=on_event, values=values,
-                      stop=stop).run()
+        result = Engine(journal, lock.guard(steps(plan)), guard=session.guard, on_event=on_event, values=values,
+                        stop=stop).run()
+        if superseded and journal.doc["status"] == "refused":  # the revert changed nothing: the scale-up stands
+            superseded[0].finish(superseded[1], superseded[2])
+        return result
 
 
 def outcome(plan: RevertPlan, result: RunResult) -> str:
