@@ -1,4 +1,5 @@
-"""`console nfd ...`: NodeFeatureRule dry-runs, local-source previews, validation, host discovery."""
+"""`console nfd ...`: NodeFeatureRule dry-runs, local-source previews, validation, host discovery;
+`apply` and `push` (deploying rules and files, with their own exit codes) are in cli_nfd_deploy.py."""
 
 from __future__ import annotations
 
@@ -53,6 +54,10 @@ def add_parser(subparsers: Any) -> None:
     di.add_argument("--node-name", default=None)
     di.add_argument("-o", "--output", choices=("labels", "json", "nodefeature"), default="labels")
 
+    from console import cli_nfd_deploy
+
+    cli_nfd_deploy.add_parsers(sub)  # apply, push: the cluster-changing commands, in their own module
+
 
 def _fail(msg: str) -> int:
     print(f"error: {msg}", file=sys.stderr)
@@ -102,6 +107,10 @@ def run(args: argparse.Namespace) -> int:
     from console.nfd.rules import RuleError
     from console.nfd.versions import UnsupportedVersion
 
+    if args.nfd_command in ("apply", "push"):
+        from console import cli_nfd_deploy
+
+        return cli_nfd_deploy.run(args)
     handlers = {"dryrun": _dryrun, "local": _local, "validate": _validate, "discover": _discover}
     try:
         return handlers[args.nfd_command](args)
