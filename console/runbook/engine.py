@@ -197,7 +197,8 @@ class Engine:
 
     def _refused(self, e: GuardRefusal) -> tuple[str, str]:
         """(journal status, message) for a run the guard stopped: resumable when something was changed."""
-        touched = any(s.get("status") != "pending" and s.get("mutating", True) for s in self.journal.doc["steps"])
+        mutating = {s.id for s in self.steps if s.mutating}
+        touched = any(s.get("status") != "pending" and s["id"] in mutating for s in self.journal.doc["steps"])
         if not touched:
             return "refused", f"{e}; nothing was changed"
         return "needs-attention", (f"{e}. Nothing was rolled back; once that is fixed, run the "
