@@ -13,6 +13,10 @@
    outcome says "error" and the exception goes on; if the outcome cannot be written after the call succeeded,
    `AuditUnavailable(done=True)` says the change IS made and only its record is missing.
 
+This is kube-apiserver's `--audit-log-mode=blocking-strict` ("when there is a failure during audit logging at
+the RequestReceived stage, the whole request to the API server fails") with its two stages, RequestReceived and
+ResponseComplete, sharing one auditID (https://kubernetes.io/docs/tasks/debug/debug-cluster/audit/).
+
 A Guard is built by whoever builds the gateways (the Session, the TUI's start, the headless commands) from the
 settings in use, and handed to them: there is no global one. A gateway given no Guard refuses to mutate.
 """

@@ -16,7 +16,7 @@ from textual.widgets import Footer, Header, OptionList, Static, TextArea
 from textual.worker import Worker, WorkerState
 
 from console.config import Settings
-from console.guard import Guard
+from console.guard import Guard, GuardRefusal
 from console.nfd import versions as V
 from console.tui.safety import DANGEROUS_ACTIONS, is_read_only
 from console.tui.widgets.diff import DiffView
@@ -124,6 +124,10 @@ class EditorScreen(Screen[None]):
     def action_diff_mode(self) -> None:
         mode = self.query_one(f"#{self.PREFIX}-diffview", DiffView).toggle_mode()
         self.query_one(f"#{self.PREFIX}-output").border_title = f"diff ({mode}; v toggles)"
+
+    def notify_refusal(self, err: GuardRefusal, done: str, refused: str) -> None:
+        """A write the guard stopped: refused before it was made, or (`err.done`) made but not audited."""
+        self.notify(str(err), title=done if err.done else refused, severity="error", timeout=15)
 
     # -- worker failures ----------------------------------------------------------------------------------
     def _worker_failed(self) -> None:

@@ -352,8 +352,7 @@ class HooksScreen(EditorScreen):
     def on_file_save_failed(self, msg: FileSaveFailed) -> None:
         err = msg.error
         if isinstance(err, GuardRefusal):  # refused before the write (or, `done`, written but not audited)
-            self.notify(str(err), title="saved; audit record missing" if err.done else "save refused",
-                        severity="error", timeout=15)
+            self.notify_refusal(err, "saved; audit record missing", "save refused")
             if err.done:
                 self.load_files()
             return

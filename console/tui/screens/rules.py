@@ -368,8 +368,7 @@ class RulesScreen(EditorScreen):
     def on_rule_apply_failed(self, msg: RuleApplyFailed) -> None:
         err = msg.error
         if isinstance(err, GuardRefusal):  # refused before the write (or, `done`, written but not audited)
-            self.notify(str(err), title="applied; audit record missing" if err.done else "apply refused",
-                        severity="error", timeout=15)
+            self.notify_refusal(err, "applied; audit record missing", "apply refused")
             if err.done:
                 self.load_rules()
             return
