@@ -16,7 +16,8 @@ Exit codes:
   1  failed: invalid rule (as `nfd validate`), rejected by the API server, or changed by someone else since
      it was read (409 Conflict: nothing was overwritten; run again to see the new diff)
   2  usage: bad file, bad config/kubeconfig; refused: read-only (`--read-only`, `read_only: true`), or the
-     audit log cannot be written (nothing changed)
+     audit log cannot be written (nothing changed; or, status "error", the write was made and only its outcome
+     record is missing: the message says so)
   5  not confirmed (answered no, or stdin is not a terminal and --yes was not given)
   6  the Kubernetes API could not be used (unreachable, TLS, 401, 403): nothing was changed
 """
@@ -149,10 +150,8 @@ def _confirm(args: argparse.Namespace, question: str) -> None:
 
 
 def _refuse_or_stop(e: Any) -> Stop:
-    """A GuardRefusal: refused before the write (exit 2), or written but its outcome not audited (exit 1)."""
-    if e.done:
-        return Stop(EXIT_FAILED, "error", str(e), e.kind)
-    return Stop(EXIT_USAGE, "refused", str(e), e.kind)
+    """A GuardRefusal, exit 2: refused before the write, or (status "error") written but its outcome not audited."""
+    return Stop(EXIT_USAGE, "error" if e.done else "refused", str(e), e.kind)
 
 
 # -- apply ----------------------------------------------------------------------------------------------------
