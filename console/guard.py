@@ -113,7 +113,8 @@ class Guard:
         try:
             yield m
         except BaseException as e:
-            result = getattr(e, "audit_result", "error")
+            # Ctrl-C/SIGTERM mid-call: the write may or may not have happened
+            result = getattr(e, "audit_result", "error" if isinstance(e, Exception) else "interrupted")
             with contextlib.suppress(AuditUnavailable):  # the call's own error is the one to report
                 self.outcome(m.id, action, target, what=what, after=m.after, result=result, detail=m.detail,
                              error=str(e)[:500] or type(e).__name__, run_id=run_id)
