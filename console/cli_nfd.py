@@ -2,7 +2,8 @@
 
 Exit codes: 0 ok; 1 invalid rule / evaluation failed; 2 usage (e.g. `--hook-timeout nan`, an invalid
 `--label-whitelist` regexp); 4 `nfd local` interrupted by SIGINT/SIGTERM (the running hook's whole
-process tree is killed first).
+process tree is killed first). `apply` and `push` (deploying rules and files, with their own exit
+codes) are in cli_nfd_deploy.py.
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ def add_parser(subparsers: Any) -> None:
     di.add_argument("--root", default="/", help="filesystem root holding proc/ sys/ etc/ (or host-proc/ host-sys/)")
     di.add_argument("--node-name", default=None)
     di.add_argument("-o", "--output", choices=("labels", "json", "nodefeature"), default="labels")
+
+    from console import cli_nfd_deploy
+
+    cli_nfd_deploy.add_parsers(sub)  # apply, push: the cluster-changing commands, in their own module
 
 
 def _positive_seconds(value: str) -> float:
@@ -142,6 +147,10 @@ def run(args: argparse.Namespace) -> int:
     from console.nfd.rules import RuleError
     from console.nfd.versions import UnsupportedVersion
 
+    if args.nfd_command in ("apply", "push"):
+        from console import cli_nfd_deploy
+
+        return cli_nfd_deploy.run(args)
     handlers = {"dryrun": _dryrun, "local": _local, "validate": _validate, "discover": _discover}
     try:
         return handlers[args.nfd_command](args)

@@ -1,6 +1,7 @@
 """`console scale-up NODE --revert`: the revert runbook headless (console/runbook/revert.py).
 
-Exit codes as `scale-up`'s: 0 reverted, 1 failed (nothing changed), 2 refused (nothing in VERIFY_RESIZE),
+Exit codes as `scale-up`'s: 0 reverted, 1 failed (nothing changed), 2 refused (nothing in VERIFY_RESIZE,
+read-only, the audit log cannot be written),
 3 the node did not come back with the old capacity, 4 needs attention / interrupted (resumable),
 5 not confirmed.
 """
@@ -12,12 +13,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from console.guard import GuardRefusal
 from console.runbook.engine import EXIT_USAGE
 from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
 
 
 def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Namespace, dict, str], None],
-        progress: Callable[[Any], None], interrupted: Callable[..., int], confirm: Callable[..., int | None]) -> int:
+        progress: Callable[[Any], None], interrupted: Callable[..., int], confirm: Callable[..., int | None],
+        refusal: Callable[[argparse.Namespace, Any], int]) -> int:
     from console.runbook.revert import plan_revert, render, run_revert
     from console.runbook.scaleup import PlanRefused
     from console.runbook.session import SessionError
@@ -34,6 +37,11 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
             out(args, {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE,
                        **(e.details if isinstance(e, SessionError) else {})}, "")
         return EXIT_USAGE
+    if not args.dry_run:
+        try:
+            session.guard.check(f"revert of the resize of {plan.server}")
+        except GuardRefusal as e:
+            return refusal(args, e)
     stop_here = confirm(args, journal, plan.to_dict(), render(plan), plan.node,
                         f"Revert the resize of {plan.server} ({plan.new_flavor})?")
     if stop_here is not None:
@@ -42,6 +50,8 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
     try:
         with stop_on_signals(stop):
             result = run_revert(session, plan, journal, on_event=progress, stop=stop)
+    except GuardRefusal as e:
+        return refusal(args, e)
     except SessionError as e:  # another run holds the node (its Lease)
         err(str(e))
         if args.output == "json":
@@ -54,6 +64,8 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
     doc = {"run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,
            "message": result.message, "journal": result.journal_path, "elapsed_s": round(result.elapsed, 3),
            "plan": plan.to_dict(), "steps": result.steps}
+    if result.refusal:
+        doc["error"] = result.refusal
     out(args, doc, f"{result.status}: {result.message or 'resize reverted'} (run {result.run_id})")
     if result.exit_code:
         err(f"{result.status}: {result.message}")

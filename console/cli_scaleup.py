@@ -13,7 +13,10 @@ Exit codes:
      already have the target size: nothing is changed, journaled or audited)
   1  failed, rolled back / left in a safe state (message says what happened)
   2  usage error or plan refused (unknown flavor, too small, not a scale-up, no VM found), or the node is held
-     by another run (its Lease names the holder and when it expires), or a journal fault (above)
+     by another run (its Lease names the holder and when it expires), or a journal fault (above); read-only
+     (`--read-only`, `read_only: true`: the plan and --dry-run still work, nothing is changed); the audit log
+     cannot be written (a step's intent record must be on disk before the step acts: nothing more is done;
+     resumable when a step was)
   3  verification failed: the VM grew but capacity or pods are not as planned (message says why)
   4  needs attention: failed in a state the runbook could not make safe (journal + message say where);
      or interrupted (Ctrl-C/SIGTERM): stopped before the next step, journal saved, one line names the
@@ -29,6 +32,7 @@ import sys
 from typing import Any
 
 from console.cli import stdout_closed
+from console.guard import GuardRefusal
 from console.runbook.engine import EXIT_ATTENTION, EXIT_DECLINED, EXIT_USAGE
 from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
 
@@ -123,6 +127,23 @@ def preview_and_confirm(args: argparse.Namespace, journal: Any, plan_doc: dict[s
     return None
 
 
+def refusal(args: argparse.Namespace, e: Any) -> int:
+    """A Guard refusal (read-only, audit log unwritable) before anything was changed: one line, exit 2."""
+    print(f"scale-up: {e}", file=sys.stderr)
+    if args.output == "json":
+        _out(args, {"status": "refused", "error": e.kind, "message": str(e), "exit_code": EXIT_USAGE}, "")
+    return EXIT_USAGE
+
+
+def guard_refusal(args: argparse.Namespace, session: Any, what: str) -> int | None:
+    """Exit 2 when the session is read-only (before asking to confirm: the answer could change nothing)."""
+    try:
+        session.guard.check(what)
+    except GuardRefusal as e:
+        return refusal(args, e)
+    return None
+
+
 def _progress(ev: Any) -> None:
     if ev.kind == "run-done" and ev.data.get("status") == "interrupted":
         return  # said once, by interrupted()
@@ -144,7 +165,7 @@ def _revert(args: argparse.Namespace, err: Any) -> int:
         err(str(e))
         return EXIT_USAGE
     return cli_revert.run(args, session, out=_out, progress=_progress, interrupted=interrupted,
-                          confirm=preview_and_confirm)
+                          confirm=preview_and_confirm, refusal=refusal)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -174,11 +195,12 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         # a ConfigError goes up to cli.main (exit 2, bad-config)
-        settings = load_settings({"kubeconfig": args.kubeconfig, "context": args.context, "read_only": args.read_only,
+        settings = load_settings({"kubeconfig": args.kubeconfig, "context": args.context,
                                   "node_access": args.node_access, "node_debug_image": args.node_debug_image,
                                   "node_debug_namespace": args.node_debug_namespace,
                                   "kubelet_unit": args.kubelet_unit,
-                                  "lease_namespace": args.lease_namespace})
+                                  "lease_namespace": args.lease_namespace,
+                                  "read_only": getattr(args, "read_only", None)})
         request = ScaleUpRequest(
             node=args.node, flavor=args.flavor, vcpus=args.vcpus,
             memory_mib=parse_memory_mib(args.memory) if args.memory else None, method=args.method,
@@ -205,6 +227,8 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     from console.runbook.nova_drift import nova_regeneration_warning
 
+    if not args.dry_run and (refused := guard_refusal(args, session, f"scale-up of {plan.node.name}")) is not None:
+        return refused
     stop_here = preview_and_confirm(args, journal, plan.to_dict(), render_plan(plan), plan.node.name,
                                     f"Scale {plan.node.name} ({plan.vm.name}) to {plan.target}?",
                                     warning=nova_regeneration_warning(plan))
@@ -217,6 +241,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         with stop_on_signals(stop):
             result = session.run(plan, journal, on_event=progress, stop=stop)
+    except GuardRefusal as e:
+        return refusal(args, e)
     except SessionError as e:
         err(str(e))
         if args.output == "json":
@@ -230,6 +256,8 @@ def _run(args: argparse.Namespace) -> int:
            "message": result.message, "journal": result.journal_path, "elapsed_s": round(result.elapsed, 3),
            "infra_wait_s": round(result.infra_wait, 3), "overhead_s": round(result.overhead, 3),
            "plan": plan.to_dict(), "steps": result.steps}
+    if result.refusal:
+        doc["error"] = result.refusal
     text = f"{result.status}: {result.message or 'scale-up done'} (run {result.run_id})"
     _out(args, doc, text)
     if result.exit_code:

@@ -62,6 +62,7 @@ def run_tui(args: argparse.Namespace) -> int:
 
 
 def open_console(settings: Any, *, label: str = "") -> int:
+    from console.guard import Guard
     from console.infra.inventory import vm_inventory
     from console.infra.libvirt import libvirt_uris
     from console.kube.cluster import Cluster
@@ -76,7 +77,7 @@ def open_console(settings: Any, *, label: str = "") -> int:
     cluster.start()
     vms = vm_inventory(settings.cloud, libvirt_uris(settings.libvirt_uris))
     try:
-        ConsoleApp(cluster, None, settings, vms=vms, label=label).run()
+        ConsoleApp(cluster, None, settings, vms=vms, label=label, guard=Guard.from_settings(settings)).run()
     finally:
         cluster.stop()
     return 0

@@ -11,6 +11,10 @@ Hooks and feature files sit behind one protocol (`HookStore`) with two backends:
 `RuleStore` reads and writes NodeFeatureRules (cluster-scoped) through CustomObjectsApi, with
 server-side dry-run and resourceVersion on every write. `list_node_features` and `list_nodes`
 feed previews. Blocking calls: run them in thread workers.
+
+Every write (save, delete; a rule's create, replace, delete unless it is a server-side dry-run) goes through
+the `guard` the store was built with (console/guard.py): read-only refuses it, the audit intent is on disk
+before the call and the outcome after. A store built without a guard only reads.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from console.guard import Guard, Mutation, ReadOnly
 from console.nfd.model import NODE_NAME_LABEL
 
 Kind = Literal["hook", "feature"]
@@ -37,6 +42,7 @@ CM_PREFIX: dict[Kind, str] = {"hook": "nfd-hooks-", "feature": "nfd-features-"}
 DEFAULT_GROUP = "workers"  # the ConfigMap store's default node group (until the store writes where nfd-worker reads)
 WORKER_VERSION_ANNOTATION = "nfd.node.kubernetes.io/worker.version"
 MASTER_VERSION_ANNOTATION = "nfd.node.kubernetes.io/master.version"
+AUDIT_CAP = 64 * 1024  # characters of a file's content kept in an audit record
 
 
 class NfdStoreError(Exception):
@@ -45,6 +51,8 @@ class NfdStoreError(Exception):
 
 class StoreConflict(NfdStoreError):
     """Someone else changed the object since it was loaded (HTTP 409 or a changed file)."""
+
+    audit_result = "conflict"  # the outcome record's result (console/guard.py)
 
     def __init__(self, message: str, current: Any = None, current_version: str = "") -> None:
         super().__init__(message)
@@ -114,6 +122,18 @@ def _api_error(exc: Any, what: str) -> NfdStoreError:
     return NfdStoreError(f"{what}: API error {status}: {message}")
 
 
+def _guarded(guard: Guard | None, action: str, target: str, what: str,
+             before: Any) -> contextlib.AbstractContextManager[Mutation]:
+    """The guard's mutation block; a store built without a guard refuses every write."""
+    if guard is None:
+        raise ReadOnly(f"{what} (this store was opened for reading only)")
+    return guard.mutation(action, target, what=what, before=before)
+
+
+def _clip(content: str | None) -> str | None:
+    return None if content is None else content[:AUDIT_CAP]
+
+
 def _json(resp: Any) -> dict[str, Any]:
     return json.loads(resp.data)
 
@@ -128,10 +148,12 @@ def content_version(content: str) -> str:
 class ConfigMapHookStore:
     """Hooks and feature files in ConfigMaps `nfd-hooks-<group>` / `nfd-features-<group>`."""
 
-    def __init__(self, api_client: Any, *, namespace: str = NFD_NAMESPACE, group: str = DEFAULT_GROUP) -> None:
+    def __init__(self, api_client: Any, *, namespace: str = NFD_NAMESPACE, group: str = DEFAULT_GROUP,
+                 guard: Guard | None = None) -> None:
         from kubernetes import client
 
         self.core = client.CoreV1Api(api_client)
+        self.guard = guard
         self.namespace = namespace
         self.group = group
         self.description = f"ConfigMaps in {namespace} (group {group})"
@@ -190,6 +212,9 @@ class ConfigMapHookStore:
         from kubernetes.client.rest import ApiException
 
         where = f"{self.location(kind)} key {name}"
+        verb = "save" if content is not None else "delete"
+        if self.guard is None or self.guard.read_only:  # refuse before reading anything
+            _guarded(self.guard, f"nfd.{kind}.{verb}", where, f"{verb} of {where}", None)
         cm = self._read(kind)
         if cm is None:
             if content is None:
@@ -201,10 +226,12 @@ class ConfigMapHookStore:
                     "metadata": {"name": self.cm_name(kind), "namespace": self.namespace,
                                  "labels": {"app.kubernetes.io/managed-by": "console"}},
                     "data": {name: content}}
-            try:
-                out = _json(self.core.create_namespaced_config_map(self.namespace, body, _preload_content=False))
-            except ApiException as e:
-                raise _api_error(e, where) from e
+            with _guarded(self.guard, f"nfd.{kind}.save", where, f"save of {where}", None) as m:
+                try:
+                    out = _json(self.core.create_namespaced_config_map(self.namespace, body, _preload_content=False))
+                except ApiException as e:
+                    raise _api_error(e, where) from e
+                m.after, m.detail = _clip(content), f"created; resourceVersion {out['metadata']['resourceVersion']}"
             return StoredFile(kind, name, content, out["metadata"]["resourceVersion"], self.location(kind), self.group)
         data = dict(cm.get("data") or {})
         if content is None:
@@ -222,15 +249,19 @@ class ConfigMapHookStore:
             raise StoreConflict(f"{where}: it was created by someone else since you loaded the list", current,
                                 current.version)
         body = {**cm, "metadata": meta, "data": data}
-        try:
-            out = _json(self.core.replace_namespaced_config_map(self.cm_name(kind), self.namespace, body,
-                                                                _preload_content=False))
-        except ApiException as e:
-            err = _api_error(e, where)
-            if isinstance(err, StoreConflict):
-                err.current = self.get(kind, name)
-                err.current_version = self.version(kind)
-            raise err from e
+        before = _clip((cm.get("data") or {}).get(name))
+        with _guarded(self.guard, f"nfd.{kind}.{verb}", where, f"{verb} of {where}", before) as m:
+            try:
+                out = _json(self.core.replace_namespaced_config_map(self.cm_name(kind), self.namespace, body,
+                                                                    _preload_content=False))
+            except ApiException as e:
+                err = _api_error(e, where)
+                if isinstance(err, StoreConflict):
+                    err.current = self.get(kind, name)
+                    err.current_version = self.version(kind)
+                raise err from e
+            m.after = _clip(content)
+            m.detail = f"resourceVersion {meta['resourceVersion']} -> {out['metadata']['resourceVersion']}"
         if content is None:
             return None
         return StoredFile(kind, name, content, out["metadata"]["resourceVersion"], self.location(kind), self.group)
@@ -260,8 +291,9 @@ def directory_layout(hook_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
 class DirectoryHookStore:
     """Hooks in `source.d/` and feature files in `features.d/` on this machine."""
 
-    def __init__(self, hook_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, hook_dir: str | os.PathLike[str], *, guard: Guard | None = None) -> None:
         self.hooks_dir, self.features_dir = directory_layout(hook_dir)
+        self.guard = guard
         self.group = DEFAULT_GROUP
         self.description = f"directory {self.hooks_dir.parent}"
 
@@ -311,24 +343,39 @@ class DirectoryHookStore:
 
     def save(self, kind: Kind, name: str, content: str, *, expected_version: str) -> StoredFile:
         _check_name(name)
-        self._check(kind, name, expected_version)
         d = self._dir(kind)
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-            # write then rename, so nfd-worker (or fsnotify) never sees half a file; hooks must be executable
-            fd, tmp = tempfile.mkstemp(dir=d, prefix=".", suffix=".console-tmp")
-            with os.fdopen(fd, "w") as fh:
-                fh.write(content)
-            os.chmod(tmp, 0o755 if kind == "hook" else 0o644)
-            os.replace(tmp, d / name)
-        except OSError as e:
-            raise NfdStoreError(f"cannot write {d / name}: {e.strerror}") from e
+        what = f"save of {d / name}"
+        if self.guard is None or self.guard.read_only:
+            _guarded(self.guard, f"nfd.{kind}.save", str(d / name), what, None)
+        current = self._check(kind, name, expected_version)
+        with _guarded(self.guard, f"nfd.{kind}.save", str(d / name), what,
+                      _clip(current.content) if current else None) as m:
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                # write then rename, so nfd-worker (or fsnotify) never sees half a file; hooks must be executable
+                fd, tmp = tempfile.mkstemp(dir=d, prefix=".", suffix=".console-tmp")
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(content)
+                os.chmod(tmp, 0o755 if kind == "hook" else 0o644)
+                os.replace(tmp, d / name)
+            except OSError as e:
+                raise NfdStoreError(f"cannot write {d / name}: {e.strerror}") from e
+            m.after = _clip(content)
+            m.detail = f"version {expected_version or '(new)'} -> {content_version(content)}"
         return StoredFile(kind, name, content, content_version(content), self.location(kind), self.group)
 
     def delete(self, kind: Kind, name: str, *, expected_version: str) -> None:
-        if self._check(kind, name, expected_version) is None:
-            raise StoreNotFound(f"{self._dir(kind) / name}: not found")
-        (self._dir(kind) / name).unlink()
+        path = self._dir(kind) / name
+        if self.guard is None or self.guard.read_only:
+            _guarded(self.guard, f"nfd.{kind}.delete", str(path), f"delete of {path}", None)
+        current = self._check(kind, name, expected_version)
+        if current is None:
+            raise StoreNotFound(f"{path}: not found")
+        with _guarded(self.guard, f"nfd.{kind}.delete", str(path), f"delete of {path}", _clip(current.content)):
+            try:
+                path.unlink()
+            except OSError as e:
+                raise NfdStoreError(f"cannot delete {path}: {e.strerror}") from e
 
 
 def _check_name(name: str) -> None:
@@ -339,14 +386,15 @@ def _check_name(name: str) -> None:
         raise NfdStoreError(f"invalid file name {name!r}: ConfigMap keys allow only letters, digits, '-', '_', '.'")
 
 
-def hook_store(settings: Any, api_client: Any, group: str = DEFAULT_GROUP) -> HookStore:
-    """The store the settings ask for (`hook_store: configmap | directory`, `hook_dir`)."""
+def hook_store(settings: Any, api_client: Any, group: str = DEFAULT_GROUP, *, guard: Guard | None = None) -> HookStore:
+    """The store the settings ask for (`hook_store: configmap | directory`, `hook_dir`); writes go through
+    `guard` (without one the store only reads)."""
     if getattr(settings, "hook_store", "configmap") == "directory":
         hook_dir = getattr(settings, "hook_dir", None)
         if not hook_dir:
             raise NfdStoreError("hook_store is 'directory' but hook_dir is not set; set hook_dir in config.yaml")
-        return DirectoryHookStore(hook_dir)
-    return ConfigMapHookStore(api_client, group=group)
+        return DirectoryHookStore(hook_dir, guard=guard)
+    return ConfigMapHookStore(api_client, group=group, guard=guard)
 
 
 # -- NodeFeatureRules ------------------------------------------------------------------------------------------
@@ -355,10 +403,18 @@ def hook_store(settings: Any, api_client: Any, group: str = DEFAULT_GROUP) -> Ho
 class RuleStore:
     """NodeFeatureRules through CustomObjectsApi; every write can be a server-side dry-run."""
 
-    def __init__(self, api_client: Any) -> None:
+    def __init__(self, api_client: Any, *, guard: Guard | None = None) -> None:
         from kubernetes import client
 
         self.custom = client.CustomObjectsApi(api_client)
+        self.guard = guard
+
+    def _write(self, verb: str, name: str, dry_run: bool, before: Any) -> contextlib.AbstractContextManager[Any]:
+        """A server-side dry-run persists nothing (allowed read-only, not audited); a real write is guarded."""
+        if dry_run:
+            return contextlib.nullcontext(Mutation(""))
+        return _guarded(self.guard, f"nfd.rule.{verb}", f"nodefeaturerule/{name}",
+                        f"{verb} of NodeFeatureRule {name}", before)
 
     def list(self) -> list[dict[str, Any]]:
         from kubernetes.client.rest import ApiException
@@ -385,18 +441,23 @@ class RuleStore:
         body = _rule_body(obj)
         body["metadata"].pop("resourceVersion", None)
         kwargs = {"dry_run": "All"} if dry_run else {}
-        try:
-            return _json(self.custom.create_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL, body,
-                                                                  _preload_content=False, **kwargs))
-        except ApiException as e:
-            err = _api_error(e, f"NodeFeatureRule {body['metadata'].get('name')}")
-            if e.status == 409:  # AlreadyExists
-                err = StoreConflict(f"NodeFeatureRule {body['metadata'].get('name')} already exists; "
-                                    "reload it or pick another name")
-            raise err from e
+        with self._write("create", body["metadata"]["name"], dry_run, None) as m:
+            try:
+                out = _json(self.custom.create_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL, body,
+                                                                     _preload_content=False, **kwargs))
+            except ApiException as e:
+                err = _api_error(e, f"NodeFeatureRule {body['metadata'].get('name')}")
+                if e.status == 409:  # AlreadyExists
+                    err = StoreConflict(f"NodeFeatureRule {body['metadata'].get('name')} already exists; "
+                                        "reload it or pick another name")
+                raise err from e
+            m.after, m.detail = _rule_audit(out), f"created; resourceVersion {out['metadata'].get('resourceVersion')}"
+        return out
 
-    def replace(self, obj: dict[str, Any], *, resource_version: str, dry_run: bool = False) -> dict[str, Any]:
-        """Replace with a resourceVersion precondition (409 when someone changed it)."""
+    def replace(self, obj: dict[str, Any], *, resource_version: str, dry_run: bool = False,
+                before: Any = None) -> dict[str, Any]:
+        """Replace with a resourceVersion precondition (409 when someone changed it); `before`: what the caller
+        loaded (for the audit record)."""
         from kubernetes.client.rest import ApiException
 
         if not resource_version:
@@ -405,28 +466,41 @@ class RuleStore:
         body["metadata"]["resourceVersion"] = resource_version
         name = body["metadata"]["name"]
         kwargs = {"dry_run": "All"} if dry_run else {}
-        try:
-            return _json(self.custom.replace_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL, name,
-                                                                   body, _preload_content=False, **kwargs))
-        except ApiException as e:
-            err = _api_error(e, f"NodeFeatureRule {name}")
-            if isinstance(err, StoreConflict):
-                with contextlib.suppress(NfdStoreError):
-                    err.current = self.get(name)
-                    err.current_version = err.current["metadata"]["resourceVersion"]
-            raise err from e
+        with self._write("replace", name, dry_run, _rule_audit(before)) as m:
+            try:
+                out = _json(self.custom.replace_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL,
+                                                                      name, body, _preload_content=False, **kwargs))
+            except ApiException as e:
+                err = _api_error(e, f"NodeFeatureRule {name}")
+                if isinstance(err, StoreConflict):
+                    with contextlib.suppress(NfdStoreError):
+                        err.current = self.get(name)
+                        err.current_version = err.current["metadata"]["resourceVersion"]
+                raise err from e
+            m.after = _rule_audit(out)
+            m.detail = f"resourceVersion {resource_version} -> {out['metadata'].get('resourceVersion')}"
+        return out
 
-    def delete(self, name: str, *, resource_version: str = "", dry_run: bool = False) -> None:
+    def delete(self, name: str, *, resource_version: str = "", dry_run: bool = False, before: Any = None) -> None:
         from kubernetes import client
         from kubernetes.client.rest import ApiException
 
         opts = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=resource_version)
                                       if resource_version else None, dry_run=["All"] if dry_run else None)
-        try:
-            self.custom.delete_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL, name, body=opts,
-                                                     _preload_content=False)
-        except ApiException as e:
-            raise _api_error(e, f"NodeFeatureRule {name}") from e
+        with self._write("delete", name, dry_run, _rule_audit(before)):
+            try:
+                self.custom.delete_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL, name, body=opts,
+                                                         _preload_content=False)
+            except ApiException as e:
+                raise _api_error(e, f"NodeFeatureRule {name}") from e
+
+
+def _rule_audit(obj: Any) -> Any:
+    """What the audit log keeps of a rule: its YAML text as given, or name, resourceVersion and spec."""
+    if not isinstance(obj, dict):
+        return _clip(obj) if isinstance(obj, str) else obj
+    meta = obj.get("metadata") or {}
+    return {"name": meta.get("name"), "resourceVersion": meta.get("resourceVersion"), "spec": obj.get("spec")}
 
 
 def _rule_body(obj: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,14 @@ A screen or the CLI subscribes with `on_event(RunEvent)`; events arrive on the
 engine's thread (a TUI posts them as messages). Kinds: "run-start",
 "step-start", "step-skip" (effect already there / done in an earlier run),
 "step-progress", "step-done", "step-failed", "undo-start", "undo-done",
-"run-done" (status in data: done | failed | needs-attention | verify-failed | interrupted).
+"run-done" (status in data: done | failed | needs-attention | verify-failed | interrupted | refused).
+
+Every mutating step's action and every undo goes through the session's Guard (console/guard.py): read-only
+refuses it, and its audit intent is fsync'd before the action (its id kept in the step's journal data,
+`audit_intent`), its outcome written after the verification. A refusal (read-only, audit log unwritable)
+stops the run with exit 2 ("refused"), nothing rolled back; the journal stays resumable when an earlier
+step changed something. A resumed step whose intent is logged but whose outcome is not gets the outcome
+(once) — not a second intent; a step whose outcome is there gets no record at all.
 
 `stop` (a threading.Event, usually an interrupt.StopFlag set by SIGINT/SIGTERM) is checked before each
 step; a set flag ends the run "interrupted" (exit 4, journal left resumable, nothing undone) and
@@ -21,7 +28,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.audit import AuditLog
+from console.audit import new_id
+from console.guard import Guard, GuardRefusal
 from console.runbook.interrupt import Interrupted, StopFlag
 from console.runbook.journal import Journal, now
 
@@ -144,6 +152,7 @@ class RunResult:
     infra_wait: float
     steps: list[dict[str, Any]]
     stopped_at: str = ""  # interrupted: "during <step>" or "before <step>"
+    refusal: str = ""  # refused: the kind (read-only, audit-unwritable)
 
     @property
     def overhead(self) -> float:
@@ -151,12 +160,12 @@ class RunResult:
 
 
 class Engine:
-    def __init__(self, journal: Journal, steps: list[Step], *, audit: AuditLog | None = None,
+    def __init__(self, journal: Journal, steps: list[Step], *, guard: Guard,
                  on_event: Callable[[RunEvent], None] | None = None, values: dict[str, Any] | None = None,
                  stop: threading.Event | None = None) -> None:
         self.journal = journal
         self.steps = steps
-        self.audit = audit or AuditLog.default()
+        self.guard = guard
         self.on_event = on_event or (lambda _e: None)
         self._current = ""
         self.stop = stop or threading.Event()
@@ -171,17 +180,37 @@ class Engine:
         step = next((s for s in self.steps if s.id == self._current), None)
         self._send("step-progress", step, message)
 
-    def _audit(self, step: Step, before: Any, after: Any, result: str, detail: str = "") -> None:
+    def _names(self, step: Step) -> tuple[str, str]:
         target = step.audit_target(self.ctx) if step.audit_target else self.journal.doc["node"]
-        self.audit.record(f"runbook.{self.journal.doc['kind']}.{step.id}", target, before=before, after=after,
-                          result=result, detail=detail or step.title, run_id=self.journal.run_id)
+        return f"runbook.{self.journal.doc['kind']}.{step.id}", target
+
+    def _intent(self, step: Step, before: Any, record_id: str, detail: str = "") -> None:
+        action, target = self._names(step)
+        self.guard.intent(action, target, what=f"{step.title} ({self.journal.doc['kind']} run {self.journal.run_id})",
+                          before=before, detail=detail or step.title, run_id=self.journal.run_id, record_id=record_id)
+
+    def _outcome(self, step: Step, record_id: str, after: Any, result: str, detail: str = "",
+                 error: str = "") -> None:
+        action, target = self._names(step)
+        self.guard.outcome(record_id, action, target, what=step.title, after=after, result=result,
+                           detail=detail or step.title, error=error, run_id=self.journal.run_id)
+
+    def _refused(self, e: GuardRefusal) -> tuple[str, str]:
+        """(journal status, message) for a run the guard stopped: resumable when something was changed."""
+        mutating = {s.id for s in self.steps if s.mutating}
+        touched = any(s.get("status") != "pending" and s["id"] in mutating for s in self.journal.doc["steps"])
+        if not touched:
+            return "refused", f"{e}; nothing was changed"
+        return "needs-attention", (f"{e}. Nothing was rolled back; once that is fixed, run the "
+                                   f"{self.journal.doc['kind']} of {self.journal.doc['node']} again to resume run "
+                                   f"{self.journal.run_id}")
 
     def run(self) -> RunResult:
         t0 = time.monotonic()
         self._send("run-start", None, f"run {self.journal.run_id}", steps=[s.as_plan() for s in self.steps])
         completed: list[Step] = []
         status, code, message = "done", EXIT_DONE, ""
-        stopped_at = ""
+        stopped_at, refusal, journal_status = "", "", ""
         for step in self.steps:
             rec = self.journal.step(step.id)
             if rec["status"] in ("done", "skipped"):
@@ -196,11 +225,16 @@ class Engine:
                         raise Interrupted
                     stopped_at = f"during {step.id}"
                     self._run_step(step, rec)
-                except (StepFailed, Interrupted):
+                except (StepFailed, Interrupted, GuardRefusal):
                     raise
                 except Exception as e:  # an API/I-O error the step did not expect: stop here, resumable
                     raise StepFailed(f"{step.title}: {describe_error(e)}", resumable=True) from e
                 completed.append(step)
+            except GuardRefusal as e:  # read-only or no audit log: this step was not made (or not recorded)
+                status, code, refusal = "refused", EXIT_USAGE, e.kind
+                journal_status, message = self._refused(e)
+                self._send("step-failed", step, str(e))
+                break
             except Interrupted:  # the step keeps its journaled status (started/acted): resuming re-checks it
                 status, code = "interrupted", EXIT_ATTENTION
                 message = (f"interrupted {stopped_at}; nothing was rolled back; run {self.journal.run_id} "
@@ -223,11 +257,12 @@ class Engine:
                     if undone:
                         message += ". Rolled back: " + "; ".join(undone)
                 break
-        self.journal.finish(status, message)
+        self.journal.finish(journal_status or status, message)
         elapsed = time.monotonic() - t0
         self._send("run-done", None, message or "done", status=status, exit_code=code)
         return RunResult(self.journal.run_id, status, code, message, str(self.journal.path), elapsed,
-                         self.ctx.infra_wait, self.journal.doc["steps"], stopped_at if status == "interrupted" else "")
+                         self.ctx.infra_wait, self.journal.doc["steps"], stopped_at if status == "interrupted" else "",
+                         refusal)
 
     def _run_step(self, step: Step, rec: dict[str, Any]) -> None:
         resumed = rec["status"] in ("started", "acted")
@@ -236,33 +271,71 @@ class Engine:
             why = step.precondition(self.ctx)
             if why:
                 raise StepFailed(f"{step.title}: precondition not met: {why}")
+        # the intent an interrupted run journaled for this step, and what the audit log holds of it
+        pending = (rec.get("data") or {}).get("audit_intent") if resumed and step.mutating else None
+        logged = self.guard.audit.phases(pending) if pending else set()
         if step.done and step.done(self.ctx):
-            if resumed and step.mutating:  # acted in a run that was killed before it could record it
-                self._audit(step, None, step.describe(self.ctx) if step.describe else None, "ok",
-                            f"{step.title} (done by an earlier, interrupted run; recorded on resume)")
+            if resumed and step.mutating and "outcome" not in logged:
+                self._record_resumed(step, pending if "intent" in logged else None)
             self.journal.mark(step.id, "skipped", message="already in place")
             self._send("step-skip", step, "already in place")
             return
-        before = step.describe(self.ctx) if step.describe and step.mutating else None
-        self.journal.mark(step.id, "started")
+        if not step.mutating:
+            self.journal.mark(step.id, "started")
+            data = step.action(self.ctx) or {}
+            self.journal.mark(step.id, "acted", data=data)
+            if step.verify:
+                why = step.verify(self.ctx)
+                if why:
+                    raise StepFailed(f"{step.title}: {why}")
+            self.journal.mark(step.id, "done")
+            self._send("step-done", step, "", **data)
+            return
+        self.guard.check(f"{step.title} ({self.journal.doc['kind']} run {self.journal.run_id})")
+        before = step.describe(self.ctx) if step.describe else None
+        # reuse the journaled intent while it has no outcome: the step is still that one mutation
+        record_id = pending if pending and "outcome" not in logged else new_id()
+        self.journal.mark(step.id, "started", data={"audit_intent": record_id})
+        if "intent" not in logged or record_id != pending:
+            try:
+                self._intent(step, before, record_id)
+            except GuardRefusal:
+                if not resumed:  # not sent: this run did nothing in this step
+                    self.journal.mark(step.id, "pending")
+                raise
         try:
             data = step.action(self.ctx) or {}
         except StepFailed as e:
-            if step.mutating:
-                self._audit(step, before, None, "error", e.message)
+            self._outcome_after_error(step, record_id, e.message)
+            raise
+        except Exception as e:
+            self._outcome_after_error(step, record_id, describe_error(e))
             raise
         self.journal.mark(step.id, "acted", data=data)
         if step.verify:
             why = step.verify(self.ctx)
             if why:
-                if step.mutating:
-                    self._audit(step, before, None, "error", why)
+                self._outcome_after_error(step, record_id, why)
                 raise StepFailed(f"{step.title}: {why}")
-        if step.mutating:
-            after = step.describe(self.ctx) if step.describe else data or None
-            self._audit(step, before, after, "ok")
+        after = step.describe(self.ctx) if step.describe else data or None
+        self._outcome(step, record_id, after, "ok")
         self.journal.mark(step.id, "done")
         self._send("step-done", step, "", **data)
+
+    def _outcome_after_error(self, step: Step, record_id: str, why: str) -> None:
+        """The outcome of a failed action; the action's error is what the run reports, even if this fails."""
+        with contextlib.suppress(GuardRefusal):
+            self._outcome(step, record_id, None, "error", why, error=why)
+
+    def _record_resumed(self, step: Step, intent: str | None) -> None:
+        """A step an interrupted run did: its outcome for the intent it logged (or, from a journal that kept no
+        intent id, one intent and its outcome), so the step is audited once."""
+        after = step.describe(self.ctx) if step.describe else None
+        detail = f"{step.title} (done by an earlier, interrupted run; recorded on resume)"
+        record_id = intent or new_id()
+        if intent is None:
+            self._intent(step, None, record_id, detail)
+        self._outcome(step, record_id, after, "ok", detail)
 
     def _undo(self, completed: list[Step]) -> tuple[bool, list[str]]:
         """Undo completed steps in reverse: (False when an undo failed — the state needs attention, what was done)."""
@@ -273,14 +346,25 @@ class Engine:
             self._current = step.id
             self._send("undo-start", step, f"undoing: {step.title}")
             try:
+                record_id = new_id()
+                try:
+                    self._intent(step, step.describe(self.ctx) if step.describe else None, record_id,
+                                 f"undo: {step.title}")
+                except GuardRefusal as e:  # not undone: it must not happen unaudited
+                    raise StepFailed(f"undo of {step.title}: {e}", safe=False) from e
                 try:
                     what = step.undo(self.ctx)
-                except StepFailed:
+                except StepFailed as e:
+                    self._outcome_after_error(step, record_id, f"undo: {e.message}")
                     raise
                 except Exception as e:  # an API error while undoing: report it, keep undoing the rest
+                    self._outcome_after_error(step, record_id, f"undo: {describe_error(e)}")
                     raise StepFailed(f"undo of {step.title}: {describe_error(e)}", safe=False) from e
                 self.journal.mark(step.id, "undone", message=what or "")
-                self._audit(step, None, what, "undone", f"undo: {step.title}")
+                try:
+                    self._outcome(step, record_id, what, "undone", f"undo: {step.title}")
+                except GuardRefusal as e:
+                    raise StepFailed(f"undo of {step.title}: {e}", safe=False) from e
                 self._send("undo-done", step, what or "")
                 if what:
                     said.append(what)

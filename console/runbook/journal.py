@@ -6,7 +6,7 @@ $XDG_STATE_HOME/console/runbooks/<run-id>.json:
      "cluster": {"server": "https://...:6443", "kube_system_uid": "..." | null, "note": "..."},
      "infra": {"method": "openstack", "openstack": {"auth_url", "project_id", "project"} | null,
                "libvirt": ["qemu+ssh://..."], "vm": "<server id | domain>"},
-     "status": "running" | "done" | "failed" | "needs-attention" | "interrupted" | "reverted",
+     "status": "running" | "done" | "failed" | "needs-attention" | "interrupted" | "reverted" | "refused",
      "params": {...the CLI/screen request...}, "context": {...ids found while running...},
      "created": ISO, "updated": ISO, "message": "",
      "steps": [{"id": "resize", "title": "...", "mutating": true,
@@ -14,7 +14,9 @@ $XDG_STATE_HOME/console/runbooks/<run-id>.json:
                 "started": ISO|null, "finished": ISO|null, "data": {...}, "message": ""}]}
 
 "interrupted": stopped by SIGINT/SIGTERM between steps (or in a wait), resumable; "reverted": a scale-up
-superseded by a revert run (console/runbook/revert.py), no longer resumed.
+superseded by a revert run (console/runbook/revert.py), no longer resumed; "refused": the Guard stopped the
+run before it changed anything (read-only, audit log unwritable; console/guard.py), not resumed. A mutating
+step's data keeps "audit_intent", the id of its audit intent record, so a resume audits it exactly once.
 "started" means the action may have been sent: on resume the step's idempotency
 check decides whether to send it again.
 

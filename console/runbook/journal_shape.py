@@ -14,7 +14,7 @@ from typing import Any
 
 VERSION = 2
 KINDS = ("scale-up", "revert")
-STATUSES = ("running", "done", "failed", "needs-attention", "interrupted", "reverted", "verify-failed")
+STATUSES = ("running", "done", "failed", "needs-attention", "interrupted", "reverted", "verify-failed", "refused")
 STEP_STATUSES = ("pending", "started", "acted", "done", "skipped", "failed", "undone")
 # new_run_id(): <kind>-<node>-<UTC %Y%m%dT%H%M%S>-<4 hex>; node names may contain "-", the suffix is fixed
 RUN_ID = re.compile(r"^(?P<kind>scale-up|revert)-(?P<node>.+)-\d{8}T\d{6}-[0-9a-f]{4}$")

@@ -206,31 +206,40 @@ def run_revert(session: Any, plan: RevertPlan, journal: Journal | None = None, *
     from console.runbook.journal import new_run_id
 
     run_id = journal.run_id if journal is not None else new_run_id(KIND, plan.node)
+    session.guard.check(f"revert of the resize of {plan.server}")  # ReadOnly before the Lease or a journal
+    superseded: tuple[Journal, str, str] | None = None
     with session.node_lock(plan.node, run_id, journal, on_event) as lock:
         if journal is None:
             params = {k: v for k, v in asdict(plan).items() if k not in ("node_timeout", "resize_timeout")}
             journal = Journal.create(KIND, plan.node, params, plan.steps, run_id=run_id, cluster=session.cluster,
                                      infra=session.infra("openstack", plan.server_id))
             if plan.scale_up_run:
-                _supersede(plan.scale_up_run, journal.run_id)
+                superseded = _supersede(plan.scale_up_run, journal.run_id)
         lock.record(journal)
         values = session.values()
-        return Engine(journal, lock.guard(steps(plan)), audit=session.audit, on_event=on_event, values=values,
-                      stop=stop).run()
+        result = Engine(journal, lock.guard(steps(plan)), guard=session.guard, on_event=on_event, values=values,
+                        stop=stop).run()
+        if superseded and journal.doc["status"] == "refused":  # the revert changed nothing: the scale-up stands
+            superseded[0].finish(superseded[1], superseded[2])
+        return result
 
 
-def _supersede(scale_up_run: str, revert_run: str) -> None:
-    """Close the scale-up run the revert replaces, as its owner (its flock): never under a live process."""
+def _supersede(scale_up_run: str, revert_run: str) -> tuple[Journal, str, str] | None:
+    """Close the scale-up run the revert replaces, as its owner (its flock): never under a live process.
+    Returns the journal with its former status and message, to restore if the revert changes nothing."""
     try:
         scale = Journal.load(scale_up_run)
     except (FileNotFoundError, JournalError):
-        return
+        return None
     try:
         with JournalLock(scale.path.parent, scale.run_id):
-            if scale.doc.get("status") != "done":
-                scale.finish("reverted", f"superseded by revert run {revert_run}")
+            if scale.doc.get("status") == "done":
+                return None
+            former = (scale, scale.doc.get("status", ""), scale.doc.get("message", ""))
+            scale.finish("reverted", f"superseded by revert run {revert_run}")
+            return former
     except JournalBusy:
-        return  # its process still runs (it holds no Lease, or the revert would not run): it ends it itself
+        return None  # its process still runs (it holds no Lease, or the revert would not run): it ends it itself
 
 
 def outcome(plan: RevertPlan, result: RunResult) -> str:

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from console.audit import AuditLog
+from console.guard import Guard
 from console.runbook.engine import Engine, RunEvent, RunResult
 from console.runbook.journal import Journal, JournalError, bad_journal
 from console.runbook.journal_lock import JournalBusy, JournalLock
@@ -43,7 +43,7 @@ def journal_fault(e: JournalError) -> SessionError:
 
 
 class Session:
-    def __init__(self, settings: Any, *, audit: AuditLog | None = None) -> None:
+    def __init__(self, settings: Any, *, guard: Guard | None = None) -> None:
         from console.kube.connection import KubeConfigError, connect
         from console.kube.nodeaccess import node_access
 
@@ -52,7 +52,8 @@ class Session:
             self.api, self.target = connect(settings.kubeconfig, settings.context)
         except KubeConfigError as e:
             raise SessionError(str(e)) from e
-        self.audit = audit or AuditLog.default()
+        # every change the runbooks make goes through it (read-only, audit intent before, outcome after)
+        self.guard = guard or Guard.from_settings(settings)
         self.access = node_access(settings.node_access, self.api, settings)
         self._openstack: Any = None
         self._libvirt: Any = None
@@ -172,6 +173,7 @@ class Session:
 
         if plan.nothing_to_do:
             raise SessionError(plan.nothing_to_do)
+        self.guard.check(f"scale-up of {plan.node.name}")  # ReadOnly before the Lease or a journal exists
         run_id = journal.run_id if journal is not None else new_run_id("scale-up", plan.node.name)
         with self.node_lock(plan.node.name, run_id, journal, on_event) as lock:
             if journal is None:
@@ -180,7 +182,7 @@ class Session:
                 journal.doc["context"]["plan"] = plan.to_dict()
             lock.record(journal)
             steps = lock.guard(build_steps(plan, self.values()))
-            return Engine(journal, steps, audit=self.audit, on_event=on_event, values=self.values(), stop=stop).run()
+            return Engine(journal, steps, guard=self.guard, on_event=on_event, values=self.values(), stop=stop).run()
 
     @contextlib.contextmanager
     def node_lock(self, node: str, run_id: str, journal: Journal | None,

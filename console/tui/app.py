@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from console.config import Settings
+from console.guard import Guard
 from console.infra.inventory import VmListError
 from console.infra.vms import VmView, match_nodes
 from console.kube.events import Events
@@ -57,11 +58,14 @@ class ConsoleApp(App[None]):
         kube_factory: Callable[[str | None, str | None], Any] | None = None,
         refresh_interval: float = 0.25,
         vm_refresh: float = VM_REFRESH_SECONDS,
+        guard: Guard | None = None,
     ) -> None:
         super().__init__()
         self.kube = kube
         self.infra = infra
         self.settings = settings or Settings()
+        # every write the screens' gateways make goes through it (console/guard.py)
+        self.guard = guard or Guard.from_settings(self.settings)
         self.vms = vms  # VmInventory-like: list() -> VmListing, flavors(); None hides VM columns
         self.clock = clock
         self.label = label
@@ -275,6 +279,8 @@ class ConsoleApp(App[None]):
                 self._use_theme(self.settings.theme)
             if self.settings.key_overrides != previous.key_overrides:
                 self.set_keymap(dict(self.settings.key_overrides))
+            # read-only is the session's: the new context's setting holds below the UI too
+            self.guard = Guard(read_only=self.settings.read_only, audit=self.guard.audit)
         self._start_events()
         self._last_generation = None
         self.view = ClusterView.empty()

@@ -64,6 +64,7 @@ async def test_switch_into_a_read_only_context_makes_the_session_read_only(kube_
             assert app.settings.context == "prod" and app.settings.kubeconfig == str(kubeconfig)
             assert "read-only" in app.sub_title and app.theme == "light"
             assert not allow_action(app, "scale_up")  # the dangerous bindings are gone
+            assert app.guard.read_only  # and the gateways' guard refuses below the UI
             assert any("switched to context prod" in m and "read-only" in m for m in _notes(app))
             await pilot.press("colon", *"scale-up kube-worker02", "enter")
             await pilot.pause()
@@ -73,6 +74,7 @@ async def test_switch_into_a_read_only_context_makes_the_session_read_only(kube_
             await pilot.press("colon", *f"ctx {first}", "enter")  # back: that context's settings again
             await wait_until(pilot, lambda: app.kube.target.context == first, what="the switch back")
             assert not is_read_only(app) and app.theme == "dark" and "read-only" not in app.sub_title
+            assert not app.guard.read_only
     finally:
         app.kube.stop()
         cluster.stop()

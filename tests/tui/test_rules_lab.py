@@ -13,7 +13,9 @@ import pytest
 from textual.widgets import Static, TextArea
 from tuitools import Host, confirm_into_conflict, settle
 
+from console.audit import AuditLog
 from console.config import Settings
+from console.guard import Guard
 from console.kube.cluster import Cluster
 from console.kube.nfdstore import RuleStore, list_nodes
 from console.lab.world import Lab
@@ -77,6 +79,7 @@ async def test_template_dry_run_apply_labels_nodes(kube: Cluster) -> None:
         assert wait_until(lambda: labelled() == {"kube-worker02", "kube-worker03"}, what="nfd-master labels")
         entry = json.loads((Path(os.environ["XDG_STATE_HOME"]) / "console" / "audit.log").read_text().splitlines()[-1])
         assert entry["action"] == "nfd.rule.create" and entry["target"] == "nodefeaturerule/avx512"
+        assert entry["phase"] == "outcome" and entry["result"] == "ok"
 
         # now change it: the dry-run shows the label value changing on the same two nodes
         editor = screen.query_one("#rules-editor", TextArea)
@@ -98,7 +101,9 @@ async def test_template_dry_run_apply_labels_nodes(kube: Cluster) -> None:
 
 
 async def test_validation_messages_and_conflict(kube: Cluster) -> None:
-    rules = RuleStore(kube.api_client)
+    # someone else's writes (their own audit log)
+    rules = RuleStore(kube.api_client, guard=Guard(read_only=False, audit=AuditLog(Path(os.environ["XDG_STATE_HOME"])
+                                                                                 / "someone-else.log")))
     import yaml
 
     from console.nfd_preview import RULE_TEMPLATES

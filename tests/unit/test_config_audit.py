@@ -43,11 +43,12 @@ def test_bad_config_names_file_and_key(tmp_path, text, message):
 
 def test_audit_appends_redacted_json_lines(tmp_path):
     log = AuditLog(tmp_path / "state" / "audit.log")
-    log.record("node.label", "node/kube-worker01", before={"a": "1"}, after={"a": "2", "token": "s3cret"})
-    log.record("nova.resize", "server/x", result="error", detail="No valid host")
+    rid = log.intent("node.label", "node/kube-worker01", before={"a": "1", "token": "s3cret"})["id"]
+    log.outcome(rid, "node.label", "node/kube-worker01", after={"a": "2", "token": "s3cret"})
     entries = log.entries()
-    assert [e["action"] for e in entries] == ["node.label", "nova.resize"]
-    assert entries[0]["after"] == {"a": "2", "token": "***"} and "@" in entries[0]["who"]
+    assert [(e["action"], e["phase"], e["id"]) for e in entries] == [("node.label", "intent", rid),
+                                                                     ("node.label", "outcome", rid)]
+    assert entries[1]["after"] == {"a": "2", "token": "***"} and "@" in entries[0]["who"]
     assert "s3cret" not in log.path.read_text()
     assert (log.path.stat().st_mode & 0o777) == 0o600
     assert redact({"auth": {"password": "p"}, "x": [{"Token": 1}]}) == {"auth": "***", "x": [{"Token": "***"}]}

@@ -13,6 +13,7 @@ HEADLESS = (
     "console.lab",
     "console.config",
     "console.audit",
+    "console.guard",
 )
 
 

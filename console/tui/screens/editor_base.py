@@ -15,8 +15,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static, TextArea
 from textual.worker import Worker, WorkerState
 
-from console.audit import AuditLog
 from console.config import Settings
+from console.guard import Guard, GuardRefusal
 from console.nfd import versions as V
 from console.tui.safety import DANGEROUS_ACTIONS, is_read_only
 from console.tui.widgets.diff import DiffView
@@ -41,7 +41,7 @@ class EditorScreen(Screen[None]):
         self._own_settings = settings is not None
         self.version: V.NfdVersion = V.CURRENT
         self.version_text = ""
-        self.audit = AuditLog.default()
+        self.guard: Guard | None = None  # the app's (mount_common): the stores' writes go through it
 
     # -- layout -------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -74,6 +74,9 @@ class EditorScreen(Screen[None]):
             self.settings = getattr(self.app, "settings", None) or self.settings
         if self.settings.nfd_version:
             self.version = V.parse_version(self.settings.nfd_version)
+        self.guard = getattr(self.app, "guard", None) or Guard.from_settings(self.settings)
+        if self.read_only and not self.guard.read_only:  # this screen's own read-only settings hold below it too
+            self.guard = Guard(read_only=True, audit=self.guard.audit)
 
     # -- read-only ----------------------------------------------------------------------------------------
     @property
@@ -121,6 +124,10 @@ class EditorScreen(Screen[None]):
     def action_diff_mode(self) -> None:
         mode = self.query_one(f"#{self.PREFIX}-diffview", DiffView).toggle_mode()
         self.query_one(f"#{self.PREFIX}-output").border_title = f"diff ({mode}; v toggles)"
+
+    def notify_refusal(self, err: GuardRefusal, done: str, refused: str) -> None:
+        """A write the guard stopped: refused before it was made, or (`err.done`) made but not audited."""
+        self.notify(str(err), title=done if err.done else refused, severity="error", timeout=15)
 
     # -- worker failures ----------------------------------------------------------------------------------
     def _worker_failed(self) -> None:

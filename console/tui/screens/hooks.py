@@ -16,6 +16,7 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from console.config import Settings
+from console.guard import GuardRefusal
 from console.kube.nfdstore import (
     DEFAULT_GROUP,
     ConfigMapHookStore,
@@ -43,7 +44,6 @@ from console.tui.widgets.diff_dialog import ConflictDialog
 from console.tui.widgets.editor import load_into
 
 STDERR_SHOWN = 2048  # bytes of a hook's stderr/stdout shown inline; the rest is summarised
-AUDIT_CAP = 64 * 1024
 HOOK_TEMPLATE = ("#!/bin/sh\n# Each line 'key=value' (or 'key') printed on stdout becomes a node label.\n"
                  "echo MY_FEATURE=true\n")
 FEATURE_TEMPLATE = "# Each line 'key=value' (or 'key') becomes a node label.\nMY_FEATURE=true\n"
@@ -70,7 +70,7 @@ class FileSaved(Message):
 
 
 class FileSaveFailed(Message):
-    def __init__(self, error: NfdStoreError, kind: str, name: str, content: str) -> None:
+    def __init__(self, error: NfdStoreError | GuardRefusal, kind: str, name: str, content: str) -> None:
         super().__init__()
         self.error, self.kind, self.name, self.content = error, kind, name, content
 
@@ -154,7 +154,8 @@ class HooksScreen(EditorScreen):
 
     def _open_store(self) -> None:
         try:
-            self.store = hook_store(self.settings, getattr(self.kube, "api_client", None), self.group)
+            self.store = hook_store(self.settings, getattr(self.kube, "api_client", None), self.group,
+                                    guard=self.guard)
         except NfdStoreError as e:
             self.store = None
             self.notify(str(e), title="no hook store", severity="error")
@@ -329,18 +330,12 @@ class HooksScreen(EditorScreen):
 
     @work(thread=True, exclusive=True, group="hooks-save", exit_on_error=False)
     def save_file(self, base: StoredFile, content: str, expected_version: str) -> None:
-        action = f"nfd.{base.kind}.save"
         assert self.store is not None
-        try:
+        try:  # the store's guard refuses it in read-only and audits it (intent before, outcome after)
             saved = self.store.save(base.kind, base.name, content, expected_version=expected_version)
-        except NfdStoreError as e:
-            result = "conflict" if isinstance(e, StoreConflict) else "error"
-            self.audit.record(action, base.target, before=base.content[:AUDIT_CAP], after=content[:AUDIT_CAP],
-                              result=result, detail=str(e))
+        except (NfdStoreError, GuardRefusal) as e:
             self.post_message(FileSaveFailed(e, base.kind, base.name, content))
             return
-        self.audit.record(action, saved.target, before=base.content[:AUDIT_CAP] if base.version else None,
-                          after=content[:AUDIT_CAP], detail=f"version {expected_version or '(new)'} -> {saved.version}")
         self.post_message(FileSaved(saved, base))
 
     def on_file_saved(self, msg: FileSaved) -> None:
@@ -356,6 +351,11 @@ class HooksScreen(EditorScreen):
 
     def on_file_save_failed(self, msg: FileSaveFailed) -> None:
         err = msg.error
+        if isinstance(err, GuardRefusal):  # refused before the write (or, `done`, written but not audited)
+            self.notify_refusal(err, "saved; audit record missing", "save refused")
+            if err.done:
+                self.load_files()
+            return
         if not isinstance(err, StoreConflict):
             self.notify(str(err), title="save failed", severity="error")
             return

@@ -20,6 +20,7 @@ from textual.widgets.option_list import Option
 
 from console.bounded import InputError, load_yaml
 from console.config import Settings
+from console.guard import GuardRefusal
 from console.kube.nfdstore import (
     NfdStoreError,
     RuleStore,
@@ -93,7 +94,7 @@ class RuleApplied(Message):
 
 
 class RuleApplyFailed(Message):
-    def __init__(self, error: NfdStoreError, content: str) -> None:
+    def __init__(self, error: NfdStoreError | GuardRefusal, content: str) -> None:
         super().__init__()
         self.error, self.content = error, content
 
@@ -165,7 +166,7 @@ class RulesScreen(EditorScreen):
         if self.kube is None:
             self.query_one("#rules-status", Static).update("no cluster connection: NodeFeatureRules need one")
             return
-        self.store = RuleStore(self.kube.api_client)
+        self.store = RuleStore(self.kube.api_client, guard=self.guard)
         self.load_rules()
 
     # -- loading ------------------------------------------------------------------------------------------
@@ -390,26 +391,20 @@ class RulesScreen(EditorScreen):
 
     @work(thread=True, exclusive=True, group="rules-apply", exit_on_error=False)
     def apply_rule(self, obj: dict[str, Any], content: str, resource_version: str, before: str) -> None:
-        name = obj["metadata"]["name"]
         verb = "replace" if resource_version else "create"
         assert self.store is not None
         try:
-            # the server validates first (dry-run persists nothing), then the real write with the same precondition
+            # the server validates first (dry-run persists nothing), then the real write with the same precondition;
+            # the store's guard refuses it in read-only and audits it (intent before, outcome after)
             if resource_version:
                 self.store.replace(obj, resource_version=resource_version, dry_run=True)
-                out = self.store.replace(obj, resource_version=resource_version)
+                out = self.store.replace(obj, resource_version=resource_version, before=before or None)
             else:
                 self.store.create(obj, dry_run=True)
                 out = self.store.create(obj)
-        except NfdStoreError as e:
-            self.audit.record(f"nfd.rule.{verb}", f"nodefeaturerule/{name}", before=before or None, after=content,
-                              result="conflict" if isinstance(e, StoreConflict) else "error", detail=str(e))
+        except (NfdStoreError, GuardRefusal) as e:
             self.post_message(RuleApplyFailed(e, content))
             return
-        affected = len(self.dry_run.affected) if self.dry_run else 0
-        self.audit.record(f"nfd.rule.{verb}", f"nodefeaturerule/{name}", before=before or None, after=content,
-                          detail=f"resourceVersion {resource_version or '(new)'} -> "
-                                 f"{out['metadata'].get('resourceVersion')}; dry-run: {affected} node(s) affected")
         self.post_message(RuleApplied(out, verb))
 
     def on_rule_applied(self, msg: RuleApplied) -> None:
@@ -422,6 +417,11 @@ class RulesScreen(EditorScreen):
 
     def on_rule_apply_failed(self, msg: RuleApplyFailed) -> None:
         err = msg.error
+        if isinstance(err, GuardRefusal):  # refused before the write (or, `done`, written but not audited)
+            self.notify_refusal(err, "applied; audit record missing", "apply refused")
+            if err.done:
+                self.load_rules()
+            return
         if not isinstance(err, StoreConflict) or not isinstance(err.current, dict):
             self.notify(str(err), title="apply failed", severity="error")
             return

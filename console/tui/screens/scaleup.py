@@ -137,7 +137,7 @@ class ScaleUpScreen(ConsoleScreen):
         if self.session is None:
             from console.runbook.session import Session
 
-            self.session = Session(self.settings)
+            self.session = Session(self.settings, guard=getattr(self.app, "guard", None))
         return self.session
 
     # -- nodes --------------------------------------------------------------------------------------------
@@ -327,12 +327,13 @@ class ScaleUpScreen(ConsoleScreen):
 
     @work(thread=True, exclusive=True, group="scale-up-run", exit_on_error=False)
     def run_plan(self, plan: ScaleUpPlan, journal: Any) -> None:
+        from console.guard import GuardRefusal
         from console.runbook.session import SessionError
 
         try:
             result = self._ensure_session().run(plan, journal,
                                                 on_event=lambda ev: self.post_message(RunbookStepChanged(ev)))
-        except SessionError as e:
+        except (SessionError, GuardRefusal) as e:  # held by another run; read-only (below the hidden action)
             self.post_message(RunFinished(None, str(e)))
             return
         self.post_message(RunFinished(result))
@@ -458,13 +459,14 @@ class ScaleUpScreen(ConsoleScreen):
 
     @work(thread=True, exclusive=True, group="scale-up-revert", exit_on_error=False)
     def do_revert(self, rplan: Any) -> None:
+        from console.guard import GuardRefusal
         from console.runbook.revert import outcome, run_revert
         from console.runbook.session import SessionError
 
         try:
             result = run_revert(self._ensure_session(), rplan,
                                 on_event=lambda ev: self.post_message(RunbookStepChanged(ev)))
-        except SessionError as e:  # another run holds the node
+        except (SessionError, GuardRefusal) as e:  # another run holds the node; read-only
             self.post_message(RevertDone(False, f"revert not started: {e}"))
             return
         self.post_message(RevertDone(result.status == "done", outcome(rplan, result)))

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from console.audit import AuditLog
 from console.config import Settings
+from console.guard import Guard, ReadOnly
 from console.kube.nfdstore import (
     DirectoryHookStore,
     NfdStoreError,
@@ -25,7 +27,7 @@ def test_layout_accepts_parent_or_either_subdir(tmp_path: Path) -> None:
 
 
 def test_save_list_conflict_delete(tmp_path: Path) -> None:
-    store = DirectoryHookStore(tmp_path)
+    store = DirectoryHookStore(tmp_path, guard=Guard(read_only=False, audit=AuditLog(tmp_path / "audit.log")))
     assert store.list() == []
     hook = store.save("hook", "probe.sh", "#!/bin/sh\necho A=1\n", expected_version="")
     assert os.access(tmp_path / "source.d" / "probe.sh", os.X_OK)
@@ -50,7 +52,8 @@ def test_save_list_conflict_delete(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["", "../evil", "a/b", "sp ace", ".."])
 def test_bad_names_are_refused(tmp_path: Path, name: str) -> None:
     with pytest.raises(NfdStoreError):
-        DirectoryHookStore(tmp_path).save("feature", name, "A=1\n", expected_version="")
+        DirectoryHookStore(tmp_path, guard=Guard(read_only=False, audit=AuditLog(tmp_path / "a.log"))).save(
+            "feature", name, "A=1\n", expected_version="")
 
 
 def test_settings_choose_the_store(tmp_path: Path) -> None:
@@ -58,3 +61,12 @@ def test_settings_choose_the_store(tmp_path: Path) -> None:
     assert isinstance(store, DirectoryHookStore) and store.features_dir == tmp_path / "features.d"
     with pytest.raises(NfdStoreError, match="hook_dir"):
         hook_store(Settings(hook_store="directory"), None)
+
+
+def test_a_store_without_a_guard_or_read_only_writes_nothing(tmp_path: Path) -> None:
+    """Stores built without a Guard only read; a read-only Guard refuses before the file is touched."""
+    for guard in (None, Guard(read_only=True, audit=AuditLog(tmp_path / "audit.log"))):
+        store = DirectoryHookStore(tmp_path, guard=guard)
+        with pytest.raises(ReadOnly):
+            store.save("hook", "h.sh", "#!/bin/sh\n", expected_version="")
+    assert not (tmp_path / "source.d").exists() and not (tmp_path / "audit.log").exists()

@@ -8,6 +8,8 @@ import pytest
 from kubernetes import client
 from labtools import wait_for
 
+from console.audit import AuditLog
+from console.guard import Guard
 from console.kube.nfdstore import (
     ConfigMapHookStore,
     RuleStore,
@@ -34,8 +36,13 @@ def avx_rule(name: str = "avx512-test") -> dict[str, Any]:
     return obj
 
 
-def test_configmap_store_lists_saves_and_detects_conflicts(default_lab: Lab, api_client: Any) -> None:
-    store = ConfigMapHookStore(api_client, group="workers")
+@pytest.fixture
+def guard(tmp_path) -> Guard:
+    return Guard(read_only=False, audit=AuditLog(tmp_path / "audit.log"))
+
+
+def test_configmap_store_lists_saves_and_detects_conflicts(default_lab: Lab, api_client: Any, guard: Guard) -> None:
+    store = ConfigMapHookStore(api_client, group="workers", guard=guard)
     assert {"workers", "control-plane"} <= set(store.groups())
     files = {(f.kind, f.name): f for f in store.list()}
     assert ("hook", "my-script") in files and ("feature", "inventory") in files
@@ -58,14 +65,14 @@ def test_configmap_store_lists_saves_and_detects_conflicts(default_lab: Lab, api
     store.delete("feature", "from-test", expected_version=new.version)
     assert store.get("feature", "from-test") is None
     # a group without ConfigMaps yet: the first save creates its ConfigMap
-    fresh = ConfigMapHookStore(api_client, group="test-group")
+    fresh = ConfigMapHookStore(api_client, group="test-group", guard=guard)
     assert fresh.list() == []
     made = fresh.save("hook", "probe.sh", "#!/bin/sh\necho X=1\n", expected_version="")
     assert made.location.endswith("nfd-hooks-test-group") and "test-group" in store.groups()
 
 
-def test_rule_store_dry_run_create_replace_conflict(default_lab: Lab, api_client: Any) -> None:
-    rules = RuleStore(api_client)
+def test_rule_store_dry_run_create_replace_conflict(default_lab: Lab, api_client: Any, guard: Guard) -> None:
+    rules = RuleStore(api_client, guard=guard)
     obj = avx_rule()
     out = rules.create(obj, dry_run=True)
     assert out["metadata"]["name"] == "avx512-test"

@@ -139,7 +139,8 @@ def test_confirm_that_meets_novas_auto_confirm_counts_as_done(resize_lab, tmp_pa
     code, _doc, err = scale_up_as_member(resize_lab, tmp_path, h, node, "--flavor", "m1.large", "--yes")
     assert code == 0, err
     [journal] = h.journals(tmp_path)
-    assert h.journal_step(journal, "confirm-resize")["data"] == {"auto_confirmed": True}
+    data = h.journal_step(journal, "confirm-resize")["data"]
+    assert data.pop("audit_intent") and data == {"auto_confirmed": True}  # and the id of its audit intent
     confirms = [a for a in resize_lab.nova.actions(sid) if a.action == "confirmResize"]
     assert confirms[0].user_id is None  # Nova's periodic task confirmed it, not the member
     assert h.node_obj(resize_lab, node)["status"]["capacity"]["cpu"] == "8"

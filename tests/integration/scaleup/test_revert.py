@@ -55,7 +55,8 @@ def test_revert_brings_the_old_flavor_back_and_uncordons(lab, tmp_path, h):
     journals = {j["run_id"]: j for j in h.journals(tmp_path)}
     assert journals[doc["run_id"]]["status"] == "done" and journals[doc["run_id"]]["kind"] == "revert"
     assert journals[scale["run_id"]]["status"] == "reverted"  # no longer offered for resuming
-    audited = [(e["action"], e["result"]) for e in h.audit_entries(tmp_path) if e.get("run_id") == doc["run_id"]]
+    audited = [(e["action"], e["result"]) for e in h.audit_entries(tmp_path)
+               if e.get("run_id") == doc["run_id"] and e["phase"] == "outcome"]
     assert audited == [("runbook.revert.revert-resize", "ok"), ("runbook.revert.uncordon", "ok")]
 
 

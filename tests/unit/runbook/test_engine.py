@@ -15,6 +15,7 @@ import journalsignal
 import pytest
 
 from console.audit import AuditLog
+from console.guard import Guard
 from console.runbook.engine import (
     EXIT_ATTENTION,
     EXIT_DONE,
@@ -54,13 +55,28 @@ class World:
         return Step(sid, f"step {sid}", kw.pop("action", act), **kw)
 
 
+def _guard(d: Path) -> Guard:
+    return Guard(read_only=False, audit=AuditLog(d / "audit.log"))
+
+
+def outcomes(audit: AuditLog) -> list[dict]:
+    """The outcome records, each after its intent with the same id (console/guard.py)."""
+    entries = audit.entries()
+    intents = {e["id"]: i for i, e in enumerate(entries) if e["phase"] == "intent"}
+    out = [e for e in entries if e["phase"] == "outcome"]
+    assert all(intents[e["id"]] < entries.index(e) for e in out)
+    assert len(intents) == len(out)
+    return out
+
+
 @pytest.fixture
 def env(tmp_path):
     audit = AuditLog(tmp_path / "audit.log")
 
     def make(steps: list[Step], journal: Journal | None = None, events: list | None = None) -> Engine:
         j = journal or Journal.create("toy", "node-1", {"x": 1}, [s.as_plan() for s in steps], directory=tmp_path)
-        return Engine(j, steps, audit=audit, on_event=(events.append if events is not None else None))
+        return Engine(j, steps, guard=Guard(read_only=False, audit=audit),
+                      on_event=(events.append if events is not None else None))
 
     return make, audit
 
@@ -74,9 +90,11 @@ def test_runs_in_order_journals_and_audits_mutations(env):
     assert (res.status, res.exit_code) == ("done", EXIT_DONE)
     assert w.calls == ["a", "b", "check"]
     assert [s["status"] for s in res.steps] == ["done", "done", "done"]
-    assert [e["action"] for e in audit.entries()] == ["runbook.toy.a", "runbook.toy.b"]
-    first = audit.entries()[0]
-    assert first["before"] == {"a": False} and first["after"] == {"a": True} and first["run_id"] == res.run_id
+    assert [e["action"] for e in outcomes(audit)] == ["runbook.toy.a", "runbook.toy.b"]
+    intent, outcome = audit.entries()[:2]
+    assert intent["before"] == {"a": False} and outcome["after"] == {"a": True} and outcome["run_id"] == res.run_id
+    assert (intent["phase"], outcome["phase"], intent["id"]) == ("intent", "outcome", outcome["id"])
+    assert next(s for s in res.steps if s["id"] == "a")["data"]["audit_intent"] == intent["id"]
     kinds = [e.kind for e in events]
     assert kinds[0] == "run-start" and kinds[-1] == "run-done"
     assert kinds.count("step-start") == 3 and kinds.count("step-done") == 3
@@ -90,7 +108,7 @@ def test_effect_already_there_is_skipped_not_repeated(env):
     res = make([w.step("a"), w.step("b")]).run()
     assert w.calls == ["b"]
     assert [s["status"] for s in res.steps] == ["skipped", "done"]
-    assert [e["action"] for e in audit.entries()] == ["runbook.toy.b"]
+    assert [e["action"] for e in outcomes(audit)] == ["runbook.toy.b"]
 
 
 def test_precondition_failure_undoes_completed_steps_in_reverse(env):
@@ -111,7 +129,7 @@ def test_failed_verification_is_audited_as_error_and_rolled_back(env):
     steps = [w.step("a"), w.step("b", verify=lambda ctx: "capacity still 2 CPU", undo=None)]
     res = make(steps).run()
     assert res.exit_code == EXIT_FAILED and "capacity still 2 CPU" in res.message
-    assert [(e["action"], e["result"]) for e in audit.entries()] == [
+    assert [(e["action"], e["result"]) for e in outcomes(audit)] == [
         ("runbook.toy.a", "ok"), ("runbook.toy.b", "error"), ("runbook.toy.a", "undone")]
 
 
@@ -209,6 +227,7 @@ CRASH_SCRIPT = textwrap.dedent("""
     import json, sys
     from pathlib import Path
     from console.audit import AuditLog
+    from console.guard import Guard
     from console.runbook.engine import Engine, Step
     from console.runbook.interrupt import StopFlag, stop_on_signals
     from console.runbook.journal import Journal
@@ -229,7 +248,7 @@ CRASH_SCRIPT = textwrap.dedent("""
     j = found[0] if found else Journal.create("toy", "n", {}, [s.as_plan() for s in steps], directory=d)
     stop = StopFlag()
     with stop_on_signals(stop):
-        res = Engine(j, steps, audit=AuditLog(d / "audit.log"), stop=stop).run()
+        res = Engine(j, steps, guard=Guard(read_only=False, audit=AuditLog(d / "audit.log")), stop=stop).run()
     print(res.status, res.stopped_at)
     sys.exit(res.exit_code)
 """)
@@ -251,8 +270,11 @@ def _toy_finished_once(tmp_path: Path) -> None:
     assert state["calls"] == ["a", "b", "c"]  # each mutation sent exactly once across both processes
     [journal] = [json.loads(p.read_text()) for p in tmp_path.glob("toy-*.json")]
     assert journal["status"] == "done"
-    audited = sorted(json.loads(line)["action"] for line in (tmp_path / "audit.log").read_text().splitlines())
-    assert audited == ["runbook.toy.a", "runbook.toy.b", "runbook.toy.c"]
+    # each step audited exactly once across both processes: one intent, then one outcome with its id
+    audit = AuditLog(tmp_path / "audit.log")
+    assert sorted(e["action"] for e in outcomes(audit)) == ["runbook.toy.a", "runbook.toy.b", "runbook.toy.c"]
+    assert sorted(e["action"] for e in audit.entries() if e["phase"] == "intent") == [
+        "runbook.toy.a", "runbook.toy.b", "runbook.toy.c"]
 
 
 @pytest.mark.parametrize("crash", BOUNDARIES)
@@ -301,12 +323,12 @@ def test_stop_before_a_step_ends_the_run_interrupted_and_resumable(tmp_path):
     b.action = b_then_stop
     steps = [w.step("a"), b, w.step("c")]
     j = Journal.create("toy", "n", {}, [s.as_plan() for s in steps], directory=tmp_path)
-    res = Engine(j, steps, audit=AuditLog(tmp_path / "audit.log"), stop=stop).run()
+    res = Engine(j, steps, guard=_guard(tmp_path), stop=stop).run()
     assert (res.status, res.exit_code, res.stopped_at) == ("interrupted", EXIT_ATTENTION, "before c")
     assert w.calls == ["a", "b"] and j.doc["status"] == "interrupted"
     assert [s["status"] for s in j.doc["steps"]] == ["done", "done", "pending"]
     [again] = Journal.unfinished("toy", "n", tmp_path)
-    res = Engine(again, [w.step("a"), w.step("b"), w.step("c")], audit=AuditLog(tmp_path / "audit.log")).run()
+    res = Engine(again, [w.step("a"), w.step("b"), w.step("c")], guard=_guard(tmp_path)).run()
     assert res.status == "done" and w.calls == ["a", "b", "c"]
 
 
@@ -328,7 +350,7 @@ def test_signal_cuts_a_breakable_wait_and_a_second_one_stops_at_once(tmp_path):
         steps = [Step("w", "wait", action, mutating=False)]
         j = Journal.create("toy", "n", {}, [s.as_plan() for s in steps], directory=tmp_path)
         with stop_on_signals(stop):
-            res = Engine(j, steps, audit=AuditLog(tmp_path / "audit.log"), stop=stop).run()
+            res = Engine(j, steps, guard=_guard(tmp_path), stop=stop).run()
         assert (res.status, res.stopped_at, j.step("w")["status"]) == ("interrupted", stopped, "started")
     stop = StopFlag()
     with stop_on_signals(stop), pytest.raises(Interrupted):

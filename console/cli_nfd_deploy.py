@@ -1,0 +1,347 @@
+"""`console nfd apply` and `console nfd push`: deploy NodeFeatureRules and NFD files headless.
+
+    console nfd apply -f RULE.yaml [-f ...] [--dry-run] [--yes] [-o json]
+    console nfd push {hook|feature} NAME FILE [--group GROUP] [--dry-run] [--yes] [-o json]
+
+`apply` creates each NodeFeatureRule that does not exist and replaces the ones that do, with the
+resourceVersion it read (a concurrent change gives a 409 and nothing is overwritten), after validating it
+as nfd-master would and a server-side dry-run. `push` writes one hook (source.d) or feature file
+(features.d) into the configured hook store — the one the TUI's hooks screen uses (`hook_store`,
+`hook_dir` in config.yaml) — with the version it read. Both print a diff first and ask to confirm unless
+--yes; identical content is "nothing to do" (nothing written, nothing audited). Every write goes through
+the session's Guard (console/guard.py): read-only refuses, and the audit intent is on disk before the write.
+
+Exit codes:
+  0  done, nothing to do, or --dry-run
+  1  failed: invalid rule (as `nfd validate`), rejected by the API server, or changed by someone else since
+     it was read (409 Conflict: nothing was overwritten; run again to see the new diff)
+  2  usage: bad file, bad config/kubeconfig; refused: read-only (`--read-only`, `read_only: true`), or the
+     audit log cannot be written (nothing changed; or, status "error", the write was made and only its outcome
+     record is missing: the message says so)
+  5  not confirmed (answered no, or stdin is not a terminal and --yes was not given)
+  6  the Kubernetes API could not be used (unreachable, TLS, 401, 403): nothing was changed
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DECLINED, EXIT_BACKEND = 0, 1, 2, 5, 6
+MAX_FILE_BYTES = 1024 * 1024  # a ConfigMap's data is at most 1 MiB (Kubernetes MaxSecretSize/ConfigMap limit)
+
+
+class Stop(Exception):
+    """End the command: the exit code, the JSON status and kind, the one-line message."""
+
+    def __init__(self, code: int, status: str, message: str, kind: str = "", **extra: Any) -> None:
+        super().__init__(message)
+        self.code, self.status, self.kind, self.extra = code, status, kind, extra
+
+
+def add_parsers(sub: Any) -> None:
+    """`apply` and `push` under `console nfd`."""
+    ap = sub.add_parser("apply", help="create or replace NodeFeatureRule(s) on the cluster (diff, confirm)",
+                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-f", "--filename", dest="rule", required=True, action="append",
+                    help="YAML with NodeFeatureRule document(s)")
+    _common(ap)
+    pu = sub.add_parser("push", help="write a hook or feature file into the configured hook store (diff, confirm)",
+                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    pu.add_argument("kind", choices=("hook", "feature"))
+    pu.add_argument("name", metavar="NAME", help="file name in source.d / features.d (a ConfigMap key)")
+    pu.add_argument("file", metavar="FILE", help="local file with the content")
+    pu.add_argument("--group", default=None, help="node group of the ConfigMap store (default: workers)")
+    _common(pu)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dry-run", action="store_true", help="show the diff (and the server's dry-run) and exit")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+
+
+def run(args: argparse.Namespace) -> int:
+    command = f"nfd {args.nfd_command}"
+    try:
+        doc, text = (_apply if args.nfd_command == "apply" else _push)(args)
+    except Stop as e:
+        print(f"{command}: {e}", file=sys.stderr)
+        if args.output == "json":
+            out = {"status": e.status, "message": str(e), "exit_code": e.code, **e.extra}
+            if e.kind:
+                out["error"] = e.kind
+            print(json.dumps(out, indent=1, default=str))
+        return e.code
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted before anything was changed", file=sys.stderr)
+        return EXIT_DECLINED
+    if args.output == "json":
+        print(json.dumps(doc, indent=1, default=str))
+    else:
+        print(text)
+    return EXIT_OK
+
+
+# -- shared ---------------------------------------------------------------------------------------------------
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from console.config import ConfigError
+    from console.config import load as load_settings
+
+    try:
+        return load_settings({"kubeconfig": args.kubeconfig, "context": args.context,
+                              "read_only": getattr(args, "read_only", None),
+                              "nfd_version": getattr(args, "nfd_version", None)})
+    except ConfigError as e:
+        raise Stop(EXIT_USAGE, "error", str(e), "bad-config") from e
+
+
+def _connect(settings: Any) -> Any:
+    from console.kube.connection import KubeConfigError, connect
+
+    try:
+        api, _target = connect(settings.kubeconfig, settings.context)
+    except KubeConfigError as e:
+        raise Stop(EXIT_USAGE, "error", str(e), "bad-kubeconfig") from e
+    return api
+
+
+def _backend_error(e: Exception, what: str) -> Stop:
+    """A store error: conflict / rejected / not found → 1; the API unusable (401, 403, 5xx, unreachable) → 6."""
+    from console.kube.nfdstore import StoreConflict, StoreNotFound, StoreRejected
+
+    if isinstance(e, StoreConflict):
+        return Stop(EXIT_FAILED, "conflict", f"{e}; nothing was overwritten, run the command again to see the "
+                                             "new diff", "conflict")
+    if isinstance(e, StoreRejected | StoreNotFound):
+        return Stop(EXIT_FAILED, "failed", str(e), "rejected")
+    status = getattr(e.__cause__, "status", None)
+    if status in (401, 403) or (isinstance(status, int) and status >= 500):
+        return Stop(EXIT_BACKEND, "error", f"{e}; nothing was changed", "kube-forbidden" if status == 403 else
+                    "kube-unauthorized" if status == 401 else "kube-unreachable")
+    return Stop(EXIT_FAILED, "failed", f"{what}: {e}", "failed")
+
+
+def _unreachable(e: Exception) -> Stop:
+    return Stop(EXIT_BACKEND, "error", f"the Kubernetes API cannot be reached ({type(e).__name__}: "
+                                       f"{str(e).splitlines()[0][:200] if str(e) else ''}); check the kubeconfig's "
+                                       "server, the network and the CA; nothing was changed", "kube-unreachable")
+
+
+def _diff(before: str, after: str, old: str, new: str) -> str:
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        fromfile=old, tofile=new))
+
+
+def _confirm(args: argparse.Namespace, question: str) -> None:
+    if args.yes:
+        return
+    if not sys.stdin.isatty():
+        raise Stop(EXIT_DECLINED, "not-confirmed", "refusing to change anything without --yes when stdin is not a "
+                                                   "terminal; nothing changed")
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)  # stdout is for the result (-o json)
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise Stop(EXIT_DECLINED, "not-confirmed", "not confirmed; nothing changed")
+
+
+def _refuse_or_stop(e: Any) -> Stop:
+    """A GuardRefusal, exit 2: refused before the write, or (status "error") written but its outcome not audited."""
+    return Stop(EXIT_USAGE, "error" if e.done else "refused", str(e), e.kind)
+
+
+# -- apply ----------------------------------------------------------------------------------------------------
+
+
+def _rule_view(obj: dict[str, Any]) -> dict[str, Any]:
+    """What `apply` compares and shows of a rule: name, labels, annotations, spec."""
+    meta = obj.get("metadata") or {}
+    view: dict[str, Any] = {"metadata": {"name": meta.get("name")}}
+    for key in ("labels", "annotations"):
+        if meta.get(key):
+            view["metadata"][key] = meta[key]
+    view["spec"] = obj.get("spec")
+    return view
+
+
+def _rule_docs(args: argparse.Namespace, settings: Any) -> list[dict[str, Any]]:
+    from console.cli_nfd import _OUTPUT_FIELDS, _load_docs
+    from console.nfd.master import MasterConfig
+    from console.nfd.validation import validate_rule_object
+    from console.nfd.versions import UnsupportedVersion, parse_version
+
+    try:
+        docs = _load_docs(args.rule, "NodeFeatureRule")
+        config = MasterConfig(version=parse_version(settings.nfd_version))
+    except (ValueError, UnsupportedVersion) as e:
+        raise Stop(EXIT_USAGE, "error", str(e), "bad-file") from e
+    errors = []
+    for doc in docs:
+        name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
+        if not name:
+            errors.append("a NodeFeatureRule needs metadata.name")
+            continue
+        for issue in validate_rule_object(doc, config.version, config.policy()):
+            if issue.severity == "error" and not issue.field.startswith(_OUTPUT_FIELDS):
+                errors.append(f"NodeFeatureRule {name!r}: {issue}")
+    if errors:
+        raise Stop(EXIT_FAILED, "invalid", "invalid NodeFeatureRule: " + "; ".join(errors), "invalid-rule")
+    return docs
+
+
+def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    import urllib3
+    import yaml
+
+    from console.guard import Guard, GuardRefusal
+    from console.kube.nfdstore import NfdStoreError, RuleStore, StoreNotFound
+
+    settings = _settings(args)
+    docs = _rule_docs(args, settings)
+    guard = Guard.from_settings(settings)
+    store = RuleStore(_connect(settings), guard=guard)
+    plan: list[dict[str, Any]] = []
+    try:
+        for doc in docs:
+            name = doc["metadata"]["name"]
+            try:
+                current: dict[str, Any] | None = store.get(name)
+            except StoreNotFound:
+                current = None
+            new_view, old_view = _rule_view(doc), _rule_view(current) if current else None
+            new_text = yaml.safe_dump(new_view, sort_keys=False)
+            old_text = yaml.safe_dump(old_view, sort_keys=False) if old_view else ""
+            action = "create" if current is None else "unchanged" if old_view == new_view else "replace"
+            rv = (current or {}).get("metadata", {}).get("resourceVersion", "")
+            plan.append({"name": name, "action": action, "resourceVersion": rv, "obj": doc, "current": current,
+                         "diff": "" if action == "unchanged" else _diff(old_text, new_text,
+                                                                        f"{name} (cluster)" if current else "/dev/null",
+                                                                        f"{name} (file)")})
+    except NfdStoreError as e:
+        raise _backend_error(e, "reading NodeFeatureRules") from e
+    except (urllib3.exceptions.HTTPError, OSError) as e:
+        raise _unreachable(e) from e
+    changes = [p for p in plan if p["action"] != "unchanged"]
+
+    def report(status: str, message: str) -> tuple[dict[str, Any], str]:
+        rules = [{k: p[k] for k in ("name", "action", "resourceVersion", "diff")} for p in plan]
+        return {"status": status, "message": message, "exit_code": EXIT_OK, "dry_run": bool(args.dry_run),
+                "rules": rules}, message
+
+    if not changes:
+        return report("nothing-to-do", f"nothing to do: {', '.join(p['name'] for p in plan)} already as in the file")
+    preview = "\n".join(f"{p['action']} NodeFeatureRule {p['name']}"
+                        f"{' (resourceVersion ' + p['resourceVersion'] + ')' if p['resourceVersion'] else ''}\n"
+                        f"{p['diff']}" for p in changes)
+    try:
+        for p in changes:  # the server validates (admission, schema) without persisting anything
+            if p["action"] == "create":
+                store.create(p["obj"], dry_run=True)
+            else:
+                store.replace(p["obj"], resource_version=p["resourceVersion"], dry_run=True)
+    except NfdStoreError as e:
+        raise _backend_error(e, "server-side dry-run") from e
+    except (urllib3.exceptions.HTTPError, OSError) as e:
+        raise _unreachable(e) from e
+    if args.dry_run:
+        doc, _ = report("dry-run", f"dry run: {len(changes)} change(s); nothing was changed")
+        return doc, preview + f"\ndry run: {len(changes)} change(s); nothing was changed"
+    what = ", ".join(f"{p['action']} of NodeFeatureRule {p['name']}" for p in changes)
+    try:
+        guard.check(what)
+    except GuardRefusal as e:
+        raise _refuse_or_stop(e) from e
+    print(preview, file=sys.stderr)
+    _confirm(args, f"Apply {len(changes)} NodeFeatureRule change(s)?")
+    done: list[str] = []
+    try:
+        for p in changes:
+            if p["action"] == "create":
+                out = store.create(p["obj"])
+            else:
+                out = store.replace(p["obj"], resource_version=p["resourceVersion"], before=p["current"])
+            p["resourceVersion"] = out["metadata"].get("resourceVersion", "")
+            done.append(f"{p['action']}d {p['name']}")
+    except GuardRefusal as e:
+        stop = _refuse_or_stop(e)
+        stop.extra["applied"] = done
+        raise stop from e
+    except NfdStoreError as e:
+        stop = _backend_error(e, "apply")
+        stop.extra["applied"] = done
+        raise stop from e
+    except (urllib3.exceptions.HTTPError, OSError) as e:
+        raise _unreachable(e) from e
+    return report("applied", "applied: " + "; ".join(done) + "; nfd-master relabels the nodes")
+
+
+# -- push -----------------------------------------------------------------------------------------------------
+
+
+def _read_file(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise Stop(EXIT_USAGE, "error", f"{path}: {e.strerror}", "bad-file") from e
+    if len(data) > MAX_FILE_BYTES:
+        raise Stop(EXIT_USAGE, "error", f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB, the most a ConfigMap "
+                                        "holds", "bad-file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Stop(EXIT_USAGE, "error", f"{path}: not UTF-8 text (byte {e.start})", "bad-file") from e
+
+
+def _push(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    import urllib3
+
+    from console.guard import Guard, GuardRefusal
+    from console.kube.nfdstore import DEFAULT_GROUP, NfdStoreError, hook_store
+
+    content = _read_file(args.file)
+    settings = _settings(args)
+    guard = Guard.from_settings(settings)
+    api = None if settings.hook_store == "directory" else _connect(settings)
+    try:
+        store = hook_store(settings, api, args.group or DEFAULT_GROUP, guard=guard)
+        current = store.get(args.kind, args.name)
+    except GuardRefusal as e:
+        raise _refuse_or_stop(e) from e
+    except NfdStoreError as e:
+        raise _backend_error(e, f"reading {args.kind} {args.name}") from e
+    except (urllib3.exceptions.HTTPError, OSError) as e:
+        raise _unreachable(e) from e
+    where = f"{store.location(args.kind)}:{args.name}"
+    base = {"kind": args.kind, "name": args.name, "target": where, "dry_run": bool(args.dry_run),
+            "exit_code": EXIT_OK}
+    if current is not None and current.content == content:
+        message = f"nothing to do: {where} already has this content"
+        return {**base, "status": "nothing-to-do", "message": message, "diff": ""}, message
+    diff = _diff(current.content if current else "", content, f"{where} (store)" if current else "/dev/null",
+                 args.file)
+    action = "replace" if current else "create"
+    if args.dry_run:
+        message = f"dry run: would {action} {where}; nothing was changed"
+        return {**base, "status": "dry-run", "message": message, "diff": diff, "action": action}, diff + message
+    try:
+        guard.check(f"save of {where}")
+    except GuardRefusal as e:
+        raise _refuse_or_stop(e) from e
+    print(diff, file=sys.stderr)
+    _confirm(args, f"{action.capitalize()} {where}?")
+    try:
+        saved = store.save(args.kind, args.name, content, expected_version=current.version if current else "")
+    except GuardRefusal as e:
+        raise _refuse_or_stop(e) from e
+    except NfdStoreError as e:
+        raise _backend_error(e, f"saving {where}") from e
+    except (urllib3.exceptions.HTTPError, OSError) as e:
+        raise _unreachable(e) from e
+    message = f"saved {saved.target} (version {saved.version})"
+    return {**base, "status": "saved", "message": message, "diff": diff, "action": action,
+            "version": saved.version}, message

@@ -1,0 +1,240 @@
+"""`console nfd apply` / `console nfd push` against the default lab, through the real kubernetes client.
+
+Create-or-replace with the resourceVersion read, like `kubectl replace` (a stale resourceVersion is a 409:
+k8s.io/apiserver/pkg/registry/generic/registry/store.go Update, "the object has been modified"); identical
+content is nothing to do and audits nothing; read-only (flag or `read_only: true` in the config file) and an
+audit log on a full device (/dev/full: ENOSPC on every write, full(4)) refuse with exit 2 and change nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+from labtools import lab_env
+
+from console.kube.nfdstore import CM_PREFIX, NFD_GROUP, NFD_NAMESPACE, RULES_PLURAL
+from console.lab.world import Lab
+
+pytestmark = pytest.mark.lab
+
+RULE = """\
+apiVersion: nfd.k8s-sigs.io/v1alpha1
+kind: NodeFeatureRule
+metadata:
+  name: {name}
+spec:
+  rules:
+    - name: "{rule}"
+      labels:
+        "example.com/{label}": "true"
+      matchFeatures:
+        - feature: kernel.version
+          matchExpressions:
+            major: {{op: Exists}}
+"""
+
+
+def _state(tmp_path: Path, *, config: str = "", audit_full: bool = False) -> dict[str, str]:
+    """XDG dirs of one run: a config file (XDG_CONFIG_HOME) and an audit log that may be /dev/full."""
+    state, cfg = tmp_path / "state", tmp_path / "config"
+    (state / "console").mkdir(parents=True, exist_ok=True)
+    (cfg / "console").mkdir(parents=True, exist_ok=True)
+    if config:
+        (cfg / "console" / "config.yaml").write_text(config)
+    log = state / "console" / "audit.log"
+    if audit_full and not log.is_symlink():
+        log.symlink_to("/dev/full")
+    return {"XDG_STATE_HOME": str(state), "XDG_CONFIG_HOME": str(cfg)}
+
+
+def console(lab: Lab, env: dict[str, str], *args: str, stdin: Any = subprocess.DEVNULL) -> tuple[int, dict, str]:
+    proc = subprocess.run([sys.executable, "-m", "console", *args, "-o", "json"], env=lab_env(lab) | env,
+                          capture_output=True, text=True, timeout=120, stdin=stdin)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
+
+
+def audit(env: dict[str, str]) -> list[dict[str, Any]]:
+    p = Path(env["XDG_STATE_HOME"]) / "console" / "audit.log"
+    if p.is_symlink() or not p.exists():
+        return []
+    return [json.loads(line) for line in p.read_text().splitlines()]
+
+
+def get_rule(api_client: Any, name: str) -> dict[str, Any] | None:
+    try:
+        return client.CustomObjectsApi(api_client).get_cluster_custom_object(NFD_GROUP, "v1alpha1", RULES_PLURAL,
+                                                                             name)
+    except client.ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+
+
+def configmap(api_client: Any, kind: str, group: str = "workers") -> dict[str, Any]:
+    cm = client.CoreV1Api(api_client).read_namespaced_config_map(CM_PREFIX[kind] + group, NFD_NAMESPACE)
+    return {"rv": cm.metadata.resource_version, "data": dict(cm.data or {})}
+
+
+def test_apply_creates_replaces_and_identical_is_nothing_to_do(default_lab: Lab, api_client: Any,
+                                                               tmp_path: Path) -> None:
+    env = _state(tmp_path)
+    f = tmp_path / "rule.yaml"
+    f.write_text(RULE.format(name="deploy-a", rule="kernel", label="kernel"))
+    code, doc, err = console(default_lab, env, "nfd", "apply", "-f", str(f), "--yes")
+    assert code == 0 and doc["status"] == "applied", err
+    created = get_rule(api_client, "deploy-a")
+    assert created is not None and created["spec"]["rules"][0]["name"] == "kernel"
+    intent, outcome = audit(env)
+    assert (intent["phase"], intent["action"], intent["target"]) == ("intent", "nfd.rule.create",
+                                                                     "nodefeaturerule/deploy-a")
+    assert (outcome["phase"], outcome["id"], outcome["result"]) == ("outcome", intent["id"], "ok")
+
+    # the same file again: nothing to do, nothing written, nothing audited
+    code, doc, err = console(default_lab, env, "nfd", "apply", "-f", str(f), "--yes")
+    assert (code, doc["status"]) == (0, "nothing-to-do"), err
+    assert [r["action"] for r in doc["rules"]] == ["unchanged"] and len(audit(env)) == 2
+    assert get_rule(api_client, "deploy-a")["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+    # a change: --dry-run shows the diff and changes nothing; then --yes replaces at the resourceVersion read
+    f.write_text(RULE.format(name="deploy-a", rule="kernel-v2", label="kernel"))
+    code, doc, err = console(default_lab, env, "nfd", "apply", "-f", str(f), "--dry-run")
+    assert (code, doc["status"]) == (0, "dry-run"), err
+    assert "-  - name: kernel\n" in doc["rules"][0]["diff"] and "+  - name: kernel-v2\n" in doc["rules"][0]["diff"]
+    assert get_rule(api_client, "deploy-a")["spec"]["rules"][0]["name"] == "kernel"
+    code, doc, err = console(default_lab, env, "nfd", "apply", "-f", str(f), "--yes")
+    assert (code, doc["status"], doc["rules"][0]["action"]) == (0, "applied", "replace"), err
+    assert get_rule(api_client, "deploy-a")["spec"]["rules"][0]["name"] == "kernel-v2"
+    replace_intent = audit(env)[2]
+    assert replace_intent["action"] == "nfd.rule.replace"
+    assert replace_intent["before"]["spec"]["rules"][0]["name"] == "kernel"  # what it was, before the call
+
+
+def test_apply_invalid_rule_and_unconfirmed(default_lab: Lab, api_client: Any, tmp_path: Path) -> None:
+    env = _state(tmp_path)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(RULE.format(name="deploy-bad", rule="x", label="x").replace("op: Exists", "op: Nope"))
+    code, doc, err = console(default_lab, env, "nfd", "apply", "-f", str(bad), "--yes")
+    assert (code, doc["status"]) == (1, "invalid") and "Nope" in doc["message"], err
+    good = tmp_path / "good.yaml"
+    good.write_text(RULE.format(name="deploy-unconfirmed", rule="x", label="x"))
+    code, doc, err = console(default_lab, env, "nfd", "apply", "-f", str(good))  # stdin is not a terminal
+    assert (code, doc["status"]) == (5, "not-confirmed"), err
+    assert get_rule(api_client, "deploy-bad") is None and get_rule(api_client, "deploy-unconfirmed") is None
+    assert audit(env) == []
+
+
+def test_apply_conflict_when_the_rule_changes_before_the_write(default_lab: Lab, api_client: Any,
+                                                               tmp_path: Path) -> None:
+    """The rule is changed by someone else while apply waits for the answer: 409, nothing overwritten."""
+    env = _state(tmp_path)
+    f = tmp_path / "rule.yaml"
+    f.write_text(RULE.format(name="deploy-race", rule="one", label="race"))
+    assert console(default_lab, env, "nfd", "apply", "-f", str(f), "--yes")[0] == 0
+    f.write_text(RULE.format(name="deploy-race", rule="two", label="race"))
+    primary, secondary = os.openpty()  # a terminal on stdin, so apply asks
+    proc = subprocess.Popen([sys.executable, "-m", "console", "nfd", "apply", "-f", str(f), "-o", "json"],
+                            env=lab_env(default_lab) | env, stdin=secondary, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    os.close(secondary)
+    try:
+        err = ""
+        deadline = time.monotonic() + 60
+        while "[y/N]" not in err and time.monotonic() < deadline:
+            ready, _, _ = select.select([proc.stderr], [], [], 1)
+            if ready:
+                err += os.read(proc.stderr.fileno(), 4096).decode()
+        assert "[y/N]" in err, err
+        theirs = get_rule(api_client, "deploy-race")
+        theirs["spec"]["rules"][0]["name"] = "theirs"
+        client.CustomObjectsApi(api_client).replace_cluster_custom_object(NFD_GROUP, "v1alpha1", RULES_PLURAL,
+                                                                          "deploy-race", theirs)
+        os.write(primary, b"y\n")
+        out, rest = proc.communicate(timeout=60)
+    finally:
+        os.close(primary)
+        if proc.poll() is None:
+            proc.kill()
+    doc = json.loads(out)
+    assert (proc.returncode, doc["status"], doc["error"]) == (1, "conflict", "conflict"), err + rest
+    assert "changed by someone else" in doc["message"] and "Traceback" not in rest
+    assert get_rule(api_client, "deploy-race")["spec"]["rules"][0]["name"] == "theirs"
+    assert audit(env)[-1]["result"] == "conflict"  # the intent was logged, then its outcome says why
+
+
+@pytest.mark.parametrize("how", ["flag", "config-file"])
+def test_read_only_refuses_apply_and_push_and_changes_nothing(default_lab: Lab, api_client: Any, tmp_path: Path,
+                                                              how: str) -> None:
+    env = _state(tmp_path, config="read_only: true\n" if how == "config-file" else "")
+    flag = ["--read-only"] if how == "flag" else []
+    f = tmp_path / "rule.yaml"
+    f.write_text(RULE.format(name=f"deploy-ro-{how}", rule="x", label="ro"))
+    code, doc, err = console(default_lab, env, *flag, "nfd", "apply", "-f", str(f), "--yes")
+    assert (code, doc["status"], doc["error"]) == (2, "refused", "read-only"), err
+    assert doc["message"] == f"read-only: create of NodeFeatureRule deploy-ro-{how} not done"
+    assert err.strip() == f"nfd apply: {doc['message']}"
+    assert get_rule(api_client, f"deploy-ro-{how}") is None
+    # the preview still works read-only
+    code, doc, err = console(default_lab, env, *flag, "nfd", "apply", "-f", str(f), "--dry-run")
+    assert (code, doc["status"]) == (0, "dry-run"), err
+
+    hook = tmp_path / "hook.sh"
+    hook.write_text("#!/bin/sh\necho ro=1\n")
+    before = configmap(api_client, "hook")
+    code, doc, err = console(default_lab, env, *flag, "nfd", "push", "hook", f"ro-{how}.sh", str(hook), "--yes")
+    assert (code, doc["status"], doc["error"]) == (2, "refused", "read-only"), err
+    assert configmap(api_client, "hook") == before and audit(env) == []
+
+
+def test_audit_log_on_a_full_device_refuses_apply_and_push(default_lab: Lab, api_client: Any,
+                                                           tmp_path: Path) -> None:
+    env = _state(tmp_path, audit_full=True)
+    log = Path(env["XDG_STATE_HOME"]) / "console" / "audit.log"
+    f = tmp_path / "rule.yaml"
+    f.write_text(RULE.format(name="deploy-full", rule="x", label="full"))
+    code, doc, err = console(default_lab, env, "nfd", "apply", "-f", str(f), "--yes")
+    assert (code, doc["status"], doc["error"]) == (2, "refused", "audit-unwritable"), err
+    assert str(log) in doc["message"] and "not done" in doc["message"]
+    assert get_rule(api_client, "deploy-full") is None
+    feature = tmp_path / "feat"
+    feature.write_text("full=1\n")
+    before = configmap(api_client, "feature")
+    code, doc, err = console(default_lab, env, "nfd", "push", "feature", "full", str(feature), "--yes")
+    assert (code, doc["error"]) == (2, "audit-unwritable"), err
+    assert configmap(api_client, "feature") == before
+
+
+def test_push_into_the_configured_store(default_lab: Lab, api_client: Any, tmp_path: Path) -> None:
+    env = _state(tmp_path)
+    feature = tmp_path / "gpu"
+    feature.write_text("vendor.example.com/gpu=true\n")
+    code, doc, err = console(default_lab, env, "nfd", "push", "feature", "deploy-gpu", str(feature), "--yes")
+    assert (code, doc["status"], doc["action"]) == (0, "saved", "create"), err
+    assert configmap(api_client, "feature")["data"]["deploy-gpu"] == "vendor.example.com/gpu=true\n"
+    assert [e["phase"] for e in audit(env)] == ["intent", "outcome"]
+    assert audit(env)[0]["action"] == "nfd.feature.save"
+    code, doc, err = console(default_lab, env, "nfd", "push", "feature", "deploy-gpu", str(feature), "--yes")
+    assert (code, doc["status"]) == (0, "nothing-to-do"), err
+    assert len(audit(env)) == 2
+
+    # hook_store: directory (the same function the TUI's hooks screen uses): files land in source.d
+    hooks = tmp_path / "nfd"
+    denv = _state(tmp_path / "dir", config=yaml.safe_dump({"hook_store": "directory", "hook_dir": str(hooks)}))
+    hook = tmp_path / "h.sh"
+    hook.write_text("#!/bin/sh\necho a=1\n")
+    code, doc, err = console(default_lab, denv, "nfd", "push", "hook", "h.sh", str(hook), "--yes")
+    assert (code, doc["status"]) == (0, "saved"), err
+    assert (hooks / "source.d" / "h.sh").read_text() == hook.read_text()
+    assert os.access(hooks / "source.d" / "h.sh", os.X_OK)
+    code, doc, err = console(default_lab, denv, "nfd", "push", "hook", "h.sh", str(tmp_path / "missing"), "--yes")
+    assert (code, doc["status"], doc["error"]) == (2, "error", "bad-file"), err
