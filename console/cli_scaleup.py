@@ -23,6 +23,7 @@ import sys
 from typing import Any
 
 from console.cli import stdout_closed
+from console.faults import is_fault
 from console.runbook.engine import EXIT_ATTENTION, EXIT_DECLINED, EXIT_USAGE
 from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
 
@@ -134,6 +135,8 @@ def _revert(args: argparse.Namespace, err: Any) -> int:
         session = Session(load_settings({"kubeconfig": args.kubeconfig, "context": args.context,
                                          "node_access": args.node_access}))
     except (SessionError, ConfigError) as e:
+        if is_fault(e):
+            raise  # cli.main: one line, the fault's exit code and JSON
         err(str(e))
         return EXIT_USAGE
     return cli_revert.run(args, session, out=_out, progress=_progress, interrupted=interrupted,
@@ -178,6 +181,8 @@ def _run(args: argparse.Namespace) -> int:
         session = Session(settings)
         plan, journal = session.plan(request, resume=args.resume, new=args.new)
     except (PlanRefused, SessionError, ConfigError) as e:
+        if is_fault(e):
+            raise  # cli.main: one line, the fault's exit code and JSON
         err(str(e))
         if args.output == "json":
             doc = {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE}

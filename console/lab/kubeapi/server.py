@@ -82,6 +82,8 @@ class _State:
     logs: PodLogs
     token: str | None
     address: str = ""
+    # tokens of users that authenticate but hold no RBAC binding: every resource request is 403 (authz.py)
+    unbound: dict[str, str] = field(default_factory=dict)
     snaps: Snapshots = field(default_factory=Snapshots)
     # the node proxy to the kubelets: (node, path) -> (HTTP status, body, content type)
     node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None
@@ -177,6 +179,13 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     if len(segs) >= 5 and segs[:3] == ["api", "v1", "nodes"] and segs[4] == "proxy":
         return _proxy_node(request, st, segs[3], "/".join(segs[5:]))
     target = parse_resource_path(segs)
+    user = request.get("unbound_user")
+    if user:
+        from console.lab.kubeapi.authz import forbidden, request_verb
+
+        watching = target.legacy_watch or request.query.get("watch") in ("true", "1")
+        raise forbidden(user, request_verb(request.method, target.name, watching), target.rt.group,
+                        target.rt.plural, target.sub, target.namespace, target.name)
     try:
         return await _resource(request, st, target)
     except StoreError as err:
@@ -201,7 +210,10 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     st: _State = request.app[_STATE]
     if st.token is not None and request.path not in _OPEN_PATHS:
         auth = request.headers.get("Authorization", "")
-        if not hmac.compare_digest(auth.encode(), f"Bearer {st.token}".encode()):
+        unbound = st.unbound.get(auth.removeprefix("Bearer ")) if auth.startswith("Bearer ") else None
+        if unbound:
+            request["unbound_user"] = unbound
+        elif not hmac.compare_digest(auth.encode(), f"Bearer {st.token}".encode()):
             return json_response(status_body(401, "Unauthorized", "Unauthorized"), 401)
     try:
         return await handler(request)
@@ -243,16 +255,18 @@ async def start_kube_api(
     token: str | None = None,
     tls: bool | None = None,
     node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None,
+    unbound: dict[str, str] | None = None,
 ) -> KubeAPI:
     """Start serving `store` on the running asyncio loop; port 0 picks a free port.
 
     `tls` defaults to on when a token is set: kubectl never sends a bearer token
-    to a plain-http server. The CA to trust is `KubeAPI.ca_pem`.
+    to a plain-http server. The CA to trust is `KubeAPI.ca_pem`. `unbound`: {token: user name} of users
+    that authenticate but may do nothing (403 on every resource request, lab/kubeapi/authz.py).
     """
     use_tls = token is not None if tls is None else tls
     cert = make_serving_cert(host) if use_tls else None
     app = web.Application(middlewares=[_guard], client_max_size=64 * 1024 * 1024)
-    state = _State(store, logs, token, node_proxy=node_proxy)
+    state = _State(store, logs, token, node_proxy=node_proxy, unbound=dict(unbound or {}))
     app[_STATE] = state
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     # open watches end within a second of stop() instead of at their timeoutSeconds
