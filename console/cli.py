@@ -89,6 +89,21 @@ def _log_to_file() -> None:
     root.addHandler(handler)
 
 
+def _write_traceback(exc: BaseException) -> str:
+    """Append the traceback to log_path() (not the screen); what to attach to the report."""
+    import time
+    import traceback
+
+    try:
+        log_path().parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path(), "a", encoding="utf-8") as f:
+            f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {os.getpid()} console: unexpected error\n")
+            f.write("".join(traceback.format_exception(exc)))
+    except OSError as e:
+        return f"the command line (the log {log_path()} cannot be written: {e.strerror})"
+    return f"the traceback in {log_path()}"
+
+
 def fault_exit(args: argparse.Namespace, exc: BaseException) -> int:
     """One line (and the JSON object with -o json) for a classified fault; the bug line otherwise."""
     import json
@@ -99,9 +114,8 @@ def fault_exit(args: argparse.Namespace, exc: BaseException) -> int:
                                               getattr(args, "context", None) or ""))
     as_json = getattr(args, "output", None) == "json"
     if fault is None:
-        logging.getLogger("console").error("unexpected error", exc_info=exc)
         message = (f"unexpected error ({type(exc).__name__}: {faults.redact(str(exc))[:200]}); this is a bug, "
-                   f"please report it with the traceback in {log_path()}")
+                   f"please report it with {_write_traceback(exc)}")
         fault = faults.Fault("bug", "console", message, "", EXIT_BUG)
         line = message
     else:

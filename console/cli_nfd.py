@@ -69,6 +69,8 @@ def _load_docs(paths: list[str], kind: str) -> list[dict[str, Any]]:
                 loaded = list(yaml.safe_load_all(f))
         except OSError as exc:
             raise ValueError(f"{path}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not a text file (not UTF-8: {exc.reason} at byte {exc.start})") from None
         except yaml.YAMLError as exc:
             raise ValueError(f"{path}: invalid YAML: {exc}") from None
         for doc in loaded:
