@@ -17,7 +17,7 @@ import json
 import re
 import ssl
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 EXIT_BACKEND = 6
@@ -41,7 +41,8 @@ class Fault:
 
     @property
     def message(self) -> str:
-        return redact(f"{self.what}: {self.why}" + (f" — {self.check}" if self.check else ""))
+        head = f"{self.what}: {self.why}" if self.what else self.why
+        return redact(head + (f" — {self.check}" if self.check else ""))
 
     def to_json(self) -> dict[str, Any]:
         return {"status": "error", "error": self.kind, "message": self.message, "exit_code": self.exit_code}
@@ -113,6 +114,9 @@ def classify(exc: BaseException, where: Where | None = None) -> Fault | None:
     for e in chain(exc):
         fault = _one(e, where)
         if fault is not None:
+            if fault.kind.startswith("libvirt"):  # libvirt's message lacks the URI; the console's wrapper has it
+                uri = re.search(r"\b[a-z]+(?:\+[a-z]+)?://[^\s:]*[^\s:.,;]", str(exc))
+                fault = replace(fault, what=f"libvirt at {uri.group(0)}") if uri else fault
             return fault
     return None
 
@@ -128,9 +132,9 @@ def _one(e: BaseException, where: Where) -> Fault | None:
     mod = type(e).__module__ or ""
     name = type(e).__name__
     if name == "ConfigError" and mod == "console.config":
-        return Fault("bad-config", "the console's settings", str(e), "fix the value named above", EXIT_BAD_FILE)
+        return Fault("bad-config", "", str(e), "", EXIT_BAD_FILE)  # it names the file, line and key
     if name == "KubeConfigError":
-        return Fault("bad-kubeconfig", "kubeconfig", str(e), "", EXIT_BAD_FILE)  # its message says what to do
+        return Fault("bad-kubeconfig", "", str(e), "", EXIT_BAD_FILE)  # it names the file and what to do
     if mod.startswith("kubernetes.client") and name.endswith("Exception") and hasattr(e, "status"):
         return _kube_api(e, where)
     if mod.startswith("kubernetes.config"):

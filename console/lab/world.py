@@ -107,6 +107,14 @@ class Lab:
             except Exception:  # keep stopping the rest; the log says what failed
                 log.exception("lab: stopping %s failed", getattr(undo, "__qualname__", undo))
 
+    def kube_api_down(self) -> None:
+        """The API server goes away (its port refuses, watches drop) until `kube_api_up()`; the world keeps
+        running behind it."""
+        self._loop.call(self.kube_api.close_port())
+
+    def kube_api_up(self) -> None:
+        self._loop.call(self.kube_api.reopen_port())
+
     # -- parts ----------------------------------------------------------
     def _seed(self, progress: Progress) -> None:
         sc = self.scenario

@@ -53,6 +53,15 @@ class ApiProbed(Message):
         self.error = error
 
 
+class CacheHealthChanged(Message):
+    """The node/pod caches of `kube` went stale (API server gone or refusing) or became current again."""
+
+    def __init__(self, kube: Any, health: Any) -> None:
+        super().__init__()
+        self.kube = kube
+        self.health = health  # console.kube.cluster.CacheHealth
+
+
 class ContextSwitched(Message):
     def __init__(self, kube: Any, error: str | None = None, context: str = "") -> None:
         super().__init__()

@@ -235,8 +235,10 @@ class KubeAPI:
     `ca_pem` is the CA to trust for an https `url` (None for plain http).
     """
 
-    def __init__(self, runner: web.AppRunner, host: str, port: int, ca_pem: bytes | None) -> None:
+    def __init__(self, runner: web.AppRunner, host: str, port: int, ca_pem: bytes | None,
+                 ssl_context: Any = None) -> None:
         self._runner = runner
+        self._ssl_context = ssl_context
         self.host = host
         self.port = port
         self.ca_pem = ca_pem
@@ -244,6 +246,17 @@ class KubeAPI:
 
     async def stop(self) -> None:
         await self._runner.cleanup()
+
+    async def close_port(self) -> None:
+        """As a stopped API server: the port refuses connections and the open ones (watches) drop."""
+        for site in list(self._runner.sites):
+            await site.stop()
+        if self._runner.server is not None:
+            await self._runner.server.shutdown(1.0)
+
+    async def reopen_port(self) -> None:
+        """Serve again on the same port with the same certificate (the kubeconfigs stay valid)."""
+        await web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl_context).start()
 
 
 async def start_kube_api(
@@ -272,9 +285,10 @@ async def start_kube_api(
     # open watches end within a second of stop() instead of at their timeoutSeconds
     runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=cert.server_context() if cert else None)
+    ssl_context = cert.server_context() if cert else None
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     await site.start()
     sockets = site._server.sockets if site._server else []  # the bound port when port=0
     bound = sockets[0].getsockname()[1] if sockets else port
     state.address = f"{host}:{bound}"
-    return KubeAPI(runner, host, bound, cert.ca_pem if cert else None)
+    return KubeAPI(runner, host, bound, cert.ca_pem if cert else None, ssl_context)
