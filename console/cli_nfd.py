@@ -72,7 +72,9 @@ def _load_docs(paths: list[str], kind: str) -> list[dict[str, Any]]:
         except UnicodeDecodeError as exc:
             raise ValueError(f"{path}: not a text file (not UTF-8: {exc.reason} at byte {exc.start})") from None
         except yaml.YAMLError as exc:
-            raise ValueError(f"{path}: invalid YAML: {exc}") from None
+            mark = getattr(exc, "problem_mark", None)  # one line: file:line:column and yaml's problem
+            where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
+            raise ValueError(f"{where}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
         for doc in loaded:
             if doc is None:
                 continue

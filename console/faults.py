@@ -63,6 +63,7 @@ class Where:
     kubeconfig: str = ""
     context: str = ""
     cloud: str = ""
+    server: str = ""  # when known better than the kubeconfig's (the TUI's live connection)
 
     def kube(self) -> dict[str, str]:
         """The kubeconfig's context, cluster, user and server (read leniently: a bad file gives empty parts)."""
@@ -83,6 +84,8 @@ class Where:
                     "server": str(cluster.get("server") or "")}
         except Exception:  # the message still names the file; the loader's own error says what is wrong
             pass
+        if self.server:
+            out["server"] = self.server
         return out
 
 
@@ -151,7 +154,7 @@ def _one(e: BaseException, where: Where) -> Fault | None:
     if mod.startswith("yaml"):
         return Fault("bad-yaml", "a YAML file", f"not valid YAML: {e}", "fix the file", EXIT_BAD_FILE)
     if mod.startswith("urllib3") and name in ("NewConnectionError", "NameResolutionError", "ConnectTimeoutError",
-                                              "ReadTimeoutError"):
+                                              "ReadTimeoutError", "ProtocolError"):
         return _unreachable(e, where)
     return None
 
@@ -197,6 +200,8 @@ def _unreachable(e: BaseException, where: Where) -> Fault:
         why = "the connection timed out"
     elif "refused" in text.lower():
         why = "the connection was refused (nothing listens on that port)"
+    elif type(e).__name__ == "ProtocolError":
+        why = "the connection dropped (the server went away, or something between cut it)"
     else:
         why = text.split(": ", 1)[-1][:200]
     return Fault("kube-unreachable", f"the Kubernetes API server {k['server'] or getattr(e, 'pool', '')}",

@@ -157,7 +157,9 @@ class ConsoleApp(App[None]):
         else:
             from console import faults
 
-            fault = faults.classify(health.error) if health.error is not None else None
+            target = message.kube.target
+            where = faults.Where(target.kubeconfig, target.context, server=target.server)
+            fault = faults.classify(health.error, where) if health.error is not None else None
             state = "refusing us" if fault and fault.kind in ("kube-unauthorized", "kube-forbidden") else \
                 "unreachable"
             data = f"data below is from {_hms(health.fresh_at)}" if health.fresh_at else "no data loaded yet"

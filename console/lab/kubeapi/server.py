@@ -90,6 +90,7 @@ class _State:
 
 
 _STATE = web.AppKey("state", _State)
+_UNBOUND_USER = web.RequestKey("unbound_user", str)
 
 
 def _method_not_allowed(method: str) -> ApiError:
@@ -179,7 +180,7 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     if len(segs) >= 5 and segs[:3] == ["api", "v1", "nodes"] and segs[4] == "proxy":
         return _proxy_node(request, st, segs[3], "/".join(segs[5:]))
     target = parse_resource_path(segs)
-    user = request.get("unbound_user")
+    user = request.get(_UNBOUND_USER)
     if user:
         from console.lab.kubeapi.authz import forbidden, request_verb
 
@@ -212,7 +213,7 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
         auth = request.headers.get("Authorization", "")
         unbound = st.unbound.get(auth.removeprefix("Bearer ")) if auth.startswith("Bearer ") else None
         if unbound:
-            request["unbound_user"] = unbound
+            request[_UNBOUND_USER] = unbound
         elif not hmac.compare_digest(auth.encode(), f"Bearer {st.token}".encode()):
             return json_response(status_body(401, "Unauthorized", "Unauthorized"), 401)
     try:
