@@ -214,7 +214,7 @@ def _cloud(where: Where) -> str:
     import os
 
     name = where.cloud or os.environ.get("OS_CLOUD") or ""
-    return f"cloud {name}" if name else "the OS_* variables (openrc)"
+    return f"cloud {name}" if name else "OS_AUTH_URL"
 
 
 def _openstack(e: BaseException, where: Where) -> Fault | None:
@@ -231,9 +231,13 @@ def _openstack(e: BaseException, where: Where) -> Fault | None:
         why = ("the connection was refused" if any(isinstance(c, ConnectionRefusedError) for c in causes) else
                "the connection timed out" if any(isinstance(c, TimeoutError) or "Timeout" in type(c).__name__
                                                  for c in causes) else text[:200])
-        return Fault("keystone-unreachable", f"Keystone ({cloud})",
-                     f"cannot reach {url.group(1) if url else 'its auth_url'}: {why}",
-                     "check auth_url in clouds.yaml (or OS_AUTH_URL) and the network")
+        target = url.group(1) if url else ""
+        if name == "DiscoveryFailure" or "identity" in target or "/v3" in target.rstrip("/")[-3:] or not target:
+            return Fault("keystone-unreachable", f"Keystone ({cloud})", f"cannot reach {target or 'its auth_url'}: "
+                         f"{why}", "check auth_url in clouds.yaml (or OS_AUTH_URL) and the network")
+        # an endpoint of the catalog (Nova): Keystone answered, the service did not
+        return Fault("openstack-unreachable", f"OpenStack API unreachable ({cloud})", f"cannot reach {target}: {why}",
+                     "check the service's endpoint in the catalog (openstack endpoint list) and the network")
     if name == "ConfigException" or name == "OpenStackConfigException":
         return Fault("bad-clouds-yaml", "clouds.yaml", text,
                      "check OS_CLOUD / the cloud name and the file (OS_CLIENT_CONFIG_FILE)", EXIT_BAD_FILE)

@@ -124,3 +124,21 @@ def test_other_errors_are_not_faults() -> None:
 def test_redact() -> None:
     assert faults.redact("Authorization: Bearer abc.def token=xyz password: hunter2") == \
         "Authorization: Bearer *** token=*** password: ***"
+
+
+def test_an_unreachable_catalog_endpoint_is_not_keystone() -> None:
+    """keystoneauth raises ConnectFailure for any endpoint; only the identity one is Keystone (Nova's is not)."""
+    from keystoneauth1 import exceptions as ks
+
+    def refused(url: str) -> BaseException:
+        try:
+            raise ks.ConnectFailure(f"Unable to establish connection to {url}: refused") \
+                from ConnectionRefusedError(111, "Connection refused")
+        except ks.ConnectFailure as e:
+            return e
+
+    nova = faults.classify(refused("http://nova:8774/v2.1/servers/detail"), faults.Where(cloud="prod"))
+    assert nova is not None and nova.kind == "openstack-unreachable" and "Keystone" not in nova.message
+    assert "http://nova:8774/v2.1/servers/detail" in nova.message and "refused" in nova.message
+    ks_ = faults.classify(refused("http://keystone:5000/v3/auth/tokens"), faults.Where(cloud="prod"))
+    assert ks_ is not None and ks_.kind == "keystone-unreachable"
