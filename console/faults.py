@@ -217,6 +217,10 @@ def _cloud(where: Where) -> str:
     return f"cloud {name}" if name else "OS_AUTH_URL"
 
 
+# Keystone's URLs: devstack's /identity, the v3/v2.0 roots and their token paths, the classic ports
+_IDENTITY_URL = re.compile(r"/identity\b|/v3(/auth\b|/?$)|/v2\.0(/tokens\b|/?$)|:5000\b|:35357\b")
+
+
 def _openstack(e: BaseException, where: Where) -> Fault | None:
     name = type(e).__name__
     cloud = _cloud(where)
@@ -232,7 +236,7 @@ def _openstack(e: BaseException, where: Where) -> Fault | None:
                "the connection timed out" if any(isinstance(c, TimeoutError) or "Timeout" in type(c).__name__
                                                  for c in causes) else text[:200])
         target = url.group(1) if url else ""
-        if name == "DiscoveryFailure" or "identity" in target or "/v3" in target.rstrip("/")[-3:] or not target:
+        if name == "DiscoveryFailure" or not target or _IDENTITY_URL.search(target):
             return Fault("keystone-unreachable", f"Keystone ({cloud})", f"cannot reach {target or 'its auth_url'}: "
                          f"{why}", "check auth_url in clouds.yaml (or OS_AUTH_URL) and the network")
         # an endpoint of the catalog (Nova): Keystone answered, the service did not
