@@ -243,7 +243,7 @@ def _openstack(e: BaseException, where: Where) -> Fault | None:
         return Fault("openstack-unreachable", f"OpenStack API unreachable ({cloud})", f"cannot reach {target}: {why}",
                      "check the service's endpoint in the catalog (openstack endpoint list) and the network")
     if name == "ConfigException" or name == "OpenStackConfigException":
-        return Fault("bad-clouds-yaml", "clouds.yaml", text,
+        return Fault("bad-clouds-yaml", "clouds.yaml", text + _clouds_yaml_problem(),
                      "check OS_CLOUD / the cloud name and the file (OS_CLIENT_CONFIG_FILE)", EXIT_BAD_FILE)
     if name in ("ForbiddenException", "Forbidden") or getattr(e, "http_status", None) == 403:
         return Fault("openstack-forbidden", f"OpenStack ({cloud})", f"the request was forbidden: {text[:240]}",
@@ -251,6 +251,25 @@ def _openstack(e: BaseException, where: Where) -> Fault | None:
     if name in ("EndpointNotFound", "EmptyCatalog", "NotFound") and "project" in text.lower():
         return Fault("keystone-auth", f"Keystone ({cloud})", text[:240], "check project_name in clouds.yaml")
     return None
+
+
+def _clouds_yaml_problem() -> str:
+    """openstacksdk skips a clouds.yaml it cannot parse and then reports the cloud missing: say why."""
+    import os
+
+    path = os.environ.get("OS_CLIENT_CONFIG_FILE")
+    if not path:
+        return ""
+    try:
+        import yaml
+
+        with open(path, encoding="utf-8") as f:
+            yaml.safe_load(f.read(1 << 20))
+    except OSError as e:
+        return f" ({path}: {e.strerror})"
+    except (ValueError, yaml.YAMLError) as e:
+        return f" ({path} is not valid YAML: {str(e).splitlines()[0]})"
+    return ""
 
 
 def _libvirt(e: Any) -> Fault:

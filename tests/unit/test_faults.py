@@ -142,3 +142,13 @@ def test_an_unreachable_catalog_endpoint_is_not_keystone() -> None:
     assert "http://nova:8774/v2.1/servers/detail" in nova.message and "refused" in nova.message
     ks_ = faults.classify(refused("http://keystone:5000/v3/auth/tokens"), faults.Where(cloud="prod"))
     assert ks_ is not None and ks_.kind == "keystone-unreachable"
+
+
+def test_hostname_mismatch_says_the_name_not_the_ca(kubeconfig: faults.Where) -> None:
+    from urllib3.exceptions import MaxRetryError, SSLError
+
+    cause = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: Hostname "
+                                            "mismatch, certificate is not valid for 'kube.example'. (_ssl.c:1006)")
+    f = faults.classify(MaxRetryError(None, "/api", SSLError(cause)), kubeconfig)  # type: ignore[arg-type]
+    assert f is not None and f.kind == "kube-tls" and "not valid for that name" in f.message
+    assert "server URL of cluster prod-cluster" in f.message

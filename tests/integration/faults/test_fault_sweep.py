@@ -58,6 +58,8 @@ FAULTS: dict[str, Case] = {
     "keystone-unreachable": Case({"OS_CLIENT_CONFIG_FILE": "{faults}/clouds.yaml", "OS_CLOUD": "lab-keystone-down"},
                                  "keystone-unreachable", 6, ("Keystone", "cannot reach", "refused")),
     "missing-cloud": Case({"OS_CLOUD": "no-such-cloud"}, "bad-clouds-yaml", 2, ("clouds.yaml", "no-such-cloud")),
+    "garbage-clouds-yaml": Case({"OS_CLIENT_CONFIG_FILE": "{tmp}/clouds.yaml"}, "bad-clouds-yaml", 2,
+                                ("clouds.yaml", "not valid YAML"), {"clouds.yaml": b"clouds: [\n"}),
     "garbage-kubeconfig": Case({"KUBECONFIG": "{tmp}/garbage"}, "bad-kubeconfig", 2, ("not a kubeconfig",),
                                {"garbage": b"\xff\xfe\x00\x01 garbage [[["}),
     "list-kubeconfig": Case({"KUBECONFIG": "{tmp}/list"}, "bad-kubeconfig", 2, ("not a kubeconfig",),
