@@ -9,7 +9,7 @@ to check>` on stderr, with `-o json` the error object on stdout, and exit 6 (a b
 unreachable, TLS/CA, 401, 403 — nothing was changed) or 2 (a bad kubeconfig, clouds.yaml, config or theme).
 Anything else is a bug: one line saying so and naming the log file under state_dir() that holds the
 traceback, exit 70 (EX_SOFTWARE, sysexits.h). Library warnings (urllib3 retries, keystoneauth) go to that
-log too, not to the screen.
+log too, not to the screen. Ctrl-C that no command handles: `console: interrupted`, exit 130.
 """
 
 from __future__ import annotations
@@ -110,8 +110,13 @@ def fault_exit(args: argparse.Namespace, exc: BaseException) -> int:
 
     from console import faults
 
-    fault = faults.classify(exc, faults.Where(getattr(args, "kubeconfig", None) or "",
-                                              getattr(args, "context", None) or ""))
+    kubeconfig, context = getattr(args, "kubeconfig", None) or "", getattr(args, "context", None) or ""
+    if not kubeconfig:  # the settings file may name it (a bad settings file is itself the fault then)
+        with contextlib.suppress(Exception):
+            from console.config import load
+
+            kubeconfig = load({}).kubeconfig or ""
+    fault = faults.classify(exc, faults.Where(kubeconfig, context))
     as_json = getattr(args, "output", None) == "json"
     if fault is None:
         message = (f"unexpected error ({type(exc).__name__}: {faults.redact(str(exc))[:200]}); this is a bug, "
@@ -143,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         stdout_closed()
         return 1  # what Python itself exits with on EPIPE
+    except KeyboardInterrupt:  # Ctrl-C where no command handles it: one line, not a traceback
+        print("console: interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT, as a shell reports it
     except Exception as e:  # faults of the backends and bad files, classified; anything else is a bug
         return fault_exit(args, e)
     return code

@@ -13,6 +13,9 @@ Exit codes:
      or interrupted (Ctrl-C/SIGTERM): stopped before the next step, journal saved, one line names the
      resume command (a second Ctrl-C stops at once)
   5  not confirmed (answered no, or stdin is not a TTY and --yes was not given)
+  6  a backend could not be used (Kubernetes API, Keystone/Nova, libvirt: unreachable, TLS/CA, 401, 403);
+     nothing was changed. A bad kubeconfig, clouds.yaml or config file is 2. Both print one `console: ...`
+     line and, with -o json, {"status": "error", "error": KIND, "message", "exit_code"} (console/faults.py)
 """
 
 from __future__ import annotations

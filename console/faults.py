@@ -240,7 +240,7 @@ def _openstack(e: BaseException, where: Where) -> Fault | None:
             return Fault("keystone-unreachable", f"Keystone ({cloud})", f"cannot reach {target or 'its auth_url'}: "
                          f"{why}", "check auth_url in clouds.yaml (or OS_AUTH_URL) and the network")
         # an endpoint of the catalog (Nova): Keystone answered, the service did not
-        return Fault("openstack-unreachable", f"OpenStack API unreachable ({cloud})", f"cannot reach {target}: {why}",
+        return Fault("openstack-unreachable", f"the OpenStack API ({cloud})", f"cannot reach {target}: {why}",
                      "check the service's endpoint in the catalog (openstack endpoint list) and the network")
     if name == "ConfigException" or name == "OpenStackConfigException":
         return Fault("bad-clouds-yaml", "clouds.yaml", text + _clouds_yaml_problem(),

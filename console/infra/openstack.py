@@ -32,7 +32,9 @@ def _why(e: BaseException) -> str:
     fault = classify(e)
     if fault is None:
         return f"{type(e).__name__}: {e}"
-    return fault.message if fault.kind == "openstack-unreachable" else f"{fault.why} — {fault.check}"
+    if fault.kind.endswith("-unreachable"):  # mid-run: the step's message says which API went away
+        return f"OpenStack API unreachable: {fault.message}"
+    return f"{fault.why} — {fault.check}"
 
 
 class PolicyForbidden(InfraError):

@@ -101,9 +101,24 @@ def _run(lab: Lab, tmp: Path, case: Case, argv: tuple[str, ...]) -> subprocess.C
                           timeout=120, stdin=subprocess.DEVNULL)
 
 
-def _check(proc: subprocess.CompletedProcess[str], case: Case, as_json: bool) -> None:
+def _secrets(lab: Lab) -> set[str]:
+    """Every token and password the lab handed out (good and bad): none may be printed."""
+    import yaml
+
+    root = lab.state.root
+    found: set[str] = set()
+    for kc in [lab.state.kubeconfig, *sorted((root / "faults").glob("kubeconfig-*"))]:
+        found |= {u["user"].get("token", "") for u in yaml.safe_load(kc.read_text())["users"]}
+    for clouds in (lab.state.clouds_yaml, root / "faults" / "clouds.yaml"):
+        found |= {c["auth"]["password"] for c in yaml.safe_load(clouds.read_text())["clouds"].values()}
+    return {s for s in found if len(s) > 8}
+
+
+def _check(proc: subprocess.CompletedProcess[str], case: Case, as_json: bool, lab: Lab | None = None) -> None:
     out = f"stdout: {proc.stdout}\nstderr: {proc.stderr}"
     assert "Traceback" not in proc.stdout + proc.stderr, out
+    for secret in _secrets(lab) if lab is not None else ():
+        assert secret not in proc.stdout + proc.stderr, "a token or password was printed"
     assert proc.returncode == case.exit_code, out
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("console: "), out
@@ -126,7 +141,7 @@ def test_headless(lab: Lab, tmp_path: Path, fault: str, entry: str) -> None:
     argv = ENTRY_POINTS[entry]
     if fault == "403" and "--revert" in argv:
         case = Case(case.env, case.kind, case.exit_code, ("is forbidden", "lab-nobody", "RBAC"))
-    _check(_run(lab, tmp_path, case, argv), case, "json" in argv)
+    _check(_run(lab, tmp_path, case, argv), case, "json" in argv, lab)
 
 
 def test_libvirt_unreachable(lab: Lab, tmp_path: Path) -> None:
