@@ -139,6 +139,12 @@ class ConsoleApp(App[None]):
             self.events = Events(core)
             self.events.start()
 
+    def _explain(self, error: BaseException) -> str:
+        """console/tui/errors.explain with what the connection points at (kubeconfig, context, server)."""
+        target = self.kube.target
+        return explain(error, server=getattr(target, "server", ""), kubeconfig=getattr(target, "kubeconfig", ""),
+                       context=getattr(target, "context", ""))
+
     def _watch_health(self) -> None:
         kube = self.kube
         if hasattr(kube, "on_health"):
@@ -239,7 +245,7 @@ class ConsoleApp(App[None]):
         try:
             client.VersionApi(self.kube.api_client).get_code(_request_timeout=5)
         except Exception as e:  # any failure becomes a message for the user
-            self.post_message(ApiProbed(server, explain(e, server=server)))
+            self.post_message(ApiProbed(server, self._explain(e)))
             return
         self.post_message(ApiProbed(server, None))
 
@@ -259,8 +265,7 @@ class ConsoleApp(App[None]):
             return
         if event.worker.group == "view":
             self._computing = False
-        server = getattr(self.kube.target, "server", "")
-        text = explain(event.worker.error, server=server)
+        text = self._explain(event.worker.error)
         if self._worker_errors.get(event.worker.group) == text:
             return  # a periodic worker failing the same way again: said already
         self._worker_errors[event.worker.group] = text
