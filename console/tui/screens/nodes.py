@@ -224,6 +224,8 @@ class NodesScreen(ConsoleScreen):
             text = Text(f"{stale} · ", style=theme_colors(self.app).get("error", "red"), no_wrap=True,
                         overflow="ellipsis")
             text.append(f"{len(view.rows)} nodes (stale)")
+            if self.app.api_error and not view.rows:  # nothing loaded yet: say why too
+                text.append(f" · {self.app.api_error}", style=theme_colors(self.app).get("error", "red"))
         elif self.app.api_error and not view.rows:
             text = Text(self.app.api_error, style=theme_colors(self.app).get("error", "red"))
         elif not self.app.kube.nodes.synced.is_set():
