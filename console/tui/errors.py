@@ -13,14 +13,14 @@ __all__ = ["explain", "redact"]
 
 def explain(error: BaseException, *, server: str = "", kubeconfig: str = "", context: str = "") -> str:
     """A short message naming the problem and the fix."""
+    name = type(error).__name__
+    if name == "VmListError":  # worded by console/infra/inventory.py: which backend, URI and setting
+        return redact(str(error))
     fault = classify(error, Where(kubeconfig, context, server=server))
     if fault is not None:
         return fault.message
-    name = type(error).__name__
     status = getattr(error, "status", None)
     where = f" at {server}" if server else ""
-    if name == "VmListError":
-        return redact(str(error))
     if name == "ApiException":
         reason = getattr(error, "reason", "") or ""
         return f"the API server{where} answered HTTP {status} {reason}; retry, or check the server's health"
