@@ -6,8 +6,9 @@ server or socket, not a simulation in the client:
   kubeconfig-forbidden    a token the server knows for user `lab-nobody`, who has no RBAC binding: 403
   kubeconfig-wrong-ca     the lab server's URL, but the CA of a second throwaway CA: TLS verification fails
   kubeconfig-unreachable  https://127.0.0.1:<a closed port>: connection refused
-  clouds.yaml             cloud `lab-wrong-password` (Keystone answers 401) and `lab-keystone-down`
-                          (auth_url on a closed port)
+  clouds.yaml             cloud `lab-wrong-password` (Keystone answers 401), `lab-wrong-project` (the right
+                          password, a project that does not exist: 401) and `lab-keystone-down` (auth_url
+                          on a closed port)
   libvirt-unreachable     a libvirt URI whose socket does not exist
 """
 
@@ -75,17 +76,19 @@ def write_fault_files(root: Path, *, kube_url: str, ca_pem: bytes | None, nobody
     write_kubeconfig(files.unreachable, f"https://127.0.0.1:{closed_port()}", "unused", ca_pem=ca_pem)
     write_clouds_yaml(files.clouds_yaml, "lab-wrong-password", auth_url=auth_url, username="admin",
                       password=os_password + "-wrong", project=project,
-                      more={"lab-keystone-down": ("admin", "unused")})
-    # the second cloud's auth_url: the same Keystone path on a closed port (the file keeps its 0600 mode)
+                      more={"lab-keystone-down": ("admin", "unused"), "lab-wrong-project": ("admin", os_password)})
+    # the same Keystone path on a closed port; the right password for a project that does not exist (Keystone
+    # answers 401 to a scope the user has no role on). The file keeps its 0600 mode.
     down = auth_url.replace(auth_url.split("/")[2], f"127.0.0.1:{closed_port()}", 1)
-    files.clouds_yaml.write_text(_retarget(files.clouds_yaml.read_text(), "lab-keystone-down", down))
+    text = _retarget(files.clouds_yaml.read_text(), "lab-keystone-down", auth_url=down)
+    files.clouds_yaml.write_text(_retarget(text, "lab-wrong-project", project_name=f"{project}-no-such-project"))
     files.libvirt_uri_file.write_text(f"qemu+unix:///system?socket={root / 'no-libvirtd.sock'}\n")
     return files
 
 
-def _retarget(text: str, cloud: str, auth_url: str) -> str:
+def _retarget(text: str, cloud: str, **auth: str) -> str:
     import yaml
 
     doc = yaml.safe_load(text)
-    doc["clouds"][cloud]["auth"]["auth_url"] = auth_url
+    doc["clouds"][cloud]["auth"].update(auth)
     return yaml.safe_dump(doc, sort_keys=False)

@@ -56,6 +56,8 @@ FAULTS: dict[str, Case] = {
                 ('is forbidden: User "lab-nobody" cannot get resource "nodes"', "RBAC")),
     "keystone-wrong-password": Case({"OS_CLIENT_CONFIG_FILE": "{faults}/clouds.yaml", "OS_CLOUD": "lab-wrong-password"},
                                     "keystone-auth", 6, ("Keystone", "password", "401")),
+    "keystone-wrong-project": Case({"OS_CLIENT_CONFIG_FILE": "{faults}/clouds.yaml", "OS_CLOUD": "lab-wrong-project"},
+                                   "keystone-auth", 6, ("Keystone (cloud lab-wrong-project)", "project", "401")),
     "keystone-unreachable": Case({"OS_CLIENT_CONFIG_FILE": "{faults}/clouds.yaml", "OS_CLOUD": "lab-keystone-down"},
                                  "keystone-unreachable", 6, ("Keystone", "cannot reach", "refused")),
     "missing-cloud": Case({"OS_CLOUD": "no-such-cloud"}, "bad-clouds-yaml", 2, ("clouds.yaml", "no-such-cloud")),
