@@ -3,15 +3,25 @@
 Each subcommand lives in its own module (`cli_lab.py`, `cli_nfd.py`) exposing
 `add_parser(subparsers)` and `run(args) -> int`; they are imported lazily so
 `--help` and the TUI start fast.
+
+Faults (console/faults.py) reaching `main` from any command end as one line `console: <what>: <why> — <what
+to check>` on stderr, with `-o json` the error object on stdout, and exit 6 (a backend could not be used:
+unreachable, TLS/CA, 401, 403 — nothing was changed) or 2 (a bad kubeconfig, clouds.yaml, config or theme).
+Anything else is a bug: one line saying so and naming the log file under state_dir() that holds the
+traceback, exit 70 (EX_SOFTWARE, sysexits.h). Library warnings (urllib3 retries, keystoneauth) go to that
+log too, not to the screen. Ctrl-C that no command handles: `console: interrupted`, exit 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import logging
 import os
 import sys
+from pathlib import Path
 
 SUBCOMMANDS = {
     "lab": "console.cli_lab",
@@ -60,12 +70,81 @@ def config_error(args: argparse.Namespace, error: Exception) -> int:
     if getattr(args, "output", None) == "json":
         print(json.dumps({"status": "error", "error": "bad-config", "message": str(error), "exit_code": 2}))
     return 2
+EXIT_BUG = 70  # EX_SOFTWARE (sysexits.h): an unexpected exception, the traceback is in log_path()
+
+
+def log_path() -> Path:
+    from console.config import state_dir
+
+    return state_dir() / "console.log"
+
+
+def _log_to_file() -> None:
+    """Library loggers (urllib3's `Retrying ...`, keystoneauth's discovery notes) write to the log file: without
+    a handler Python's last resort prints their warnings on stderr, between the console's own lines."""
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    try:
+        log_path().parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(log_path(), encoding="utf-8", delay=True)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
+    except OSError:
+        handler = logging.NullHandler()
+    handler.setLevel(logging.WARNING)
+    root.addHandler(handler)
+
+
+def _write_traceback(exc: BaseException) -> str:
+    """Append the traceback to log_path() (not the screen); what to attach to the report."""
+    import time
+    import traceback
+
+    try:
+        log_path().parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path(), "a", encoding="utf-8") as f:
+            f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {os.getpid()} console: unexpected error\n")
+            f.write("".join(traceback.format_exception(exc)))
+    except OSError as e:
+        return f"the command line (the log {log_path()} cannot be written: {e.strerror})"
+    return f"the traceback in {log_path()}"
+
+
+def fault_exit(args: argparse.Namespace, exc: BaseException) -> int:
+    """One line (and the JSON object with -o json) for a classified fault; the bug line otherwise."""
+    import json
+
+    from console import faults
+
+    kubeconfig, context = getattr(args, "kubeconfig", None) or "", getattr(args, "context", None) or ""
+    if not kubeconfig:  # the settings file may name it (a bad settings file is itself the fault then)
+        with contextlib.suppress(Exception):
+            from console.config import load
+
+            kubeconfig = load({}).kubeconfig or ""
+    fault = faults.classify(exc, faults.Where(kubeconfig, context))
+    as_json = getattr(args, "output", None) == "json"
+    if fault is None:
+        message = (f"unexpected error ({type(exc).__name__}: {faults.redact(str(exc))[:200]}); this is a bug, "
+                   f"please report it with {_write_traceback(exc)}")
+        fault = faults.Fault("bug", "console", message, "", EXIT_BUG)
+        line = message
+    else:
+        line = fault.message
+    print(f"console: {line}", file=sys.stderr, flush=True)
+    if as_json:
+        doc = fault.to_json() | ({"message": line, "log": str(log_path())} if fault.kind == "bug" else {})
+        with contextlib.suppress(BrokenPipeError):
+            print(json.dumps(doc), flush=True)
+    return fault.exit_code
 
 
 def main(argv: list[str] | None = None) -> int:
     from console.config import ConfigError
 
     args = build_parser().parse_args(argv)
+    if args.command != "lab":  # the lab logs its servers' errors to stderr, where its operator looks
+        _log_to_file()
     try:
         if args.command:
             code = importlib.import_module(SUBCOMMANDS[args.command]).run(args)
@@ -79,6 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1  # what Python itself exits with on EPIPE
     except ConfigError as e:  # from any subcommand: settings are resolved before anything is done
         return config_error(args, e)
+    except KeyboardInterrupt:  # Ctrl-C where no command handles it: one line, not a traceback
+        print("console: interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT, as a shell reports it
+    except Exception as e:  # faults of the backends and bad files, classified; anything else is a bug
+        return fault_exit(args, e)
     return code
 
 

@@ -40,7 +40,16 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"console lab: {e}", file=sys.stderr)
         return 2
+    if (args.nodes is not None and args.nodes < 1) or (args.pods_per_node is not None and args.pods_per_node < 0):
+        print("console lab: --nodes must be at least 1 and --pods-per-node at least 0", file=sys.stderr)
+        return 2
     state_dir = (args.state_dir or default_state_dir()).resolve()
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"console lab: cannot create the state directory {state_dir}: {e.strerror}; pass --state-dir",
+              file=sys.stderr)
+        return 2
     lab = Lab(scenario, state_dir, libvirt=args.libvirt)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

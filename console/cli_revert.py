@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from console.faults import is_fault
 from console.guard import GuardRefusal
 from console.runbook.engine import EXIT_USAGE
 from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
@@ -32,6 +33,8 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
         plan, journal = plan_revert(session, args.node, resume=args.resume, node_timeout=args.node_timeout,
                                     resize_timeout=args.resize_timeout)
     except (PlanRefused, SessionError) as e:  # SessionError: a journal of the node cannot be used
+        if is_fault(e):
+            raise  # cli.main: one line, the fault's exit code and JSON
         err(str(e))
         if args.output == "json":
             out(args, {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE,

@@ -22,6 +22,9 @@ Exit codes:
      or interrupted (Ctrl-C/SIGTERM): stopped before the next step, journal saved, one line names the
      resume command (a second Ctrl-C stops at once)
   5  not confirmed (answered no, or stdin is not a TTY and --yes was not given)
+  6  a backend could not be used (Kubernetes API, Keystone/Nova, libvirt: unreachable, TLS/CA, 401, 403);
+     nothing was changed. A bad kubeconfig, clouds.yaml or config file is 2. Both print one `console: ...`
+     line and, with -o json, {"status": "error", "error": KIND, "message", "exit_code"} (console/faults.py)
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import sys
 from typing import Any
 
 from console.cli import stdout_closed
+from console.faults import is_fault
 from console.guard import GuardRefusal
 from console.runbook.engine import EXIT_ATTENTION, EXIT_DECLINED, EXIT_USAGE
 from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
@@ -162,6 +166,8 @@ def _revert(args: argparse.Namespace, err: Any) -> int:
         session = Session(load_settings({"kubeconfig": args.kubeconfig, "context": args.context,
                                          "read_only": args.read_only, "node_access": args.node_access}))
     except SessionError as e:
+        if is_fault(e):
+            raise  # cli.main: one line, the fault's exit code and JSON
         err(str(e))
         return EXIT_USAGE
     return cli_revert.run(args, session, out=_out, progress=_progress, interrupted=interrupted,
@@ -211,6 +217,8 @@ def _run(args: argparse.Namespace) -> int:
         session = Session(settings)
         plan, journal = session.plan(request, resume=args.resume, new=args.new)
     except (PlanRefused, SessionError) as e:
+        if is_fault(e):
+            raise  # cli.main: one line, the fault's exit code and JSON
         err(str(e))
         if args.output == "json":
             doc = {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE,

@@ -73,11 +73,18 @@ def open_console(settings: Any, *, label: str = "") -> int:
         cluster = Cluster(settings.kubeconfig, settings.context)
     except KubeConfigError as e:
         print(f"console: {e}", file=sys.stderr)
-        return 1
+        return 2  # a bad kubeconfig (README: exit codes)
+    from console.tui.themes import broken_theme
+
+    theme_error = broken_theme(settings.theme)
+    if theme_error:
+        print(f"console: theme {settings.theme}: {theme_error}", file=sys.stderr)
+        return 2
     cluster.start()
     vms = vm_inventory(settings.cloud, libvirt_uris(settings.libvirt_uris))
+    app = ConsoleApp(cluster, None, settings, vms=vms, label=label, guard=Guard.from_settings(settings))
     try:
-        ConsoleApp(cluster, None, settings, vms=vms, label=label, guard=Guard.from_settings(settings)).run()
+        app.run()
     finally:
         cluster.stop()
-    return 0
+    return app.return_code or 0  # Textual sets 1 when the app died of an exception

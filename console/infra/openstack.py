@@ -25,6 +25,18 @@ from console.kube.model import NodeInfo
 ENVVARS_CLOUD = "envvars"  # openstacksdk's cloud made of OS_* variables (openstack/config/loader.py)
 
 
+def _why(e: BaseException) -> str:
+    """console/faults.py's reason and hint (a wrong password is not "unreachable"), else the library's text."""
+    from console.faults import classify
+
+    fault = classify(e)
+    if fault is None:
+        return f"{type(e).__name__}: {e}"
+    if fault.kind.endswith("-unreachable"):  # mid-run: the step's message says which API went away
+        return f"OpenStack API unreachable: {fault.message}"
+    return f"{fault.why} — {fault.check}"
+
+
 class PolicyForbidden(InfraError):
     """Nova's policy refused the call (HTTP 403): the user's role may not do it; an admin can."""
 
@@ -93,7 +105,7 @@ class OpenStackBackend:
                 conn.compute  # noqa: B018 — authenticates and discovers Nova: a wrong password fails here
                 self._conn = conn
             except Exception as e:  # config errors come in many classes; name the cloud and move on
-                raise InfraError(f"cannot connect to OpenStack {where(self.cloud)}: {e}") from e
+                raise InfraError(f"cannot connect to OpenStack {where(self.cloud)}: {_why(e)}") from e
         return self._conn
 
     def identity(self) -> dict[str, Any]:
@@ -114,8 +126,8 @@ class OpenStackBackend:
             raise PolicyForbidden(f"{what}: {e.details or e}") from e
         except exceptions.SDKException as e:
             raise InfraError(f"{what}: {e}") from e
-        except ClientException as e:  # connection refused, timeouts (keystoneauth)
-            raise InfraError(f"{what}: OpenStack API unreachable ({type(e).__name__}: {e})") from e
+        except ClientException as e:  # a wrong password (401), connection refused, timeouts (keystoneauth)
+            raise InfraError(f"{what}: {_why(e)}") from e
 
     # -- mapping ---------------------------------------------------------------------------------
     def find_server_id(self, node: NodeInfo) -> str:

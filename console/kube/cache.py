@@ -3,12 +3,17 @@
 A 410 Gone (history compacted) relists; other errors back off and retry. Raw
 JSON is projected straight into domain objects (see model.py), so 150,000 pods
 never become client model objects.
+
+Health: while the API server cannot be reached (or refuses us), `down_since` is when that started and
+`fresh_at` when the cache last knew its data current (a list, an event, a watch that ended normally);
+`on_health` is called on each change between the two states, not on every retry.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -25,6 +30,7 @@ class ResourceCache(Generic[T]):
         list_fn: Callable[..., Any],
         project: Callable[[dict[str, Any]], T],
         on_change: Callable[[], None] = lambda: None,
+        on_health: Callable[[], None] = lambda: None,
     ) -> None:
         self._list_fn = list_fn
         self._project = project
@@ -34,6 +40,22 @@ class ResourceCache(Generic[T]):
         self.resource_version = ""
         self.synced = threading.Event()
         self.generation = 0  # bumped on every change; cheap "did anything change" for the UI
+        self._on_health = on_health
+        self.fresh_at = 0.0  # time.time() when the data was last known current
+        self.down_since: float | None = None  # the API server unreachable/refusing since (time.time())
+        self.last_error: BaseException | None = None
+
+    def _fresh(self) -> None:
+        self.fresh_at = time.time()
+        if self.down_since is not None:
+            self.down_since, self.last_error = None, None
+            self._on_health()
+
+    def _failed(self, error: BaseException) -> None:
+        self.last_error = error
+        if self.down_since is None:
+            self.down_since = time.time()
+            self._on_health()
 
     @staticmethod
     def _key(obj: dict[str, Any]) -> Key:
@@ -62,6 +84,7 @@ class ResourceCache(Generic[T]):
             self.resource_version = body["metadata"].get("resourceVersion", "")
             self.generation += 1
         self.synced.set()
+        self._fresh()
         self._on_change()
 
     def apply(self, event: dict[str, Any]) -> bool:
@@ -113,9 +136,15 @@ class ResourceCache(Generic[T]):
                         need_list = True
                         w.stop()
                         break
+                    self._fresh()
+                else:
+                    self._fresh()  # the watch ran its timeoutSeconds: nothing was missed
                 delay = 0.0
             except ApiException as e:
                 need_list = need_list or e.status == 410
+                if e.status != 410:
+                    self._failed(e)
                 delay = min(max(delay * 2, backoff), 30.0)
-            except (HTTPError, OSError):
+            except (HTTPError, OSError) as e:
+                self._failed(e)
                 delay = min(max(delay * 2, backoff), 30.0)

@@ -12,6 +12,16 @@ from console.kube.model import NodeInfo, PodInfo
 
 
 @dataclass(frozen=True)
+class CacheHealth:
+    """Whether the caches are current: `down_since` the API server has been unreachable (or refusing) since
+    then (time.time()), and the data shown is from `fresh_at`; `error` is the last failure."""
+
+    down_since: float | None
+    fresh_at: float
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True)
 class ClusterSnapshot:
     nodes: dict[str, NodeInfo]
     pods: dict[Key, PodInfo]
@@ -33,9 +43,13 @@ class Cluster:
         self.api_client, self.target = connect(kubeconfig, context)
         self.core = client.CoreV1Api(self.api_client)
         self._listeners: list[Callable[[], None]] = []
-        self.nodes: ResourceCache[NodeInfo] = ResourceCache(self.core.list_node, NodeInfo.from_api, self._changed)
+        self._health_listeners: list[Callable[[CacheHealth], None]] = []
+        self._health_lock = threading.Lock()
+        self._last_health: bool | None = None
+        self.nodes: ResourceCache[NodeInfo] = ResourceCache(self.core.list_node, NodeInfo.from_api, self._changed,
+                                                            self._health_changed)
         self.pods: ResourceCache[PodInfo] = ResourceCache(
-            self.core.list_pod_for_all_namespaces, PodInfo.from_api, self._changed
+            self.core.list_pod_for_all_namespaces, PodInfo.from_api, self._changed, self._health_changed
         )
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -46,6 +60,26 @@ class Cluster:
     def _changed(self) -> None:
         for cb in self._listeners:
             cb()
+
+    def on_health(self, callback: Callable[[CacheHealth], None]) -> None:
+        """`callback(health)` (from a watch thread) when the caches go stale or become current again."""
+        self._health_listeners.append(callback)
+
+    def health(self) -> CacheHealth:
+        caches = (self.nodes, self.pods)
+        down = [c.down_since for c in caches if c.down_since is not None]
+        error = next((c.last_error for c in caches if c.last_error is not None), None)
+        return CacheHealth(min(down) if down else None, min(c.fresh_at for c in caches), error)
+
+    def _health_changed(self) -> None:
+        with self._health_lock:  # two caches notice the same outage: tell the listeners once
+            health = self.health()
+            down = health.down_since is not None
+            if down == self._last_health:
+                return
+            self._last_health = down
+        for cb in self._health_listeners:
+            cb(health)
 
     def start(self) -> None:
         for name, cache in (("nodes", self.nodes), ("pods", self.pods)):

@@ -106,19 +106,20 @@ class HookStore(Protocol):
 
 def _api_error(exc: Any, what: str) -> NfdStoreError:
     """Turn a kubernetes ApiException into one of ours, with the server's message (never credentials)."""
+    from console.faults import status_message
+
     status = getattr(exc, "status", None)
-    message = ""
-    with contextlib.suppress(ValueError, TypeError):
-        message = (json.loads(exc.body or "{}") or {}).get("message", "")
-    message = message or getattr(exc, "reason", "") or str(status)
+    message = status_message(exc) or getattr(exc, "reason", "") or str(status)
     if status == 409:
         return StoreConflict(f"{what}: changed by someone else since you loaded it ({message}); reload or overwrite")
     if status == 404:
         return StoreNotFound(f"{what}: not found ({message})")
     if status in (400, 422):
         return StoreRejected(f"{what}: rejected by the API server: {message}")
-    if status in (401, 403):
-        return NfdStoreError(f"{what}: not allowed ({message}); check your kube context's RBAC")
+    if status == 401:
+        return NfdStoreError(f"{what}: the API server rejected the credentials (401); refresh them in the kubeconfig")
+    if status == 403:
+        return NfdStoreError(f"{what}: not allowed ({message}); ask for RBAC permission")
     return NfdStoreError(f"{what}: API error {status}: {message}")
 
 

@@ -62,6 +62,7 @@ class Lab:
         self.sshd: Any = None
         self.ssh_config: Path | None = None
         self._token = "lab-" + secrets.token_urlsafe(24)
+        self._nobody_token = "lab-nobody-" + secrets.token_urlsafe(24)  # authenticated, no RBAC: 403
         self._os_password = secrets.token_urlsafe(18)
         self._os_member_password = secrets.token_urlsafe(18)
 
@@ -105,6 +106,14 @@ class Lab:
                 undo()
             except Exception:  # keep stopping the rest; the log says what failed
                 log.exception("lab: stopping %s failed", getattr(undo, "__qualname__", undo))
+
+    def kube_api_down(self) -> None:
+        """The API server goes away (its port refuses, watches drop) until `kube_api_up()`; the world keeps
+        running behind it."""
+        self._loop.call(self.kube_api.close_port())
+
+    def kube_api_up(self) -> None:
+        self._loop.call(self.kube_api.reopen_port())
 
     # -- parts ----------------------------------------------------------
     def _seed(self, progress: Progress) -> None:
@@ -192,6 +201,7 @@ class Lab:
 
     def _start_servers(self, progress: Progress) -> None:
         from console.lab.cloudsyaml import write_clouds_yaml, write_openrc
+        from console.lab.faultfiles import NOBODY_USER, write_fault_files
         from console.lab.kubeapi.server import start_kube_api
         from console.lab.kubeconfig import write_kubeconfig
         from console.lab.openstack.nova import Nova
@@ -199,7 +209,8 @@ class Lab:
 
         progress("starting the Kubernetes and OpenStack APIs")
         self.kube_api = self._loop.call(start_kube_api(self.store, self.logs, token=self._token,
-                                                       node_proxy=self._kubelet_proxy))
+                                                       node_proxy=self._kubelet_proxy,
+                                                       unbound={self._nobody_token: NOBODY_USER}))
         self._stack.append(lambda: self._loop.call(self.kube_api.stop()))
         write_kubeconfig(self.state.kubeconfig, self.kube_api.url, self._token, ca_pem=self.kube_api.ca_pem)
         if self.vms:
@@ -222,6 +233,9 @@ class Lab:
         )
         write_openrc(self.state.openrc_member, auth_url=self.openstack_api.auth_url, username=MEMBER_USER,
                      password=self._os_member_password, project="admin")
+        write_fault_files(self.state.root / "faults", kube_url=self.kube_api.url, ca_pem=self.kube_api.ca_pem,
+                          nobody_token=self._nobody_token, auth_url=self.openstack_api.auth_url,
+                          os_password=self._os_password)
 
     def _start_sshd(self, progress: Progress) -> None:
         from console.lab.sshd import LabSshd

@@ -22,7 +22,15 @@ from console.kube.nodetable import node_rows
 from console.tui.command_grammar import Command, CommandError, parse_command
 from console.tui.commands import ConsoleCommands
 from console.tui.errors import explain
-from console.tui.messages import ApiProbed, ClusterView, ContextsListed, ContextSwitched, NodesChanged, VMsLoaded
+from console.tui.messages import (
+    ApiProbed,
+    CacheHealthChanged,
+    ClusterView,
+    ContextsListed,
+    ContextSwitched,
+    NodesChanged,
+    VMsLoaded,
+)
 from console.tui.themes import DEFAULT_THEME, FALLBACK_COLORS, domain_defaults, load_themes
 
 VM_REFRESH_SECONDS = 30.0
@@ -78,6 +86,8 @@ class ConsoleApp(App[None]):
         self.vm_problems: list[str] = []
         self.flavors: list[Any] = []
         self.api_error: str | None = None
+        self.stale: str | None = None  # "API server unreachable since ... — data below is from ...", or None
+        self._worker_errors: dict[str, str] = {}  # the last failure toast per worker group (said once)
         self._vm_generation = 0
         self._computing = False
         self._last_generation: tuple[int, ...] | None = None
@@ -98,6 +108,7 @@ class ConsoleApp(App[None]):
             self.set_keymap(dict(self.settings.key_overrides))
         self._update_subtitle()
         self._start_events()
+        self._watch_health()
         self.probe_api()
         self.set_interval(self.refresh_interval, self.maybe_recompute)
         if self.vms is not None:
@@ -127,6 +138,8 @@ class ConsoleApp(App[None]):
         parts = [self.label or getattr(self.kube.target, "context", "")]
         if self.settings.read_only:
             parts.append("read-only")
+        if self.stale:  # in the header of every screen
+            parts.append(f"STALE: {self.stale}")
         self.sub_title = " · ".join(p for p in parts if p)
 
     def _start_events(self) -> None:
@@ -134,6 +147,44 @@ class ConsoleApp(App[None]):
         if core is not None:
             self.events = Events(core)
             self.events.start()
+
+    def _explain(self, error: BaseException) -> str:
+        """console/tui/errors.explain with what the connection points at (kubeconfig, context, server)."""
+        target = self.kube.target
+        return explain(error, server=getattr(target, "server", ""), kubeconfig=getattr(target, "kubeconfig", ""),
+                       context=getattr(target, "context", ""))
+
+    def _watch_health(self) -> None:
+        kube = self.kube
+        if hasattr(kube, "on_health"):
+            kube.on_health(lambda health: self.post_message(CacheHealthChanged(kube, health)))
+
+    def on_cache_health_changed(self, message: CacheHealthChanged) -> None:
+        """Say once that the data is stale (and once that it is current again); every screen's header shows it."""
+        if message.kube is not self.kube:
+            return
+        health = message.health
+        if health.down_since is None:
+            was = self.stale
+            self.stale = None
+            if was:
+                self.notify("the API server answers again; the data is current", title="Kubernetes API", timeout=8)
+        else:
+            from console import faults
+
+            target = message.kube.target
+            where = faults.Where(target.kubeconfig, target.context, server=target.server)
+            fault = faults.classify(health.error, where) if health.error is not None else None
+            state = "refusing us" if fault and fault.kind in ("kube-unauthorized", "kube-forbidden") else \
+                "unreachable"
+            data = f"data below is from {_hms(health.fresh_at)}" if health.fresh_at else "no data loaded yet"
+            self.stale = f"API server {state} since {_hms(health.down_since)} — {data}"
+            reason = fault.message if fault else explain(health.error) if health.error else ""
+            self.notify(f"{self.stale}. {reason}".strip(), title="Kubernetes API", severity="error", timeout=30)
+        self._update_subtitle()
+        for screen in self.screen_stack:
+            if hasattr(screen, "view_changed"):
+                screen.view_changed(self.view)
 
     def on_unmount(self) -> None:
         if self.events is not None:
@@ -203,7 +254,7 @@ class ConsoleApp(App[None]):
         try:
             client.VersionApi(self.kube.api_client).get_code(_request_timeout=5)
         except Exception as e:  # any failure becomes a message for the user
-            self.post_message(ApiProbed(server, explain(e, server=server)))
+            self.post_message(ApiProbed(server, self._explain(e)))
             return
         self.post_message(ApiProbed(server, None))
 
@@ -217,13 +268,17 @@ class ConsoleApp(App[None]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place worker failures become notifications that say what to do."""
+        if event.state == WorkerState.SUCCESS:
+            self._worker_errors.pop(event.worker.group, None)
         if event.state != WorkerState.ERROR or event.worker.error is None:
             return
         if event.worker.group == "view":
             self._computing = False
-        server = getattr(self.kube.target, "server", "")
-        self.notify(explain(event.worker.error, server=server), title=f"{event.worker.group} failed",
-                    severity="error", timeout=15)
+        text = self._explain(event.worker.error)
+        if self._worker_errors.get(event.worker.group) == text:
+            return  # a periodic worker failing the same way again: said already
+        self._worker_errors[event.worker.group] = text
+        self.notify(text, title=f"{event.worker.group} failed", severity="error", timeout=15)
 
     # -- contexts --------------------------------------------------------
     @work(thread=True, exclusive=True, group="contexts", exit_on_error=False)
@@ -272,6 +327,7 @@ class ConsoleApp(App[None]):
             self.events.stop()
         self.kube = message.kube
         self.label = ""
+        self.stale = None
         old.stop()
         if message.settings is not None:
             previous, self.settings = self.settings, message.settings
@@ -282,6 +338,7 @@ class ConsoleApp(App[None]):
             # read-only is the session's: the new context's setting holds below the UI too
             self.guard = Guard(read_only=self.settings.read_only, audit=self.guard.audit)
         self._start_events()
+        self._watch_health()
         self._last_generation = None
         self.view = ClusterView.empty()
         self._update_subtitle()
@@ -324,6 +381,10 @@ class ConsoleApp(App[None]):
     def action_back(self) -> None:
         if len(self.screen_stack) > 1:
             self.pop_screen()
+
+
+def _hms(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t))
 
 
 def _root_type() -> type:

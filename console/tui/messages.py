@@ -53,6 +53,15 @@ class ApiProbed(Message):
         self.error = error
 
 
+class CacheHealthChanged(Message):
+    """The node/pod caches of `kube` went stale (API server gone or refusing) or became current again."""
+
+    def __init__(self, kube: Any, health: Any) -> None:
+        super().__init__()
+        self.kube = kube
+        self.health = health  # console.kube.cluster.CacheHealth
+
+
 class ContextSwitched(Message):
     """Connected to `context` (or `error`); `settings` are the ones resolved for it (console.config.for_context)."""
 

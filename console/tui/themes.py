@@ -7,8 +7,9 @@ A theme file:
     colors: {primary: "#5fafff", background: "#1c1c1c", ...}   # Textual theme colours
     variables: {status-ready: "#5fd787", capacity-crit: ..., ...}  # domain colours ($status-ready in TCSS)
 
-A broken file is skipped with an error message (the App shows it as a notification) and the
-default theme is used instead.
+A broken file (unreadable, not UTF-8, not YAML, the wrong shape) is skipped with an error message (the App
+shows it as a notification) and the default theme is used instead; `--theme NAME` naming a broken file
+(by its file name) is a usage error before the screen opens (`broken_theme`, exit 2).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class ThemeError(Exception):
 class ThemeSet:
     themes: dict[str, Theme] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    broken: dict[str, str] = field(default_factory=dict)  # file stem -> its error
 
 
 def shipped_dir() -> Path:
@@ -109,9 +111,11 @@ def theme_from_dict(doc: Any, where: str) -> Theme:
 
 def load_file(path: Path) -> Theme:
     try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise ThemeError(f"{path}: cannot read it ({e})") from e
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ThemeError(f"{path}: not a text file (not UTF-8: {e.reason} at byte {e.start})") from e
+    except (OSError, ValueError, RecursionError, yaml.YAMLError) as e:
+        raise ThemeError(f"{path}: cannot read it ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from e
     return theme_from_dict(doc, str(path))
 
 
@@ -126,6 +130,15 @@ def load_themes(dirs: list[Path] | None = None) -> ThemeSet:
                 theme = load_file(path)
             except ThemeError as e:
                 out.errors.append(str(e))
+                out.broken[path.stem] = str(e)
                 continue
             out.themes[theme.name] = theme
     return out
+
+
+def broken_theme(name: str | None, dirs: list[Path] | None = None) -> str | None:
+    """The error of the theme file `name` names when that file cannot be used and no good theme has the name."""
+    if not name:
+        return None
+    found = load_themes(dirs)
+    return None if name in found.themes else found.broken.get(name)

@@ -23,18 +23,18 @@ def test_help_documents_options_and_config(tmp_path: Path) -> None:
     assert "contexts:" in out.stdout and "key_overrides" in out.stdout
 
 
-def test_missing_kubeconfig_exits_1_with_a_clear_message(tmp_path: Path) -> None:
+def test_missing_kubeconfig_exits_2_with_a_clear_message(tmp_path: Path) -> None:
     out = _run(["--kubeconfig", str(tmp_path / "nope")], tmp_path)
-    assert out.returncode == 1
+    assert out.returncode == 2  # a bad kubeconfig (README: exit codes)
     assert "no kubeconfig at" in out.stderr and "--lab" in out.stderr
     assert "Traceback" not in out.stderr
 
 
-def test_invalid_kubeconfig_exits_1_with_a_clear_message(tmp_path: Path) -> None:
+def test_invalid_kubeconfig_exits_2_with_a_clear_message(tmp_path: Path) -> None:
     bad = tmp_path / "kubeconfig"
     bad.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
     out = _run(["--kubeconfig", str(bad)], tmp_path)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "console:" in out.stderr and str(bad) in out.stderr
     assert "Traceback" not in out.stderr
 

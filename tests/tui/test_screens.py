@@ -286,7 +286,9 @@ async def test_unreachable_api_server_gives_a_clear_message(lab: Any, tmp_path: 
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_until(pilot, lambda: app.api_error, what="the API probe")
-            assert "cannot reach the API server at https://127.0.0.1" in app.api_error
+            # console/faults.py: what failed (the server), why, what to check (the kubeconfig's cluster)
+            assert f"the Kubernetes API server https://127.0.0.1:{port}: cannot reach it" in app.api_error
+            assert f"check the server URL of cluster lab in {path}" in app.api_error
             assert any("cannot reach" in m for m in notifications(app))
             assert "Traceback" not in app.api_error
             status = str(app.screen.query_one("#nodes-status").render())

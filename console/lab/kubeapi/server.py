@@ -82,12 +82,15 @@ class _State:
     logs: PodLogs
     token: str | None
     address: str = ""
+    # tokens of users that authenticate but hold no RBAC binding: every resource request is 403 (authz.py)
+    unbound: dict[str, str] = field(default_factory=dict)
     snaps: Snapshots = field(default_factory=Snapshots)
     # the node proxy to the kubelets: (node, path) -> (HTTP status, body, content type)
     node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None
 
 
 _STATE = web.AppKey("state", _State)
+_UNBOUND_USER = web.RequestKey("unbound_user", str)
 
 
 def _method_not_allowed(method: str) -> ApiError:
@@ -177,6 +180,13 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     if len(segs) >= 5 and segs[:3] == ["api", "v1", "nodes"] and segs[4] == "proxy":
         return _proxy_node(request, st, segs[3], "/".join(segs[5:]))
     target = parse_resource_path(segs)
+    user = request.get(_UNBOUND_USER)
+    if user:
+        from console.lab.kubeapi.authz import forbidden, request_verb
+
+        watching = target.legacy_watch or request.query.get("watch") in ("true", "1")
+        raise forbidden(user, request_verb(request.method, target.name, watching), target.rt.group,
+                        target.rt.plural, target.sub, target.namespace, target.name)
     try:
         return await _resource(request, st, target)
     except StoreError as err:
@@ -201,7 +211,10 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     st: _State = request.app[_STATE]
     if st.token is not None and request.path not in _OPEN_PATHS:
         auth = request.headers.get("Authorization", "")
-        if not hmac.compare_digest(auth.encode(), f"Bearer {st.token}".encode()):
+        unbound = st.unbound.get(auth.removeprefix("Bearer ")) if auth.startswith("Bearer ") else None
+        if unbound:
+            request[_UNBOUND_USER] = unbound
+        elif not hmac.compare_digest(auth.encode(), f"Bearer {st.token}".encode()):
             return json_response(status_body(401, "Unauthorized", "Unauthorized"), 401)
     try:
         return await handler(request)
@@ -223,8 +236,10 @@ class KubeAPI:
     `ca_pem` is the CA to trust for an https `url` (None for plain http).
     """
 
-    def __init__(self, runner: web.AppRunner, host: str, port: int, ca_pem: bytes | None) -> None:
+    def __init__(self, runner: web.AppRunner, host: str, port: int, ca_pem: bytes | None,
+                 ssl_context: Any = None) -> None:
         self._runner = runner
+        self._ssl_context = ssl_context
         self.host = host
         self.port = port
         self.ca_pem = ca_pem
@@ -232,6 +247,17 @@ class KubeAPI:
 
     async def stop(self) -> None:
         await self._runner.cleanup()
+
+    async def close_port(self) -> None:
+        """As a stopped API server: the port refuses connections and the open ones (watches) drop."""
+        for site in list(self._runner.sites):
+            await site.stop()
+        if self._runner.server is not None:
+            await self._runner.server.shutdown(1.0)
+
+    async def reopen_port(self) -> None:
+        """Serve again on the same port with the same certificate (the kubeconfigs stay valid)."""
+        await web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl_context).start()
 
 
 async def start_kube_api(
@@ -243,24 +269,27 @@ async def start_kube_api(
     token: str | None = None,
     tls: bool | None = None,
     node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None,
+    unbound: dict[str, str] | None = None,
 ) -> KubeAPI:
     """Start serving `store` on the running asyncio loop; port 0 picks a free port.
 
     `tls` defaults to on when a token is set: kubectl never sends a bearer token
-    to a plain-http server. The CA to trust is `KubeAPI.ca_pem`.
+    to a plain-http server. The CA to trust is `KubeAPI.ca_pem`. `unbound`: {token: user name} of users
+    that authenticate but may do nothing (403 on every resource request, lab/kubeapi/authz.py).
     """
     use_tls = token is not None if tls is None else tls
     cert = make_serving_cert(host) if use_tls else None
     app = web.Application(middlewares=[_guard], client_max_size=64 * 1024 * 1024)
-    state = _State(store, logs, token, node_proxy=node_proxy)
+    state = _State(store, logs, token, node_proxy=node_proxy, unbound=dict(unbound or {}))
     app[_STATE] = state
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     # open watches end within a second of stop() instead of at their timeoutSeconds
     runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=cert.server_context() if cert else None)
+    ssl_context = cert.server_context() if cert else None
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     await site.start()
     sockets = site._server.sockets if site._server else []  # the bound port when port=0
     bound = sockets[0].getsockname()[1] if sockets else port
     state.address = f"{host}:{bound}"
-    return KubeAPI(runner, host, bound, cert.ca_pem if cert else None)
+    return KubeAPI(runner, host, bound, cert.ca_pem if cert else None, ssl_context)

@@ -218,7 +218,15 @@ class NodesScreen(ConsoleScreen):
         self.update_status(view)
 
     def update_status(self, view: ClusterView) -> None:
-        if self.app.api_error and not view.rows:
+        stale = getattr(self.app, "stale", None)
+        self.table.set_class(bool(stale), "stale")  # dimmed: the rows are what the cache last knew
+        if stale:
+            text = Text(f"{stale} · ", style=theme_colors(self.app).get("error", "red"), no_wrap=True,
+                        overflow="ellipsis")
+            text.append(f"{len(view.rows)} nodes (stale)")
+            if self.app.api_error and not view.rows:  # nothing loaded yet: say why too
+                text.append(f" · {self.app.api_error}", style=theme_colors(self.app).get("error", "red"))
+        elif self.app.api_error and not view.rows:
             text = Text(self.app.api_error, style=theme_colors(self.app).get("error", "red"))
         elif not self.app.kube.nodes.synced.is_set():
             text = Text(f"Loading nodes from {self.app.kube.target.server}…")

@@ -1,0 +1,282 @@
+"""Ordinary faults of the backends, classified: what failed, why, what to check, and the exit code.
+
+`classify(exc, where)` walks the exception and its causes (`raise X from e`, urllib3's MaxRetryError.reason)
+for an error of a client library the console uses — kubernetes/urllib3/ssl, keystoneauth1/openstacksdk,
+libvirt, yaml, the kubeconfig loader, the settings file — and returns one `Fault`, or None for anything
+else (a bug: the caller's last-resort handler says so). Headless: no textual/rich.
+
+Exit codes (README "Exit codes"): 6 a backend could not be used (unreachable, TLS/CA, 401, 403; nothing was
+changed), 2 a bad file or setting (kubeconfig, clouds.yaml, config, theme). With `-o json` the fault is
+`Fault.to_json()`: {"status": "error", "error": KIND, "message": ..., "exit_code": N}.
+Messages never carry credentials: server bodies and library texts pass through `redact`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import ssl
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+EXIT_BACKEND = 6
+EXIT_BAD_FILE = 2
+
+_SECRET_RE = re.compile(r"(Bearer\s+|token[=:]\s*|password[=:]\s*|X-Auth-Token['\"]?[=:]\s*['\"]?)[^\s'\",}]+",
+                        re.IGNORECASE)
+
+
+def redact(text: str) -> str:
+    return _SECRET_RE.sub(r"\1***", text)
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str  # kube-unreachable, kube-tls, kube-unauthorized, kube-forbidden, keystone-auth, ...
+    what: str  # what failed: "the Kubernetes API server https://10.0.0.1:6443"
+    why: str
+    check: str
+    exit_code: int = EXIT_BACKEND
+
+    @property
+    def message(self) -> str:
+        head = f"{self.what}: {self.why}" if self.what else self.why
+        return redact(head + (f" — {self.check}" if self.check else ""))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": "error", "error": self.kind, "message": self.message, "exit_code": self.exit_code}
+
+
+class FaultError(Exception):
+    """A classified fault raised on purpose (e.g. a bad theme named by --theme)."""
+
+    def __init__(self, fault: Fault) -> None:
+        super().__init__(fault.message)
+        self.fault = fault
+
+
+@dataclass(frozen=True)
+class Where:
+    """What the failing call was pointed at, for the message (each part optional)."""
+
+    kubeconfig: str = ""
+    context: str = ""
+    cloud: str = ""
+    server: str = ""  # when known better than the kubeconfig's (the TUI's live connection)
+
+    def kube(self) -> dict[str, str]:
+        """The kubeconfig's context, cluster, user and server (read leniently: a bad file gives empty parts)."""
+        from console.kube.connection import default_kubeconfig
+
+        path = self.kubeconfig or default_kubeconfig()
+        out = {"kubeconfig": path, "context": self.context, "cluster": "", "user": "", "server": ""}
+        try:
+            import yaml
+
+            with open(path, encoding="utf-8") as f:
+                doc = yaml.safe_load(f.read(1 << 20))
+            name = self.context or doc.get("current-context") or ""
+            ctx = next((c.get("context") or {} for c in doc.get("contexts") or [] if c.get("name") == name), {})
+            cluster = next((c.get("cluster") or {} for c in doc.get("clusters") or []
+                            if c.get("name") == ctx.get("cluster")), {})
+            out |= {"context": name, "cluster": str(ctx.get("cluster") or ""), "user": str(ctx.get("user") or ""),
+                    "server": str(cluster.get("server") or "")}
+        except Exception:  # the message still names the file; the loader's own error says what is wrong
+            pass
+        if self.server:
+            out["server"] = self.server
+        return out
+
+
+def chain(exc: BaseException) -> Iterator[BaseException]:
+    """The exception, its causes/contexts, and urllib3's wrapped `reason`s, outermost first."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        e = todo.pop(0)
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        for nxt in (getattr(e, "reason", None), e.__cause__, e.__context__, *getattr(e, "args", ())[:2]):
+            if isinstance(nxt, BaseException):
+                todo.append(nxt)
+
+
+def status_message(exc: Any) -> str:
+    """The `message` of a Kubernetes Status in an ApiException's body (never the headers)."""
+    try:
+        return str((json.loads(exc.body or "{}") or {}).get("message") or "")
+    except (ValueError, TypeError, AttributeError):
+        return ""
+
+
+def classify(exc: BaseException, where: Where | None = None) -> Fault | None:
+    where = where or Where()
+    for e in chain(exc):
+        fault = _one(e, where)
+        if fault is not None:
+            if fault.kind.startswith("libvirt"):  # libvirt's message lacks the URI; the console's wrapper has it
+                uri = re.search(r"\b[a-z]+(?:\+[a-z]+)?://[^\s:]*[^\s:.,;]", str(exc))
+                fault = replace(fault, what=f"libvirt at {uri.group(0)}") if uri else fault
+            return fault
+    return None
+
+
+def is_fault(exc: BaseException) -> bool:
+    """A wrapper (PlanRefused, SessionError, InfraError) around a classified fault: let it reach cli.main."""
+    return classify(exc) is not None
+
+
+def _one(e: BaseException, where: Where) -> Fault | None:
+    if isinstance(e, FaultError):
+        return e.fault
+    mod = type(e).__module__ or ""
+    name = type(e).__name__
+    if name == "ConfigError" and mod == "console.config":
+        return Fault("bad-config", "", str(e), "", EXIT_BAD_FILE)  # it names the file, line and key
+    if name == "KubeConfigError":
+        return Fault("bad-kubeconfig", "", str(e), "", EXIT_BAD_FILE)  # it names the file and what to do
+    if mod.startswith("kubernetes.client") and name.endswith("Exception") and hasattr(e, "status"):
+        return _kube_api(e, where)
+    if mod.startswith("kubernetes.config"):
+        k = where.kube()
+        return Fault("bad-kubeconfig", f"kubeconfig {k['kubeconfig']}", str(e),
+                     "fix the file or pick another context with --context", EXIT_BAD_FILE)
+    if isinstance(e, ssl.SSLCertVerificationError) or (isinstance(e, ssl.SSLError)
+                                                      and "CERTIFICATE" in str(e).upper()):
+        return _tls(e, where)
+    if mod.startswith("keystoneauth1") or mod.startswith("openstack"):
+        return _openstack(e, where)
+    if name == "libvirtError":
+        return _libvirt(e)
+    if mod.startswith("yaml"):
+        return Fault("bad-yaml", "a YAML file", f"not valid YAML: {e}", "fix the file", EXIT_BAD_FILE)
+    if mod.startswith("urllib3") and name in ("NewConnectionError", "NameResolutionError", "ConnectTimeoutError",
+                                              "ReadTimeoutError", "ProtocolError"):
+        return _unreachable(e, where)
+    return None
+
+
+def _kube_api(e: Any, where: Where) -> Fault | None:
+    k = where.kube()
+    status = getattr(e, "status", None)
+    server = f"the Kubernetes API server {k['server']}".rstrip()
+    msg = redact(status_message(e))
+    who = f"user {k['user'] or '?'} in context {k['context'] or '?'} of {k['kubeconfig']}"
+    if status == 401:
+        return Fault("kube-unauthorized", server,
+                     f"it rejected the credentials of {who} (401 Unauthorized: token or client certificate "
+                     "expired or wrong)", "refresh them (your cloud's login, or a new kubeconfig)")
+    if status == 403:
+        what = msg or "forbidden (403)"
+        return Fault("kube-forbidden", server, f"{what} (403 Forbidden, {who})",
+                     "ask for RBAC permission (a Role/ClusterRole binding) or use a context that has it")
+    return None  # other statuses (404, 409, 422) are answers, not faults of the backend
+
+
+def _tls(e: BaseException, where: Where) -> Fault:
+    k = where.kube()
+    text = str(e)
+    if "hostname" in text.lower() or "IP address mismatch" in text:
+        return Fault("kube-tls", f"the Kubernetes API server {k['server']}",
+                     f"its certificate is not valid for that name ({getattr(e, 'verify_message', '') or text})",
+                     f"check the server URL of cluster {k['cluster'] or '?'} in {k['kubeconfig']} (the "
+                     "certificate's names must include its host)")
+    reason = getattr(e, "verify_message", "") or text
+    return Fault("kube-tls", f"the Kubernetes API server {k['server']}",
+                 f"its certificate is not trusted by the CA in {k['kubeconfig']} (certificate-authority-data of "
+                 f"cluster {k['cluster'] or '?'}): {reason}",
+                 "check the kubeconfig's CA, not the network")
+
+
+def _unreachable(e: BaseException, where: Where) -> Fault:
+    k = where.kube()
+    text = str(e)
+    if "Name or service not known" in text or "NameResolution" in type(e).__name__ or "nodename nor" in text:
+        why = "its host name does not resolve (DNS)"
+    elif "timed out" in text.lower() or "Timeout" in type(e).__name__:
+        why = "the connection timed out"
+    elif "refused" in text.lower():
+        why = "the connection was refused (nothing listens on that port)"
+    elif type(e).__name__ == "ProtocolError":
+        why = "the connection dropped (the server went away, or something between cut it)"
+    else:
+        why = text.split(": ", 1)[-1][:200]
+    return Fault("kube-unreachable", f"the Kubernetes API server {k['server'] or getattr(e, 'pool', '')}",
+                 f"cannot reach it: {why}",
+                 f"check the server URL of cluster {k['cluster'] or '?'} in {k['kubeconfig']}, the network/VPN, "
+                 "or pick another context")
+
+
+def _cloud(where: Where) -> str:
+    import os
+
+    name = where.cloud or os.environ.get("OS_CLOUD") or ""
+    return f"cloud {name}" if name else "OS_AUTH_URL"
+
+
+# Keystone's URLs: devstack's /identity, the v3/v2.0 roots and their token paths, the classic ports
+_IDENTITY_URL = re.compile(r"/identity\b|/v3(/auth\b|/?$)|/v2\.0(/tokens\b|/?$)|:5000\b|:35357\b")
+
+
+def _openstack(e: BaseException, where: Where) -> Fault | None:
+    name = type(e).__name__
+    cloud = _cloud(where)
+    text = redact(str(e))
+    if name == "Unauthorized" or getattr(e, "http_status", None) == 401:
+        return Fault("keystone-auth", f"Keystone ({cloud})",
+                     "it rejected the user name or password (401 Unauthorized)",
+                     "check username, password, project and domain in clouds.yaml (or OS_PASSWORD)")
+    if name in ("ConnectFailure", "DiscoveryFailure", "ConnectTimeout", "UnknownConnectionError", "SSLError"):
+        url = re.search(r"connection to (\S+?):? ", text)
+        causes = list(chain(e))
+        why = ("the connection was refused" if any(isinstance(c, ConnectionRefusedError) for c in causes) else
+               "the connection timed out" if any(isinstance(c, TimeoutError) or "Timeout" in type(c).__name__
+                                                 for c in causes) else text[:200])
+        target = url.group(1) if url else ""
+        if name == "DiscoveryFailure" or not target or _IDENTITY_URL.search(target):
+            return Fault("keystone-unreachable", f"Keystone ({cloud})", f"cannot reach {target or 'its auth_url'}: "
+                         f"{why}", "check auth_url in clouds.yaml (or OS_AUTH_URL) and the network")
+        # an endpoint of the catalog (Nova): Keystone answered, the service did not
+        return Fault("openstack-unreachable", f"the OpenStack API ({cloud})", f"cannot reach {target}: {why}",
+                     "check the service's endpoint in the catalog (openstack endpoint list) and the network")
+    if name == "ConfigException" or name == "OpenStackConfigException":
+        return Fault("bad-clouds-yaml", "clouds.yaml", text + _clouds_yaml_problem(),
+                     "check OS_CLOUD / the cloud name and the file (OS_CLIENT_CONFIG_FILE)", EXIT_BAD_FILE)
+    if name in ("ForbiddenException", "Forbidden") or getattr(e, "http_status", None) == 403:
+        return Fault("openstack-forbidden", f"OpenStack ({cloud})", f"the request was forbidden: {text[:240]}",
+                     "ask for the role the action needs, or use a cloud entry that has it")
+    if name in ("EndpointNotFound", "EmptyCatalog", "NotFound") and "project" in text.lower():
+        return Fault("keystone-auth", f"Keystone ({cloud})", text[:240], "check project_name in clouds.yaml")
+    return None
+
+
+def _clouds_yaml_problem() -> str:
+    """openstacksdk skips a clouds.yaml it cannot parse and then reports the cloud missing: say why."""
+    import os
+
+    path = os.environ.get("OS_CLIENT_CONFIG_FILE")
+    if not path:
+        return ""
+    try:
+        import yaml
+
+        with open(path, encoding="utf-8") as f:
+            yaml.safe_load(f.read(1 << 20))
+    except OSError as e:
+        return f" ({path}: {e.strerror})"
+    except (ValueError, yaml.YAMLError) as e:
+        return f" ({path} is not valid YAML: {str(e).splitlines()[0]})"
+    return ""
+
+
+def _libvirt(e: Any) -> Fault:
+    msg = e.get_error_message() if hasattr(e, "get_error_message") else str(e)
+    code = e.get_error_code() if hasattr(e, "get_error_code") else None
+    # VIR_ERR_AUTH_FAILED 45, VIR_ERR_AUTH_CANCELLED 79, VIR_ERR_AUTH_UNAVAILABLE 94 (libvirt virerror.h)
+    kind = "libvirt-auth" if code in (45, 79, 94) else "libvirt-unreachable"
+    why = "authentication failed" if kind == "libvirt-auth" else "cannot connect"
+    return Fault(kind, "libvirt", f"{why}: {msg}", "check libvirt_uris in the config / CONSOLE_LIBVIRT_URI and "
+                 "that libvirtd runs and lets you in")
