@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from textual.theme import Theme
 
 import console
+from console.bounded import InputError, load_yaml, read_capped
 from console.config import xdg_data_home
 
 DEFAULT_THEME = "dark"
@@ -111,10 +111,10 @@ def theme_from_dict(doc: Any, where: str) -> Theme:
 
 def load_file(path: Path) -> Theme:
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as e:
-        raise ThemeError(f"{path}: not a text file (not UTF-8: {e.reason} at byte {e.start})") from e
-    except (OSError, ValueError, RecursionError, yaml.YAMLError) as e:
+        doc = load_yaml(read_capped(path), str(path))  # capped, depth and alias limits (console/bounded.py)
+    except InputError as e:
+        raise ThemeError(str(e)) from e
+    except (OSError, ValueError) as e:
         raise ThemeError(f"{path}: cannot read it ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from e
     return theme_from_dict(doc, str(path))
 

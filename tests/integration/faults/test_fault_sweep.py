@@ -171,7 +171,7 @@ def test_tui_theme_flag_naming_a_binary_theme_file(lab: Lab, tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("name", "data", "words"), [
-    ("binary", b"\xff\xfe\x00\x01", ("not a text file",)),
+    ("binary", b"\xff\xfe\x00\x01", ("not UTF-8",)),
     ("list", b"- a\n- b\n", ("expected NodeFeatureRule",)),
     ("bad-yaml", b"a: [\n", ("invalid YAML",)),
 ])
