@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 
 import re2
 
+from console.nfd.budget import charge_value
+
 MAX_MEM = 8 << 20  # RE2's own default program budget
 CACHE_SIZE = 512
 SYNTAX_URL = "https://github.com/google/re2/wiki/Syntax"
@@ -281,6 +283,7 @@ class Regexp:
             out += b[last_end:a]
             if e > last_end or a == 0:
                 out += repl(m, b)  # type: ignore[operator]
+                charge_value(len(out), "regexReplaceAll")  # an empty match per character × a long replacement
             last_end = e
             width = _rune_width(b, search_pos)  # advance at least one character
             if search_pos + width > e:

@@ -86,6 +86,15 @@ def test_budget_limits_are_template_errors() -> None:
         parse_template("{{range 100000}}{{end}}").execute({}, Budget(seconds=0))
 
 
+def test_regex_replace_is_charged_while_it_builds() -> None:
+    """An empty pattern matches at every character (Go's ReplaceAllString): 1,000 matches × a 1,000-byte
+    replacement is refused at the output budget, before the whole string is built."""
+    tmpl = '{{regexReplaceAll "" (repeat 1000 "a") (repeat 1000 "b")}}'
+    with pytest.raises(TemplateError, match="regexReplaceAll"):
+        parse_template(tmpl).execute({}, Budget(output=100_000))
+    assert parse_template('{{regexReplaceAll "a" "banana" "o"}}').execute({}, Budget(output=100)) == "bonono"
+
+
 def test_cancellation_stops_a_running_template() -> None:
     ev = threading.Event()
     ev.set()
