@@ -51,7 +51,8 @@ def add_parser(subparsers: Any) -> None:
                     help="seconds per hook, positive and finite (NFD itself has none)")
     lo.add_argument("--hook-max-output", type=_positive_bytes, default=1024 * 1024,
                     help="stdout bytes per hook, positive (NFD itself has no limit)")
-    lo.add_argument("--hook-env", action="append", default=[], metavar="KEY=VALUE", help="extra hook environment")
+    lo.add_argument("--hook-env", action="append", default=[], metavar="KEY=VALUE", type=_key_value,
+                    help="extra hook environment")
     lo.add_argument("-o", "--output", choices=("text", "json"), default="text")
     common(lo)
 
@@ -89,6 +90,12 @@ def _positive_bytes(value: str) -> int:
     if n <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number of bytes, not {value!r}")
     return n
+
+
+def _key_value(value: str) -> str:
+    if "=" not in value or value.startswith("="):
+        raise argparse.ArgumentTypeError(f"needs KEY=VALUE, not {value!r}")
+    return value
 
 
 def _go_regexp(value: str) -> str:
@@ -235,9 +242,7 @@ def _local(args: argparse.Namespace) -> int:
 
         env = dict(os.environ)
         for item in args.hook_env:
-            k, sep, v = item.partition("=")
-            if not sep:
-                return _fail(f"--hook-env needs KEY=VALUE (got {item!r})")
+            k, _, v = item.partition("=")  # checked by _key_value
             env[k] = v
     enabled = None if args.hooks_enabled is None else args.hooks_enabled == "true"
     try:

@@ -115,7 +115,8 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(("flag", "value"), [("--hook-timeout", "nan"), ("--hook-timeout", "inf"),
                                              ("--hook-timeout", "-1"), ("--hook-timeout", "0"),
                                              ("--hook-timeout", "soon"), ("--hook-max-output", "0"),
-                                             ("--hook-max-output", "-1"), ("--hook-max-output", "1.5")])
+                                             ("--hook-max-output", "-1"), ("--hook-max-output", "1.5"),
+                                             ("--hook-env", "NOEQUALS"), ("--hook-env", "=v")])
 def test_cli_rejects_unbounded_limits_as_usage_errors(tmp_path: Path, flag: str, value: str) -> None:
     p = _cli("--features-dir", str(tmp_path), "--hooks-dir", str(tmp_path), flag, value)
     assert p.returncode == 2 and "Traceback" not in p.stderr
