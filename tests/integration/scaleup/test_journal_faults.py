@@ -106,8 +106,10 @@ def test_a_second_process_is_refused_while_the_first_run_is_live(lab, tmp_path, 
     assert json.loads(out)["run_id"] == run_id and json.loads(out)["status"] == "done"
     assert len(h.nova_actions(lab, W_LIVE, "resize")) == 1
     assert lab.nova.server(h.server_id(lab, W_LIVE)).flavor.name == "m1.large"
-    actions = [e["action"] for e in h.audit_entries(tmp_path) if e.get("run_id") == run_id]
-    assert actions.count("runbook.scale-up.cordon") == 1 and actions.count("runbook.scale-up.resize") == 1
+    records = [e for e in h.audit_entries(tmp_path) if e.get("run_id") == run_id]
+    for phase in ("intent", "outcome"):  # console/guard.py: one intent and one outcome per step
+        actions = [e["action"] for e in records if e.get("phase") == phase]
+        assert actions.count("runbook.scale-up.cordon") == 1 and actions.count("runbook.scale-up.resize") == 1
     assert [p.name for p in runbooks(tmp_path).iterdir()] == [f"{run_id}.json"]
 
 
