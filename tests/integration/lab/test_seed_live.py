@@ -98,9 +98,15 @@ def test_online_scale_up_by_hand(env, domain, tmp_path):
     # 4. live hot-add: the vCPUs arrive offline, the kubelet keeps its old capacity
     virsh(env, "setvcpus", domain, "12", "--live")
     virsh(env, "setmem", domain, "16G", "--live")
-    lscpu = node_shell(env, tmp_path, "lscpu", "lscpu")
+    # the guest learns of hot-added vCPUs asynchronously (ACPI hotplug), so look again until they are there
+    tries = iter(range(30))
+
+    def offline_cpus() -> str | None:
+        out = node_shell(env, tmp_path, f"lscpu-{next(tries)}", "lscpu")
+        return out if re.search(r"Off-line CPU\(s\) list:\s+8-11", out) else None
+
+    lscpu = wait_for(offline_cpus, 120, interval=1, what="vCPUs 8-11 offline in the guest")
     assert re.search(r"On-line CPU\(s\) list:\s+0-7", lscpu)
-    assert re.search(r"Off-line CPU\(s\) list:\s+8-11", lscpu)
     assert capacity(env) == ("8", "12201896Ki")
 
     # 5. online them, restart the kubelet: new capacity, and the pod runs
