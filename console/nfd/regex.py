@@ -37,6 +37,7 @@ from console.nfd.budget import charge_value
 
 MAX_MEM = 8 << 20  # RE2's own default program budget
 CACHE_SIZE = 512
+_MEMO_SIZE, _MEMO_KEY_MAX = 4096, 256  # per compiled regexp: at most ~1 MiB of remembered strings
 SYNTAX_URL = "https://github.com/google/re2/wiki/Syntax"
 
 # C++ RE2 error code text -> Go regexp/syntax ErrorCode text (src/regexp/syntax/parse.go)
@@ -202,10 +203,20 @@ class Regexp:
     pattern: str
     names: tuple[str | None, ...]  # capture group names by index - 1
     _re: re2._Regexp = field(compare=False)
+    # MatchString results for short strings: a rule meets the same feature names and values on every node
+    # (modules, PCI ids, CPU flags), and the binding's per-call cost dominates a match that short
+    _memo: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     def match_string(self, s: str) -> bool:
         """regexp.MatchString: is there a match anywhere in `s` (unanchored)?"""
-        return self._re.search(_utf8(s)) is not None
+        hit = self._memo.get(s)
+        if hit is None:
+            hit = self._re.search(_utf8(s)) is not None
+            if len(s) <= _MEMO_KEY_MAX:
+                if len(self._memo) >= _MEMO_SIZE:
+                    self._memo.clear()  # bounded: start over rather than track recency
+                self._memo[s] = hit
+        return hit
 
     def _spans(self, b: bytes, n: int = -1) -> list[tuple[int, int]]:
         # Go's allMatches: successive non-overlapping matches; an empty match right after a match is skipped

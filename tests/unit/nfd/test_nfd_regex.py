@@ -271,3 +271,13 @@ def test_any_pattern_compiles_or_fails_with_a_go_error_and_never_crashes(pattern
     assert rx.find_string(text) == (found[0] if found else "")
     assert isinstance(rx.replace_all_string(text, "<$1${x}$$>"), str)
     assert "".join(rx.split(text, -1)) == rx.replace_all_literal_string(text, "")
+
+
+def test_match_results_are_remembered_within_a_bound() -> None:
+    """The per-regexp memo of MatchString results stays bounded and never changes an answer."""
+    rx = R.compile_regexp("^mod[0-9]+$")
+    answers = [rx.match_string(f"mod{i}") for i in range(R._MEMO_SIZE + 100)]
+    assert all(answers) and len(rx._memo) <= R._MEMO_SIZE
+    long = "mod" + "1" * (R._MEMO_KEY_MAX + 1)
+    assert rx.match_string(long) and long not in rx._memo
+    assert rx.match_string("mod7") and not rx.match_string("mod7x") and not rx.match_string("mod7x")
