@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from console.lab.world import Lab
 
@@ -47,3 +52,18 @@ def wait_for(predicate: Callable[[], object], timeout: float = 60, interval: flo
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}; last value: {last!r}")
+
+
+def kube_raw(kube_lab: Any, method: str, path: str, body: bytes | None = None, ctype: str = "",
+             timeout: float = 30) -> tuple[int, dict]:
+    """One HTTP request to the lab's API server as its admin, below the client: (status, JSON body)."""
+    ctx = ssl.create_default_context(cadata=kube_lab.api.ca_pem.decode())
+    headers = {"Authorization": f"Bearer {kube_lab.token}"}
+    if ctype:
+        headers["Content-Type"] = ctype
+    req = urllib.request.Request(kube_lab.api.url + path, data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=timeout) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())

@@ -8,12 +8,10 @@ are 400s, not a stalled event loop or a RecursionError.
 
 from __future__ import annotations
 
-import json
-import ssl
 import time
-import urllib.error
-import urllib.request
 from typing import Any
+
+from labtools import kube_raw
 
 KubeLab = Any
 PATH = "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeaturerules"
@@ -23,32 +21,21 @@ BOMB = (b'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
         + b"kind: NodeFeatureRule\nmetadata: {name: bomb, annotations: {x: *i}}\n")
 
 
-def raw(kube_lab: KubeLab, method: str, path: str, body: bytes | None = None, ctype: str = "") -> tuple[int, dict]:
-    ctx = ssl.create_default_context(cadata=kube_lab.api.ca_pem.decode())
-    headers = {"Authorization": f"Bearer {kube_lab.token}"}
-    if ctype:
-        headers["Content-Type"] = ctype
-    req = urllib.request.Request(kube_lab.api.url + path, data=body, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
 
 
 def test_hostile_bodies_are_refused_and_the_server_answers(kube_lab: KubeLab) -> None:
     t0 = time.monotonic()
-    code, body = raw(kube_lab, "POST", PATH, b"{" + b" " * (4 * 1024 * 1024) + b"}", "application/json")
+    code, body = kube_raw(kube_lab, "POST", PATH, b"{" + b" " * (4 * 1024 * 1024) + b"}", "application/json")
     assert (code, body["reason"]) == (413, "RequestEntityTooLarge")
     assert body["message"] == "Request entity too large: limit is 3145728"
 
-    code, body = raw(kube_lab, "PATCH", PATH + "/bomb?fieldManager=t", BOMB, "application/apply-patch+yaml")
+    code, body = kube_raw(kube_lab, "PATCH", PATH + "/bomb?fieldManager=t", BOMB, "application/apply-patch+yaml")
     assert code == 400 and "document contains excessive aliasing" in body["message"], body
 
     deep = b'{"kind": "NodeFeatureRule", "metadata": {"name": "deep"}, "x": ' + b"[" * 10000 + b"]" * 10000 + b"}"
-    code, body = raw(kube_lab, "POST", PATH, deep, "application/json")
+    code, body = kube_raw(kube_lab, "POST", PATH, deep, "application/json")
     assert code == 400 and "nesting deeper than 100 levels" in body["message"], body
 
-    code, body = raw(kube_lab, "GET", "/api/v1/nodes")
+    code, body = kube_raw(kube_lab, "GET", "/api/v1/nodes")
     assert code == 200 and body["items"]
     assert time.monotonic() - t0 < 30  # generous: each is refused before any object is built

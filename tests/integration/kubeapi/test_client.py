@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
+from labtools import kube_raw
 
 from console.lab.store import HISTORY
 
@@ -353,36 +354,22 @@ def test_nodefeaturerule_crud(kube: client.ApiClient) -> None:
     assert nf["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"] == "worker-1"
 
 
-def _raw(kube_lab: KubeLab, method: str, path: str, body: bytes | None = None, ctype: str = "") -> tuple[int, dict]:
-    import ssl
-    import urllib.request
-
-    ctx = ssl.create_default_context(cadata=kube_lab.api.ca_pem.decode())
-    headers = {"Authorization": f"Bearer {kube_lab.token}"}
-    if ctype:
-        headers["Content-Type"] = ctype
-    req = urllib.request.Request(kube_lab.api.url + path, data=body, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req, context=ctx, timeout=5) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
 
 
 def test_http_errors(kube_lab: KubeLab) -> None:
-    code, body = _raw(kube_lab, "PATCH", "/api/v1/nodes/worker-1", b"{}", "application/xml")
+    code, body = kube_raw(kube_lab, "PATCH", "/api/v1/nodes/worker-1", b"{}", "application/xml")
     assert code == 415 and body["reason"] == "UnsupportedMediaType"
-    code, body = _raw(kube_lab, "GET", "/api/v1/widgets")
+    code, body = kube_raw(kube_lab, "GET", "/api/v1/widgets")
     assert code == 404 and body["kind"] == "Status" and body["reason"] == "NotFound"
-    code, body = _raw(kube_lab, "PUT", "/api/v1/nodes", b"{}", "application/json")
+    code, body = kube_raw(kube_lab, "PUT", "/api/v1/nodes", b"{}", "application/json")
     assert code == 405 and body["reason"] == "MethodNotAllowed"
-    code, body = _raw(kube_lab, "PUT", "/api/v1/nodes/worker-1", b'{"metadata":{"name":"other"}}',
+    code, body = kube_raw(kube_lab, "PUT", "/api/v1/nodes/worker-1", b'{"metadata":{"name":"other"}}',
                       "application/json")
     assert code == 400 and "does not match the name on the URL" in body["message"]
-    code, body = _raw(kube_lab, "GET", "/version")
+    code, body = kube_raw(kube_lab, "GET", "/version")
     assert code == 200 and body["gitVersion"].startswith("v1.32")
-    code, body = _raw(kube_lab, "GET", "/apis/nfd.k8s-sigs.io/v1alpha1")
+    code, body = kube_raw(kube_lab, "GET", "/apis/nfd.k8s-sigs.io/v1alpha1")
     assert {r["name"] for r in body["resources"]} == {"nodefeatures", "nodefeaturerules"}
-    code, body = _raw(kube_lab, "DELETE", "/api/v1/namespaces/default/pods?labelSelector=app%3Dweb")
+    code, body = kube_raw(kube_lab, "DELETE", "/api/v1/namespaces/default/pods?labelSelector=app%3Dweb")
     assert code == 200 and body["kind"] == "PodList" and len(body["items"]) == 2
     assert [p["metadata"]["name"] for p in kube_lab.store.list("pods", "default")[0]] == ["big-1", "db-1"]
