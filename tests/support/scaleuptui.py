@@ -9,10 +9,11 @@ import io
 from typing import Any
 
 from rich.console import Console
-from textual.widgets import RichLog, Static
+from textual.widgets import OptionList, RichLog, Static
 
 from console.tui.safety import ConfirmDanger
 from console.tui.screens.scaleup import ScaleUpScreen
+from console.tui.widgets.runbook_pickers import TargetPicker
 
 
 def text_of(screen: ScaleUpScreen, wid: str) -> str:
@@ -33,6 +34,19 @@ async def open_screen(pilot: Any, until: Any) -> ScaleUpScreen:
     await until(pilot, lambda: screen.info is not None or screen.plan_error, 30, what="node and VM loaded")
     assert screen.info is not None, screen.plan_error
     return screen
+
+
+async def pick_flavor(pilot: Any, until: Any, screen: ScaleUpScreen, flavor: str) -> None:
+    """t, highlight `flavor` in the target picker, enter; wait for the plan (or the plan error)."""
+    await pilot.press("t")
+    await until(pilot, lambda: isinstance(pilot.app.screen, TargetPicker), 5, what="target picker")
+    picker = pilot.app.screen
+    olist = picker.query_one("#target-flavors", OptionList)
+    ids = [olist.get_option_at_index(i).id for i in range(olist.option_count)]
+    olist.highlighted = ids.index(flavor)
+    await pilot.press("enter")
+    await until(pilot, lambda: (screen.plan is not None and screen.target is not None
+                                and screen.target.flavor == flavor) or bool(screen.plan_error), 30, what="plan")
 
 
 async def run_confirmed(pilot: Any, until: Any, screen: ScaleUpScreen, *, timeout: float) -> ConfirmDanger:

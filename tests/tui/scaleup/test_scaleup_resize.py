@@ -12,12 +12,10 @@ import json
 from typing import Any
 
 import pytest
-from scaleuptui import log_text, open_screen, run_confirmed, text_of
-from textual.widgets import OptionList
+from scaleuptui import log_text, open_screen, pick_flavor, run_confirmed, text_of
 
 from console.tui.safety import ConfirmDanger
 from console.tui.screens.scaleup import ScaleUpScreen
-from console.tui.widgets.runbook_pickers import TargetPicker
 
 pytestmark = pytest.mark.lab
 
@@ -30,18 +28,6 @@ def server_id(lab: Any) -> str:
 
 def node_obj(lab: Any) -> dict:
     return lab.store.get("nodes", None, NODE)
-
-
-async def pick_flavor(pilot: Any, until: Any, screen: ScaleUpScreen, flavor: str) -> None:
-    await pilot.press("t")
-    await until(pilot, lambda: isinstance(pilot.app.screen, TargetPicker), 5, what="target picker")
-    picker = pilot.app.screen
-    olist = picker.query_one("#target-flavors", OptionList)
-    ids = [olist.get_option_at_index(i).id for i in range(olist.option_count)]
-    olist.highlighted = ids.index(flavor)
-    await pilot.press("enter")
-    await until(pilot, lambda: (screen.plan is not None and screen.target is not None
-                                and screen.target.flavor == flavor) or bool(screen.plan_error), 30, what="plan")
 
 
 async def test_current_flavor_is_nothing_to_do_in_the_plan_pane(resize_lab, settings_for, host, until):
