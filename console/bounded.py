@@ -50,6 +50,7 @@ class InputError(ValueError):
 class Limits:
     max_bytes: int = MAX_BYTES
     max_depth: int = MAX_DEPTH
+    why: str = "etcd's default request limit for one API object"  # what the size limit stands for, in messages
 
 
 DEFAULT = Limits()
@@ -70,15 +71,15 @@ def read_capped(path: str | os.PathLike[str], limits: Limits = DEFAULT) -> bytes
                 raise InputError(source, "is a directory, not a file")
             if stat.S_ISREG(st.st_mode) and st.st_size > cap:
                 raise InputError(source, f"file is {_mib(st.st_size)} ({st.st_size} bytes), over the "
-                                 f"{_mib(cap)} limit (etcd's default request limit for one API object)")
+                                 f"{_mib(cap)} limit ({limits.why})")
             data = f.read(cap + 1)  # a pipe or FIFO has no size: read one byte past the cap at most
     except IsADirectoryError:
         raise InputError(source, "is a directory, not a file") from None
     except OSError as exc:
         raise InputError(source, f"cannot read: {exc.strerror or exc}") from None
     if len(data) > cap:
-        raise InputError(source, f"input is over the {_mib(cap)} limit (etcd's default request limit for one "
-                         "API object); only the first bytes were read")
+        raise InputError(source, f"input is over the {_mib(cap)} limit ({limits.why}); only the first bytes were "
+                         "read")
     return data
 
 
@@ -197,7 +198,7 @@ def load_yaml_all(data: bytes | str, source: str = "<input>", limits: Limits = D
     """Every document of a YAML stream, each checked before it is built (see the module docstring)."""
     if len(data) > limits.max_bytes:
         raise InputError(source, f"input is {_mib(len(data))}, over the {_mib(limits.max_bytes)} limit "
-                         "(etcd's default request limit for one API object)")
+                         f"({limits.why})")
     text = _decode(data, source)
     loader = _Loader(text)
     docs: list[Any] = []

@@ -111,7 +111,7 @@ def _connect(settings: Any) -> Any:
     return api
 
 
-def _backend_error(e: Exception, what: str) -> Stop:
+def _backend_error(e: Exception, what: str, settings: Any) -> Stop:
     """A store error: conflict / rejected / not found → 1; the API unusable (401, 403, 5xx, unreachable) → 6."""
     from console.kube.nfdstore import StoreConflict, StoreNotFound, StoreRejected
 
@@ -122,13 +122,18 @@ def _backend_error(e: Exception, what: str) -> Stop:
         return Stop(EXIT_FAILED, "failed", str(e), "rejected")
     status = getattr(e.__cause__, "status", None)
     if status in (401, 403) or (isinstance(status, int) and status >= 500):
-        return Stop(EXIT_BACKEND, "error", f"{e}; nothing was changed", "kube-forbidden" if status == 403 else
-                    "kube-unauthorized" if status == 401 else "kube-unreachable")
+        return _unreachable(e, settings)
     return Stop(EXIT_FAILED, "failed", f"{what}: {e}", "failed")
 
 
-def _unreachable(e: Exception) -> Stop:
-    return Stop(EXIT_BACKEND, "error", f"the Kubernetes API cannot be reached ({type(e).__name__}: "
+def _unreachable(e: Exception, settings: Any) -> Stop:
+    """The Kubernetes API could not be used: worded by console/faults.py (CA, 401, 403, refused, DNS …), exit 6."""
+    from console import faults
+
+    fault = faults.classify(e, faults.Where(settings.kubeconfig or "", settings.context or ""))
+    if fault is not None:
+        return Stop(EXIT_BACKEND, "error", f"{fault.message}; nothing was changed", fault.kind)
+    return Stop(EXIT_BACKEND, "error", f"the Kubernetes API cannot be used ({type(e).__name__}: "
                                        f"{str(e).splitlines()[0][:200] if str(e) else ''}); check the kubeconfig's "
                                        "server, the network and the CA; nothing was changed", "kube-unreachable")
 
@@ -222,9 +227,9 @@ def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
                                                                         f"{name} (cluster)" if current else "/dev/null",
                                                                         f"{name} (file)")})
     except NfdStoreError as e:
-        raise _backend_error(e, "reading NodeFeatureRules") from e
+        raise _backend_error(e, "reading NodeFeatureRules", settings) from e
     except (urllib3.exceptions.HTTPError, OSError) as e:
-        raise _unreachable(e) from e
+        raise _unreachable(e, settings) from e
     changes = [p for p in plan if p["action"] != "unchanged"]
 
     def report(status: str, message: str) -> tuple[dict[str, Any], str]:
@@ -244,9 +249,9 @@ def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
             else:
                 store.replace(p["obj"], resource_version=p["resourceVersion"], dry_run=True)
     except NfdStoreError as e:
-        raise _backend_error(e, "server-side dry-run") from e
+        raise _backend_error(e, "server-side dry-run", settings) from e
     except (urllib3.exceptions.HTTPError, OSError) as e:
-        raise _unreachable(e) from e
+        raise _unreachable(e, settings) from e
     if args.dry_run:
         doc, _ = report("dry-run", f"dry run: {len(changes)} change(s); nothing was changed")
         return doc, preview + f"\ndry run: {len(changes)} change(s); nothing was changed"
@@ -271,11 +276,11 @@ def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         stop.extra["applied"] = done
         raise stop from e
     except NfdStoreError as e:
-        stop = _backend_error(e, "apply")
+        stop = _backend_error(e, "apply", settings)
         stop.extra["applied"] = done
         raise stop from e
     except (urllib3.exceptions.HTTPError, OSError) as e:
-        raise _unreachable(e) from e
+        raise _unreachable(e, settings) from e
     return report("applied", "applied: " + "; ".join(done) + "; nfd-master relabels the nodes")
 
 
@@ -283,14 +288,12 @@ def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 
 
 def _read_file(path: str) -> str:
+    from console.bounded import InputError, Limits, read_capped
+
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-    except OSError as e:
-        raise Stop(EXIT_USAGE, "error", f"{path}: {e.strerror}", "bad-file") from e
-    if len(data) > MAX_FILE_BYTES:
-        raise Stop(EXIT_USAGE, "error", f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB, the most a ConfigMap "
-                                        "holds", "bad-file")
+        data = read_capped(path, Limits(max_bytes=MAX_FILE_BYTES, why="the most a ConfigMap holds"))
+    except InputError as e:
+        raise Stop(EXIT_USAGE, "error", str(e), "bad-file") from e
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -313,9 +316,9 @@ def _push(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     except GuardRefusal as e:
         raise _refuse_or_stop(e) from e
     except NfdStoreError as e:
-        raise _backend_error(e, f"reading {args.kind} {args.name}") from e
+        raise _backend_error(e, f"reading {args.kind} {args.name}", settings) from e
     except (urllib3.exceptions.HTTPError, OSError) as e:
-        raise _unreachable(e) from e
+        raise _unreachable(e, settings) from e
     where = f"{store.location(args.kind)}:{args.name}"
     base = {"kind": args.kind, "name": args.name, "target": where, "dry_run": bool(args.dry_run),
             "exit_code": EXIT_OK}
@@ -339,9 +342,9 @@ def _push(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     except GuardRefusal as e:
         raise _refuse_or_stop(e) from e
     except NfdStoreError as e:
-        raise _backend_error(e, f"saving {where}") from e
+        raise _backend_error(e, f"saving {where}", settings) from e
     except (urllib3.exceptions.HTTPError, OSError) as e:
-        raise _unreachable(e) from e
+        raise _unreachable(e, settings) from e
     message = f"saved {saved.target} (version {saved.version})"
     return {**base, "status": "saved", "message": message, "diff": diff, "action": action,
             "version": saved.version}, message
