@@ -25,9 +25,11 @@ Exit codes:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DECLINED, EXIT_BACKEND = 0, 1, 2, 5, 6
@@ -159,6 +161,26 @@ def _refuse_or_stop(e: Any) -> Stop:
     return Stop(EXIT_USAGE, "error" if e.done else "refused", str(e), e.kind)
 
 
+@contextlib.contextmanager
+def _store_errors(what: str, settings: Any, applied: list[str] | None = None) -> Iterator[None]:
+    """The block's guard refusals, store errors and transport errors as the command's Stop; `applied`: the
+    changes made before a refused or failed write (reported with it)."""
+    import urllib3
+
+    from console.guard import GuardRefusal
+    from console.kube.nfdstore import NfdStoreError
+
+    try:
+        yield
+    except (GuardRefusal, NfdStoreError) as e:
+        stop = _refuse_or_stop(e) if isinstance(e, GuardRefusal) else _backend_error(e, what, settings)
+        if applied is not None:
+            stop.extra["applied"] = applied
+        raise stop from e
+    except (urllib3.exceptions.HTTPError, OSError) as e:
+        raise _unreachable(e, settings) from e
+
+
 # -- apply ----------------------------------------------------------------------------------------------------
 
 
@@ -199,18 +221,17 @@ def _rule_docs(args: argparse.Namespace, settings: Any) -> list[dict[str, Any]]:
 
 
 def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
-    import urllib3
     import yaml
 
-    from console.guard import Guard, GuardRefusal
-    from console.kube.nfdstore import NfdStoreError, RuleStore, StoreNotFound
+    from console.guard import Guard
+    from console.kube.nfdstore import RuleStore, StoreNotFound
 
     settings = _settings(args)
     docs = _rule_docs(args, settings)
     guard = Guard.from_settings(settings)
     store = RuleStore(_connect(settings), guard=guard)
     plan: list[dict[str, Any]] = []
-    try:
+    with _store_errors("reading NodeFeatureRules", settings):
         for doc in docs:
             name = doc["metadata"]["name"]
             try:
@@ -226,10 +247,6 @@ def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
                          "diff": "" if action == "unchanged" else _diff(old_text, new_text,
                                                                         f"{name} (cluster)" if current else "/dev/null",
                                                                         f"{name} (file)")})
-    except NfdStoreError as e:
-        raise _backend_error(e, "reading NodeFeatureRules", settings) from e
-    except (urllib3.exceptions.HTTPError, OSError) as e:
-        raise _unreachable(e, settings) from e
     changes = [p for p in plan if p["action"] != "unchanged"]
 
     def report(status: str, message: str) -> tuple[dict[str, Any], str]:
@@ -242,28 +259,22 @@ def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     preview = "\n".join(f"{p['action']} NodeFeatureRule {p['name']}"
                         f"{' (resourceVersion ' + p['resourceVersion'] + ')' if p['resourceVersion'] else ''}\n"
                         f"{p['diff']}" for p in changes)
-    try:
+    with _store_errors("server-side dry-run", settings):
         for p in changes:  # the server validates (admission, schema) without persisting anything
             if p["action"] == "create":
                 store.create(p["obj"], dry_run=True)
             else:
                 store.replace(p["obj"], resource_version=p["resourceVersion"], dry_run=True)
-    except NfdStoreError as e:
-        raise _backend_error(e, "server-side dry-run", settings) from e
-    except (urllib3.exceptions.HTTPError, OSError) as e:
-        raise _unreachable(e, settings) from e
     if args.dry_run:
         doc, _ = report("dry-run", f"dry run: {len(changes)} change(s); nothing was changed")
         return doc, preview + f"\ndry run: {len(changes)} change(s); nothing was changed"
     what = ", ".join(f"{p['action']} of NodeFeatureRule {p['name']}" for p in changes)
-    try:
+    with _store_errors(what, settings):
         guard.check(what)
-    except GuardRefusal as e:
-        raise _refuse_or_stop(e) from e
     print(preview, file=sys.stderr)
     _confirm(args, f"Apply {len(changes)} NodeFeatureRule change(s)?")
     done: list[str] = []
-    try:
+    with _store_errors("apply", settings, applied=done):
         for p in changes:
             if p["action"] == "create":
                 out = store.create(p["obj"])
@@ -271,16 +282,6 @@ def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
                 out = store.replace(p["obj"], resource_version=p["resourceVersion"], before=p["current"])
             p["resourceVersion"] = out["metadata"].get("resourceVersion", "")
             done.append(f"{p['action']}d {p['name']}")
-    except GuardRefusal as e:
-        stop = _refuse_or_stop(e)
-        stop.extra["applied"] = done
-        raise stop from e
-    except NfdStoreError as e:
-        stop = _backend_error(e, "apply", settings)
-        stop.extra["applied"] = done
-        raise stop from e
-    except (urllib3.exceptions.HTTPError, OSError) as e:
-        raise _unreachable(e, settings) from e
     return report("applied", "applied: " + "; ".join(done) + "; nfd-master relabels the nodes")
 
 
@@ -301,24 +302,16 @@ def _read_file(path: str) -> str:
 
 
 def _push(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
-    import urllib3
-
-    from console.guard import Guard, GuardRefusal
-    from console.kube.nfdstore import DEFAULT_GROUP, NfdStoreError, hook_store
+    from console.guard import Guard
+    from console.kube.nfdstore import DEFAULT_GROUP, hook_store
 
     content = _read_file(args.file)
     settings = _settings(args)
     guard = Guard.from_settings(settings)
     api = None if settings.hook_store == "directory" else _connect(settings)
-    try:
+    with _store_errors(f"reading {args.kind} {args.name}", settings):
         store = hook_store(settings, api, args.group or DEFAULT_GROUP, guard=guard)
         current = store.get(args.kind, args.name)
-    except GuardRefusal as e:
-        raise _refuse_or_stop(e) from e
-    except NfdStoreError as e:
-        raise _backend_error(e, f"reading {args.kind} {args.name}", settings) from e
-    except (urllib3.exceptions.HTTPError, OSError) as e:
-        raise _unreachable(e, settings) from e
     where = f"{store.location(args.kind)}:{args.name}"
     base = {"kind": args.kind, "name": args.name, "target": where, "dry_run": bool(args.dry_run),
             "exit_code": EXIT_OK}
@@ -331,20 +324,12 @@ def _push(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     if args.dry_run:
         message = f"dry run: would {action} {where}; nothing was changed"
         return {**base, "status": "dry-run", "message": message, "diff": diff, "action": action}, diff + message
-    try:
+    with _store_errors(f"save of {where}", settings):
         guard.check(f"save of {where}")
-    except GuardRefusal as e:
-        raise _refuse_or_stop(e) from e
     print(diff, file=sys.stderr)
     _confirm(args, f"{action.capitalize()} {where}?")
-    try:
+    with _store_errors(f"saving {where}", settings):
         saved = store.save(args.kind, args.name, content, expected_version=current.version if current else "")
-    except GuardRefusal as e:
-        raise _refuse_or_stop(e) from e
-    except NfdStoreError as e:
-        raise _backend_error(e, f"saving {where}", settings) from e
-    except (urllib3.exceptions.HTTPError, OSError) as e:
-        raise _unreachable(e, settings) from e
     message = f"saved {saved.target} (version {saved.version})"
     return {**base, "status": "saved", "message": message, "diff": diff, "action": action,
             "version": saved.version}, message
