@@ -272,11 +272,17 @@ def _clouds_yaml_problem() -> str:
     return ""
 
 
-def _libvirt(e: Any) -> Fault:
+def _libvirt(e: Any) -> Fault | None:
     msg = e.get_error_message() if hasattr(e, "get_error_message") else str(e)
     code = e.get_error_code() if hasattr(e, "get_error_code") else None
-    # VIR_ERR_AUTH_FAILED 45, VIR_ERR_AUTH_CANCELLED 79, VIR_ERR_AUTH_UNAVAILABLE 94 (libvirt virerror.h)
-    kind = "libvirt-auth" if code in (45, 79, 94) else "libvirt-unreachable"
-    why = "authentication failed" if kind == "libvirt-auth" else "cannot connect"
+    # libvirt virerror.h: VIR_ERR_AUTH_FAILED 45, _CANCELLED 79, _UNAVAILABLE 94; VIR_ERR_NO_CONNECT 5,
+    # VIR_ERR_SYSTEM_ERROR 38 (socket), VIR_ERR_RPC 39. Anything else is the hypervisor answering, not a fault
+    # of the connection (a domain shut off under a call is VIR_ERR_OPERATION_INVALID 55): the caller words it
+    if code in (45, 79, 94):
+        kind, why = "libvirt-auth", "authentication failed"
+    elif code in (5, 38, 39, None):
+        kind, why = "libvirt-unreachable", "cannot connect"
+    else:
+        return None
     return Fault(kind, "libvirt", f"{why}: {msg}", "check libvirt_uris in the config / CONSOLE_LIBVIRT_URI and "
                  "that libvirtd runs and lets you in")

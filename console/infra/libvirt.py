@@ -115,6 +115,19 @@ class LibvirtBackend:
     def describe_domain(self, uri: str, name: str) -> VmDescription:
         import libvirt
 
+        for attempt in range(3):
+            try:
+                return self._describe_domain(uri, name)
+            except libvirt.libvirtError as e:
+                # started or shut off between isActive() and a live read (a resize or a restart in progress):
+                # read it again in its new state
+                if e.get_error_code() != libvirt.VIR_ERR_OPERATION_INVALID or attempt == 2:
+                    raise InfraError(f"domain {name}: {e.get_error_message()}") from e
+        raise AssertionError("unreachable")
+
+    def _describe_domain(self, uri: str, name: str) -> VmDescription:
+        import libvirt
+
         dom = self.domain(uri, name)
         running = bool(dom.isActive())
         cfg = libvirt.VIR_DOMAIN_AFFECT_CONFIG

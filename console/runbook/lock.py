@@ -106,6 +106,19 @@ class RunLock:
         return f"Lease {self.namespace}/{self.name}"
 
     # -- acquire ---------------------------------------------------------------------------------------
+    def check(self) -> None:
+        """Read-only: LockError if another run holds the node now. Planning reads the VM and the hypervisor,
+        whose state a run in progress is changing (a resizing VM's domain is shut off), so a second run must
+        hear "held by …" before it plans, not a fault of the state the first run is in the middle of."""
+        now = datetime.now(UTC)
+        try:
+            cur = leases.get(self.api, self.namespace, self.name)
+        except leases.LeaseError:
+            return  # acquire() says what is wrong with the Lease, with the run's wording
+        own = self.resuming and cur is not None and run_of(cur.holder) == self.run_id
+        if cur is not None and cur.held(now) and cur.holder != self.me and not own:
+            raise self._refusal(cur, now)
+
     def acquire(self) -> None:
         self._lock_journal()
         try:

@@ -152,6 +152,7 @@ class Session:
                 raise journal_fault(e) from e
             except ParamsDiffer as e:
                 raise SessionError(str(e), {"journal": str(journal.path), "differences": e.differences}) from e
+        self.check_node_free(request.node, journal)
         try:
             plan = prepare(request, self.api, self.openstack, self.libvirt)
             self.infra(plan.method, plan.vm.ref)  # recorded in the journal: read while planning, not mid-run
@@ -184,19 +185,36 @@ class Session:
             steps = lock.guard(build_steps(plan, self.values()))
             return Engine(journal, steps, guard=self.guard, on_event=on_event, values=self.values(), stop=stop).run()
 
+    def check_node_free(self, node: str, journal: Journal | None) -> None:
+        """SessionError naming the holder while another run holds the node's Lease (read only; run() takes it)."""
+        from console.runbook.journal import new_run_id
+        from console.runbook.lock import LockError
+
+        run_id = journal.run_id if journal is not None else new_run_id("scale-up", node)
+        try:
+            self._run_lock(node, run_id, journal).check()
+        except LockError as e:
+            raise SessionError(str(e), e.details) from e
+
+    def _run_lock(self, node: str, run_id: str, journal: Journal | None,
+                  on_event: Callable[[RunEvent], None] | None = None) -> Any:
+        from console.runbook.journal import runbooks_dir
+        from console.runbook.lock import RunLock
+
+        emit = on_event or (lambda _e: None)
+        return RunLock(self.api, node, run_id, namespace=getattr(self.settings, "lease_namespace", "default"),
+                       resuming=journal is not None, journal_dir=journal.path.parent if journal else runbooks_dir(),
+                       on_note=lambda m: emit(RunEvent(run_id, "lease", message=m)))
+
     @contextlib.contextmanager
     def node_lock(self, node: str, run_id: str, journal: Journal | None,
                   on_event: Callable[[RunEvent], None] | None = None) -> Iterator[Any]:
         """The node's Lease for run `run_id` (console/runbook/lock.py), held for the `with` block: every runbook
         on a node (scale-up, revert) runs under it. SessionError, before any change and before a journal exists,
         while another run holds the node; released however the block ends."""
-        from console.runbook.journal import runbooks_dir
-        from console.runbook.lock import LockError, RunLock
+        from console.runbook.lock import LockError
 
-        emit = on_event or (lambda _e: None)
-        lock = RunLock(self.api, node, run_id, namespace=getattr(self.settings, "lease_namespace", "default"),
-                       resuming=journal is not None, journal_dir=journal.path.parent if journal else runbooks_dir(),
-                       on_note=lambda m: emit(RunEvent(run_id, "lease", message=m)))
+        lock = self._run_lock(node, run_id, journal, on_event)
         try:
             lock.acquire()
         except LockError as e:

@@ -114,6 +114,23 @@ def test_wrapped_faults_are_found_through_the_cause_chain() -> None:
     assert faults.is_fault(wrapped)
 
 
+def test_a_libvirt_answer_is_not_a_connection_fault() -> None:
+    """A domain shut off under a live read (VIR_ERR_OPERATION_INVALID, virerror.h) is libvirt answering: the
+    caller words it; only connection and auth codes are the backend being unusable (found as a CI flake: a
+    second scale-up read a VM mid-resize and said "cannot connect", exit 6)."""
+    import libvirt
+
+    def error(code: int, msg: str) -> libvirt.libvirtError:
+        e = libvirt.libvirtError(msg)
+        e.err = (code, 10, msg, 2, None, None, None, 0, 0)  # virGetLastError()'s tuple, as libvirt sets it
+        return e
+
+    assert faults.classify(error(libvirt.VIR_ERR_OPERATION_INVALID,
+                                 "Requested operation is not valid: domain is not running")) is None
+    f = faults.classify(error(libvirt.VIR_ERR_NO_CONNECT, "no connection driver available"))
+    assert f is not None and f.kind == "libvirt-unreachable"
+
+
 def test_other_errors_are_not_faults() -> None:
     from kubernetes.client.exceptions import ApiException
 

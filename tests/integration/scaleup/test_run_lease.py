@@ -21,6 +21,7 @@ import pytest
 from labtools import lab_env, wait_for
 
 from console.lab import scenarios
+from console.lab.faultfiles import FaultFiles
 from console.lab.nodelease import LEASES, micro_time
 from console.lab.openstack.model import NovaTiming
 from console.lab.store import NotFound
@@ -186,3 +187,23 @@ def test_lease_namespace_that_does_not_exist_is_refused_before_any_change(lab, t
     assert "lease_namespace" in doc["message"] and "no-such-ns" in doc["message"]
     assert h.journals(tmp_path) == [] and h.audit_entries(tmp_path) == []
     assert lab.kubelets[OTHER].restarts == restarts
+
+
+def test_a_held_node_is_refused_before_its_vm_is_read(lab, tmp_path, scale_up, h):
+    """The Lease is looked at before planning reads the VM and the cloud: a run in progress changes both (a
+    resizing VM's domain is shut off), so a second run must hear who holds the node, not a fault of the state the
+    first run is in the middle of (a CI run saw exit 6 "cannot connect" for a VM mid-resize). Shown here with a
+    cloud this run cannot log in to: the refusal names the holder, exit 2, and Keystone is never asked."""
+    put_lease(lab, OTHER, OTHER_MACHINE, datetime.now(UTC))
+    clouds = str(FaultFiles(lab.state.root / "faults").clouds_yaml)
+    code, doc, err = scale_up(lab, tmp_path, OTHER, "--flavor", "m1.large", "--yes",
+                              extra_env={"OS_CLIENT_CONFIG_FILE": clouds,
+                                         "OS_CLOUD": "lab-wrong-password"})
+    assert code == 2, err
+    assert doc["status"] == "refused" and doc["holder"] == OTHER_MACHINE, doc
+    assert h.journals(tmp_path) == [] and h.audit_entries(tmp_path) == []
+    put_lease(lab, OTHER, OTHER_MACHINE, datetime.now(UTC) - timedelta(minutes=5))  # expired: the run may go on
+    code, doc, err = scale_up(lab, tmp_path, OTHER, "--flavor", "m1.large", "--yes", "--dry-run",
+                              extra_env={"OS_CLIENT_CONFIG_FILE": clouds,
+                                         "OS_CLOUD": "lab-wrong-password"})
+    assert code == 6 and "clouds.yaml" in err, err  # and then the cloud's fault is what it hears
