@@ -40,7 +40,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from console.kube.codec import Codec, Event, Key, Page
@@ -209,7 +209,8 @@ class ResourceCache(Generic[T]):
         return not self.synced.is_set()
 
     def health(self) -> CacheState:
-        return self._state
+        state = self._state
+        return state if state.fresh_at == self.fresh_at else replace(state, fresh_at=self.fresh_at)
 
     @property
     def down_since(self) -> float | None:
@@ -234,8 +235,6 @@ class ResourceCache(Generic[T]):
         self.fresh_at = time.time()
         if self._state.state != "live":
             self._set_state("live")
-        elif self._state.fresh_at != self.fresh_at:
-            self._state = CacheState(self.name, "live", None, "", self.fresh_at)
 
     def _failed(self, error: BaseException) -> float:
         """Record a failure; returns how long to wait before the next attempt."""

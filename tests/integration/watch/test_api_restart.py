@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from labstart import start_lab
+from labtools import wait_for
 
 from console.config import Settings
 from console.kube.cluster import Cluster
@@ -85,3 +86,25 @@ async def test_header_says_stale_since_when_and_why_and_clears_when_the_server_i
                              what="the pod deleted during the outage gone from the cache")
     finally:
         cluster.stop()
+
+
+def test_a_refused_cache_says_forbidden_or_unauthorized_and_holds_no_rows(restart_lab: Lab) -> None:
+    """A 403 on the list: the cache is `forbidden`, quotes the server's message and shows nothing as fact; a
+    token the server never issued: `unauthorized` (fault files of the lab, console/lab/faultfiles.py)."""
+    faults = restart_lab.state.root / "faults"
+    for kubeconfig, state in (("kubeconfig-forbidden", "forbidden"), ("kubeconfig-wrong-token", "unauthorized")):
+        cluster = Cluster(str(faults / kubeconfig))
+        cluster.start()
+        try:
+            wait_for(lambda c=cluster, s=state: all(x.state == s for x in c.health().states), timeout=30,
+                     what=f"both caches {state}")
+            health = cluster.health()
+            assert {s.name for s in health.states} == {"nodes", "pods"}
+            assert health.down_since is not None and health.stale_text()
+            assert f"nodes: {state} since " in health.stale_text()
+            if state == "forbidden":  # the server's own words (Kubernetes' Forbidden message)
+                assert 'User "lab-nobody" cannot list resource "nodes"' in cluster.nodes.health().reason
+            assert cluster.snapshot().nodes == {} and cluster.snapshot().pods == {}
+            assert cluster.nodes.loading and cluster.pods.loading
+        finally:
+            cluster.stop()
