@@ -131,3 +131,29 @@ def test_watch_from_a_compacted_revision_is_told_410(expiry_lab: Lab) -> None:
     with pytest.raises(ApiException) as err:
         core.list_node(resource_version=old, resource_version_match="Exact")
     assert err.value.status == 410 and "The resourceVersion for the provided list is too old." in err.value.body
+
+
+def test_a_continue_token_from_before_a_compaction_is_410_with_an_inconsistent_token(expiry_lab: Lab) -> None:
+    """etcd3 store GetList on a compacted continue token: 410 Expired with the inconsistentContinue message and a
+    new token in the Status's metadata.continue that lists the rest from now (apiserver storage/etcd3/errors.go
+    and store.go), read through the kubernetes client."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    cluster = Cluster(str(expiry_lab.state.kubeconfig))
+    core: Any = client.CoreV1Api(cluster.api_client)
+    first = json.loads(core.list_node(limit=1, _preload_content=False).data)
+    token, rv = first["metadata"]["continue"], int(first["metadata"]["resourceVersion"])
+    run(["kubectl", "label", "node", first["items"][0]["metadata"]["name"], "--overwrite", f"continue-test={rv}"],
+        lab_env(expiry_lab))
+    wait_for(lambda: expiry_lab.store.compacted > rv, timeout=4 * EXPIRY, what="a compaction past the token")
+    with pytest.raises(ApiException) as err:
+        core.list_node(limit=1, _continue=token, _preload_content=False)
+    status = json.loads(err.value.body)
+    assert (err.value.status, status["reason"]) == (410, "Expired")
+    assert status["message"].startswith("The provided continue parameter is too old to display a consistent list "
+                                        "result. You can start a new list without the continue parameter, or use "
+                                        "the continue token in this response")
+    rest = json.loads(core.list_node(_continue=status["metadata"]["continue"], _preload_content=False).data)
+    names = [o["metadata"]["name"] for o in first["items"] + rest["items"]]
+    assert names == sorted(_store_nodes(expiry_lab))

@@ -187,3 +187,24 @@ def test_a_401_is_unauthorized() -> None:
     finally:
         stop.set()
         t.join(5)
+
+
+def test_an_expired_continue_token_relists_unpaged() -> None:
+    """client-go tools/pager: a 410 on a continue token falls back to one full list (FullListIfExpired)."""
+    from kubernetes.client.exceptions import ApiException
+
+    stop, hold = threading.Event(), threading.Event()
+    server = _Server(lists=[_list("5", "a", cont="t1"), ApiException(status=410, reason="Expired"),
+                            _list("9", "a", "b")], watches=[_watch(hold=hold)])
+    cache: ResourceCache[str] = ResourceCache(server, JsonCodec(lambda o: o["metadata"]["name"]))
+    t = threading.Thread(target=cache.run, args=(stop,), daemon=True)
+    t.start()
+    try:
+        assert cache.synced.wait(5)
+        assert cache.snapshot() == {("", "a"): "a", ("", "b"): "b"} and cache.resource_version == "9"
+        assert [(c.get("limit"), c.get("_continue")) for c in server.calls[:3]] == [(500, None), (500, "t1"),
+                                                                                   (None, None)]
+    finally:
+        stop.set()
+        hold.set()
+        t.join(5)
