@@ -118,7 +118,7 @@ def test_an_error_410_event_relists_replaces_the_map_and_watches_on() -> None:
                  _watch(("BOOKMARK", {"metadata": {"resourceVersion": "13"}}), hold=hold)])
     changes: list[int] = []
     cache = ResourceCache(server, JsonCodec(lambda o: o["metadata"]["resourceVersion"]),
-                          on_change=lambda: changes.append(1), name="nodes")
+                          on_change=lambda: changes.append(1), name="nodes", backoff=Backoff(initial=0.01, cap=0.01))
     t = threading.Thread(target=cache.run, args=(stop,), daemon=True)
     t.start()
     try:
@@ -204,6 +204,52 @@ def test_an_expired_continue_token_relists_unpaged() -> None:
         assert cache.snapshot() == {("", "a"): "a", ("", "b"): "b"} and cache.resource_version == "9"
         assert [(c.get("limit"), c.get("_continue")) for c in server.calls[:3]] == [(500, None), (500, "t1"),
                                                                                    (None, None)]
+    finally:
+        stop.set()
+        hold.set()
+        t.join(5)
+
+
+class _Dropped(_Resp):
+    """A watch whose connection goes quiet (read timeout) or breaks mid-stream."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self._error = error
+
+    def stream(self, amt: Any = None, decode_content: bool = True) -> Any:
+        raise self._error
+        yield b""  # a generator, as urllib3's
+
+
+def test_a_quiet_or_dropped_watch_is_restarted_and_a_failed_reconnect_reported() -> None:
+    """A read timeout (the client-side `_request_timeout`) or a connection broken mid-stream restarts the watch
+    from its resourceVersion without a relist or a health change; a reconnect that then fails is reported as
+    reconnecting with why, and the next working watch makes the cache live again."""
+    from urllib3.exceptions import ProtocolError, ReadTimeoutError
+
+    stop, hold = threading.Event(), threading.Event()
+    refused = MaxRetryError(None, "/api/v1/nodes", NewConnectionError(None, "[Errno 111] Connection refused"))
+    reports: list[tuple[str, str]] = []
+    server = _Server(lists=[_list("5", "a")],
+                     watches=[_Dropped(ReadTimeoutError(None, "/api/v1/nodes", "Read timed out.")),
+                              _Dropped(ProtocolError("Response ended prematurely")), refused,
+                              _watch(hold=hold)])
+    def health() -> None:
+        reports.append((cache.health().state, cache.health().reason))
+
+    cache: ResourceCache[str] = ResourceCache(server, JsonCodec(lambda o: o["metadata"]["name"]), name="nodes",
+                                              backoff=Backoff(initial=0.01, cap=0.01), on_health=health)
+    t = threading.Thread(target=cache.run, args=(stop,), daemon=True)
+    t.start()
+    try:
+        for _ in range(200):
+            if cache.watches == 4:
+                break
+            stop.wait(0.05)
+        assert (cache.watches, cache.relists) == (4, 0)
+        assert reports == [("live", ""), ("reconnecting", "connection refused"), ("live", "")]
+        assert [c["resource_version"] for c in server.calls if c.get("watch")] == ["5"] * 4
     finally:
         stop.set()
         hold.set()
