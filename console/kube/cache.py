@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import random
 import socket
 import threading
@@ -43,8 +44,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
+from urllib3.exceptions import HTTPError
+
 from console.kube.codec import Codec, Event, Key, Page
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 PAGE = 500
 MIN_WATCH_TIMEOUT = 300.0  # client-go reflector.go defaultMinWatchTimeout (5 min)
@@ -364,13 +368,17 @@ class ResourceCache(Generic[T]):
                     stop.wait(self._backoff.next())  # watches that end at once: do not spin on the server
                 else:
                     self._backoff.reset()
-            except _Gone:
+            except _Gone as gone:
+                log.info("%s: watch ended with 410 (%s); relisting", self.name, gone)
                 need_list = True
                 # a second 410 straight after a list: the server is churning; do not hammer it
                 if time.monotonic() - last_list < self._backoff.initial:
                     stop.wait(self._backoff.next())
             except Exception as e:  # the loop must outlive anything the server or the network does
                 if getattr(e, "status", None) == 410:
+                    log.info("%s: HTTP 410 (%s); relisting", self.name, reason_of(e))
                     need_list = True
                     continue
+                if not isinstance(e, HTTPError | OSError | _Refused) and getattr(e, "status", None) is None:
+                    log.warning("%s: unexpected failure; retrying", self.name, exc_info=True)  # a bug: keep it
                 stop.wait(self._failed(e))
