@@ -34,6 +34,12 @@ class CacheHealth:
                  if s.state in DOWN and s.since is not None]
         return "; ".join(parts) or None
 
+    def loading_text(self) -> str | None:
+        """The header's words for caches still on their first list ("pods: loading since 14:02:11 — listing")."""
+        parts = [f"{s.name}: loading since {_hms(s.since)} — {s.reason}" for s in self.states
+                 if s.state == "loading" and s.since is not None]
+        return "; ".join(parts) or None
+
 
 def _hms(t: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(t))
@@ -63,7 +69,7 @@ class Cluster:
         self._listeners: list[Callable[[], None]] = []
         self._health_listeners: list[Callable[[CacheHealth], None]] = []
         self._health_lock = threading.Lock()
-        self._last_health: tuple[tuple[str, str], ...] | None = None
+        self._last_health: tuple[tuple[str, str], ...] = ()
         self.nodes: ResourceCache[NodeInfo] = ResourceCache(
             self.core.list_node, JsonCodec(NodeInfo.from_api), self._changed, self._health_changed, name="nodes")
         self.pods: ResourceCache[PodInfo] = ResourceCache(
@@ -80,7 +86,7 @@ class Cluster:
             cb()
 
     def on_health(self, callback: Callable[[CacheHealth], None]) -> None:
-        """`callback(health)` (from a watch thread) when a cache goes stale, changes why, or is current again."""
+        """`callback(health)` (from a watch thread) when a cache changes state (live, reconnecting, …) or why."""
         self._health_listeners.append(callback)
 
     def health(self) -> CacheHealth:
@@ -92,9 +98,8 @@ class Cluster:
     def _health_changed(self) -> None:
         with self._health_lock:  # two caches notice the same outage: tell the listeners once per change
             health = self.health()
-            seen = tuple((s.state, s.reason) if s.state in DOWN else ("", "") for s in health.states)
-            if seen == self._last_health or (self._last_health is None and not any(st for st, _ in seen)):
-                self._last_health = seen
+            seen = tuple((s.state, s.reason) for s in health.states)
+            if seen == self._last_health:
                 return
             self._last_health = seen
         for cb in self._health_listeners:

@@ -87,6 +87,7 @@ class ConsoleApp(App[None]):
         self.flavors: list[Any] = []
         self.api_error: str | None = None
         self.stale: str | None = None  # "nodes: reconnecting since 14:02:11 — connection refused; …", or None
+        self.loading_note: str | None = None  # "pods: loading since 14:02:11 — listing", or None
         self._worker_errors: dict[str, str] = {}  # the last failure toast per worker group (said once)
         self._vm_generation = 0
         self._computing = False
@@ -140,6 +141,8 @@ class ConsoleApp(App[None]):
             parts.append("read-only")
         if self.stale:  # in the header of every screen
             parts.append(f"STALE: {self.stale}")
+        if self.loading_note:  # a cache still on its first list: what is shown is not all there is yet
+            parts.append(self.loading_note)
         self.sub_title = " · ".join(p for p in parts if p)
 
     def _start_events(self) -> None:
@@ -166,6 +169,7 @@ class ConsoleApp(App[None]):
             return
         health = message.health
         was, self.stale = self.stale, health.stale_text()
+        self.loading_note = health.loading_text()
         if was and not self.stale:
             self.notify("the API server answers again; the data is current", title="Kubernetes API", timeout=8)
         elif self.stale and not was:
@@ -324,7 +328,7 @@ class ConsoleApp(App[None]):
             self.events.stop()
         self.kube = message.kube
         self.label = ""
-        self.stale = None
+        self.stale = self.loading_note = None
         old.stop()
         if message.settings is not None:
             previous, self.settings = self.settings, message.settings
