@@ -381,4 +381,6 @@ class ResourceCache(Generic[T]):
                     continue
                 if not isinstance(e, HTTPError | OSError | _Refused) and getattr(e, "status", None) is None:
                     log.warning("%s: unexpected failure; retrying", self.name, exc_info=True)  # a bug: keep it
+                if getattr(e, "status", None) == 403:
+                    need_list = True  # _failed empties the cache: a watch's deltas alone would leave it partial
                 stop.wait(self._failed(e))

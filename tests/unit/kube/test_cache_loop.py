@@ -254,3 +254,27 @@ def test_a_quiet_or_dropped_watch_is_restarted_and_a_failed_reconnect_reported()
         stop.set()
         hold.set()
         t.join(5)
+
+
+def test_after_a_403_the_cache_lists_again_rather_than_resuming_the_watch() -> None:
+    """The 403 emptied the cache, so when access returns it must list (not apply a watch's deltas to nothing)."""
+    from kubernetes.client.exceptions import ApiException
+
+    stop, hold = threading.Event(), threading.Event()
+    server = _Server(lists=[_list("5", "a", "b"), _list("8", "a", "b")],
+                     watches=[ApiException(status=403, reason="Forbidden"), _watch(hold=hold)])
+    cache: ResourceCache[str] = ResourceCache(server, JsonCodec(lambda o: o["metadata"]["name"]),
+                                              backoff=Backoff(initial=0.01, cap=0.01))
+    t = threading.Thread(target=cache.run, args=(stop,), daemon=True)
+    t.start()
+    try:
+        for _ in range(200):
+            if cache.watches == 2:
+                break
+            stop.wait(0.05)
+        assert cache.snapshot() == {("", "a"): "a", ("", "b"): "b"} and cache.relists == 1
+        assert cache.health().state == "live"
+    finally:
+        stop.set()
+        hold.set()
+        t.join(5)
