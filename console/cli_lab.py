@@ -29,6 +29,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pods-per-node", type=int, default=None, help="pods per node in the scale world (default 30)")
     p.add_argument("--libvirt", choices=("auto", "qemu", "test"), default="auto",
                    help="hypervisor: real QEMU driver, libvirt's test driver, or auto (QEMU when installed)")
+    p.add_argument("--watch-expiry", type=float, default=None, metavar="SECONDS",
+                   help="end every watch older than SECONDS with a 410 Expired ERROR event and compact the history "
+                   "every SECONDS (list/watch from an older resourceVersion: 410), as kube-apiserver after etcd "
+                   "compaction; default off. SIGUSR1 stops the Kubernetes API server, SIGUSR2 restarts it")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     if (args.nodes is not None and args.nodes < 1) or (args.pods_per_node is not None and args.pods_per_node < 0):
         print("console lab: --nodes must be at least 1 and --pods-per-node at least 0", file=sys.stderr)
         return 2
+    if args.watch_expiry is not None and args.watch_expiry <= 0:
+        print("console lab: --watch-expiry must be a positive number of seconds", file=sys.stderr)
+        return 2
     state_dir = (args.state_dir or default_state_dir()).resolve()
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
@@ -50,10 +57,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"console lab: cannot create the state directory {state_dir}: {e.strerror}; pass --state-dir",
               file=sys.stderr)
         return 2
-    lab = Lab(scenario, state_dir, libvirt=args.libvirt)
+    lab = Lab(scenario, state_dir, libvirt=args.libvirt, watch_expiry=args.watch_expiry)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    # by hand: `kill -USR1 PID` takes the API server away (as a restart), `kill -USR2 PID` brings it back
+    signal.signal(signal.SIGUSR1, lambda *_: threading.Thread(target=lab.kube_api_down, daemon=True).start())
+    signal.signal(signal.SIGUSR2, lambda *_: threading.Thread(target=lab.kube_api_up, daemon=True).start())
     t0 = time.monotonic()
     try:
         lab.start(progress=lambda msg: print(f"lab: {msg}", file=sys.stderr))

@@ -3,22 +3,46 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from console.kube.cache import Key, ResourceCache
+from console.kube.cache import CacheState, Key, ResourceCache
+from console.kube.codec import JsonCodec
 from console.kube.connection import connect
 from console.kube.model import NodeInfo, PodInfo
+
+DOWN = ("reconnecting", "forbidden", "unauthorized")
 
 
 @dataclass(frozen=True)
 class CacheHealth:
     """Whether the caches are current: `down_since` the API server has been unreachable (or refusing) since
-    then (time.time()), and the data shown is from `fresh_at`; `error` is the last failure."""
+    then (time.time()), and the data shown is from `fresh_at`; `error` is the last failure; `states` each
+    cache's own health."""
 
     down_since: float | None
     fresh_at: float
     error: BaseException | None = None
+    states: tuple[CacheState, ...] = ()
+
+    def stale_text(self) -> str | None:
+        """The header's words for every cache that is down, or None when all answer:
+        "nodes: reconnecting since 14:02:11 — connection refused; pods: …". A cache still loading its first
+        list is not stale (its screen says "Loading")."""
+        parts = [f"{s.name}: {s.state} since {_hms(s.since)} — {s.reason}" for s in self.states
+                 if s.state in DOWN and s.since is not None]
+        return "; ".join(parts) or None
+
+    def loading_text(self) -> str | None:
+        """The header's words for caches still on their first list ("pods: loading since 14:02:11 — listing")."""
+        parts = [f"{s.name}: loading since {_hms(s.since)} — {s.reason}" for s in self.states
+                 if s.state == "loading" and s.since is not None]
+        return "; ".join(parts) or None
+
+
+def _hms(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t))
 
 
 @dataclass(frozen=True)
@@ -45,12 +69,12 @@ class Cluster:
         self._listeners: list[Callable[[], None]] = []
         self._health_listeners: list[Callable[[CacheHealth], None]] = []
         self._health_lock = threading.Lock()
-        self._last_health: bool | None = None
-        self.nodes: ResourceCache[NodeInfo] = ResourceCache(self.core.list_node, NodeInfo.from_api, self._changed,
-                                                            self._health_changed)
+        self._last_health: tuple[tuple[str, str], ...] = ()
+        self.nodes: ResourceCache[NodeInfo] = ResourceCache(
+            self.core.list_node, JsonCodec(NodeInfo.from_api), self._changed, self._health_changed, name="nodes")
         self.pods: ResourceCache[PodInfo] = ResourceCache(
-            self.core.list_pod_for_all_namespaces, PodInfo.from_api, self._changed, self._health_changed
-        )
+            self.core.list_pod_for_all_namespaces, JsonCodec(PodInfo.from_api), self._changed, self._health_changed,
+            name="pods")
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -62,22 +86,22 @@ class Cluster:
             cb()
 
     def on_health(self, callback: Callable[[CacheHealth], None]) -> None:
-        """`callback(health)` (from a watch thread) when the caches go stale or become current again."""
+        """`callback(health)` (from a watch thread) when a cache changes state (live, reconnecting, …) or why."""
         self._health_listeners.append(callback)
 
     def health(self) -> CacheHealth:
-        caches = (self.nodes, self.pods)
-        down = [c.down_since for c in caches if c.down_since is not None]
-        error = next((c.last_error for c in caches if c.last_error is not None), None)
-        return CacheHealth(min(down) if down else None, min(c.fresh_at for c in caches), error)
+        states = tuple(c.health() for c in (self.nodes, self.pods))
+        down = [s.since for s in states if s.state in DOWN and s.since is not None]
+        error = next((s.error for s in states if s.state in DOWN and s.error is not None), None)
+        return CacheHealth(min(down) if down else None, min(s.fresh_at for s in states), error, states)
 
     def _health_changed(self) -> None:
-        with self._health_lock:  # two caches notice the same outage: tell the listeners once
+        with self._health_lock:  # two caches notice the same outage: tell the listeners once per change
             health = self.health()
-            down = health.down_since is not None
-            if down == self._last_health:
+            seen = tuple((s.state, s.reason) for s in health.states)
+            if seen == self._last_health:
                 return
-            self._last_health = down
+            self._last_health = seen
         for cb in self._health_listeners:
             cb(health)
 

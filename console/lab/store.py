@@ -87,6 +87,7 @@ class Store:
         self._last_rv = 0
         self._objects: dict[str, dict[tuple[str, str], Obj]] = {k: {} for k in RESOURCES}
         self._history: deque[WatchEvent] = deque(maxlen=HISTORY)
+        self.compacted = 0  # revisions up to this one are compacted away (compact())
         self._subscribers: dict[int, tuple[str, str | None, Callable[[WatchEvent], None]]] = {}
         self._sub_ids = itertools.count(1)
         # pods by spec.nodeName: the kubelet, scheduler and UI join through it
@@ -326,6 +327,8 @@ class Store:
         """
         self.rtype(resource)
         with self._lock:
+            if since_rv is not None and since_rv < self.compacted:
+                raise Gone(f"too old resource version: {since_rv} ({self.compacted})")
             if since_rv is not None and since_rv < self._last_rv:
                 oldest = self._history[0].rv if self._history else self._last_rv + 1
                 if since_rv < oldest - 1:
@@ -343,6 +346,13 @@ class Store:
                 self._subscribers.pop(sid, None)
 
         return unsubscribe
+
+    def compact(self, rv: int) -> None:
+        """Forget the history up to revision `rv`, as etcd compaction does: a watch from before it is Gone."""
+        with self._lock:
+            self.compacted = max(self.compacted, min(rv, self._last_rv))
+            while self._history and self._history[0].rv <= self.compacted:
+                self._history.popleft()
 
     async def watch(
         self,

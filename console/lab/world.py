@@ -39,11 +39,13 @@ class Lab:
         *,
         libvirt: Literal["auto", "qemu", "test"] = "auto",
         nova_timing: Any = None,
+        watch_expiry: float | None = None,
     ) -> None:
         self.scenario = scenario
         self.state = StateDir(Path(state_dir))
         self.libvirt_driver = libvirt
         self.nova_timing = nova_timing
+        self.watch_expiry = watch_expiry  # seconds: watches end with 410 and etcd-like compaction (kubeapi)
         self.store = Store()
         self.logs = PodLogs()
         self.vms = seed.vm_specs(scenario)
@@ -108,8 +110,8 @@ class Lab:
                 log.exception("lab: stopping %s failed", getattr(undo, "__qualname__", undo))
 
     def kube_api_down(self) -> None:
-        """The API server goes away (its port refuses, watches drop) until `kube_api_up()`; the world keeps
-        running behind it."""
+        """The API server goes away (its port refuses, watches drop) until `kube_api_up()` serves again on the
+        same port with the same certificate; the world (and its compaction) keeps running behind it."""
         self._loop.call(self.kube_api.close_port())
 
     def kube_api_up(self) -> None:
@@ -210,7 +212,8 @@ class Lab:
         progress("starting the Kubernetes and OpenStack APIs")
         self.kube_api = self._loop.call(start_kube_api(self.store, self.logs, token=self._token,
                                                        node_proxy=self._kubelet_proxy,
-                                                       unbound={self._nobody_token: NOBODY_USER}))
+                                                       unbound={self._nobody_token: NOBODY_USER},
+                                                       watch_expiry=self.watch_expiry))
         self._stack.append(lambda: self._loop.call(self.kube_api.stop()))
         write_kubeconfig(self.state.kubeconfig, self.kube_api.url, self._token, ca_pem=self.kube_api.ca_pem)
         if self.vms:

@@ -86,7 +86,8 @@ class ConsoleApp(App[None]):
         self.vm_problems: list[str] = []
         self.flavors: list[Any] = []
         self.api_error: str | None = None
-        self.stale: str | None = None  # "API server unreachable since ... — data below is from ...", or None
+        self.stale: str | None = None  # "nodes: reconnecting since 14:02:11 — connection refused; …", or None
+        self.loading_note: str | None = None  # "pods: loading since 14:02:11 — listing", or None
         self._worker_errors: dict[str, str] = {}  # the last failure toast per worker group (said once)
         self._vm_generation = 0
         self._computing = False
@@ -140,6 +141,8 @@ class ConsoleApp(App[None]):
             parts.append("read-only")
         if self.stale:  # in the header of every screen
             parts.append(f"STALE: {self.stale}")
+        if self.loading_note:  # a cache still on its first list: what is shown is not all there is yet
+            parts.append(self.loading_note)
         self.sub_title = " · ".join(p for p in parts if p)
 
     def _start_events(self) -> None:
@@ -160,27 +163,25 @@ class ConsoleApp(App[None]):
             kube.on_health(lambda health: self.post_message(CacheHealthChanged(kube, health)))
 
     def on_cache_health_changed(self, message: CacheHealthChanged) -> None:
-        """Say once that the data is stale (and once that it is current again); every screen's header shows it."""
+        """The header names every cache that is down, since when and why; one toast when the data goes stale
+        and one when it is current again, not one per retry."""
         if message.kube is not self.kube:
             return
         health = message.health
-        if health.down_since is None:
-            was = self.stale
-            self.stale = None
-            if was:
-                self.notify("the API server answers again; the data is current", title="Kubernetes API", timeout=8)
-        else:
+        was, self.stale = self.stale, health.stale_text()
+        self.loading_note = health.loading_text()
+        if was and not self.stale:
+            self.notify("the API server answers again; the data is current", title="Kubernetes API", timeout=8)
+        elif self.stale and not was:
             from console import faults
 
             target = message.kube.target
             where = faults.Where(target.kubeconfig, target.context, server=target.server)
             fault = faults.classify(health.error, where) if health.error is not None else None
-            state = "refusing us" if fault and fault.kind in ("kube-unauthorized", "kube-forbidden") else \
-                "unreachable"
             data = f"data below is from {_hms(health.fresh_at)}" if health.fresh_at else "no data loaded yet"
-            self.stale = f"API server {state} since {_hms(health.down_since)} — {data}"
             reason = fault.message if fault else explain(health.error) if health.error else ""
-            self.notify(f"{self.stale}. {reason}".strip(), title="Kubernetes API", severity="error", timeout=30)
+            self.notify(f"{self.stale} ({data}). {reason}".strip(), title="Kubernetes API", severity="error",
+                        timeout=30)
         self._update_subtitle()
         for screen in self.screen_stack:
             if hasattr(screen, "view_changed"):
@@ -327,7 +328,7 @@ class ConsoleApp(App[None]):
             self.events.stop()
         self.kube = message.kube
         self.label = ""
-        self.stale = None
+        self.stale = self.loading_note = None
         old.stop()
         if message.settings is not None:
             previous, self.settings = self.settings, message.settings

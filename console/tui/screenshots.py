@@ -38,6 +38,7 @@ async def loaded(pilot: Any) -> None:
     """Nodes, pods, VMs and events are in and rendered."""
     app = pilot.app
     await wait_until(pilot, lambda: app.view.rows and (app.vms is None or app.servers), what="nodes and VMs")
+    await wait_until(pilot, lambda: not app.loading_note, what="every cache's first list (the header's note)")
     await wait_until(pilot, lambda: app.view.generation[2] == app._vm_generation, what="VM columns")
     if app.events is not None:
         await wait_until(pilot, app.events.cache.synced.is_set, what="events")

@@ -26,6 +26,13 @@ Obj = dict[str, Any]
 SNAPSHOT_TTL = 300.0  # like the API server's continue-token lifetime (etcd compaction)
 MAX_SNAPSHOTS = 16
 BOOKMARK_EVERY = 60.0
+# k8s.io/apiserver/pkg/storage/etcd3/errors.go: what a list from a compacted revision is told
+EXPIRED_LIST = "The resourceVersion for the provided list is too old."
+INCONSISTENT_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may show up in the list.")
 
 
 def _sort_key(o: Obj) -> tuple[str, str]:
@@ -93,8 +100,17 @@ async def list_objects(
     pred = predicate(request, rt)
     limit = _int_param(request, "limit") or 0
     token = request.query.get("continue")
+    if request.query.get("resourceVersionMatch") == "Exact":
+        exact = _int_param(request, "resourceVersion") or 0
+        if exact < store.compacted:
+            raise ApiError(410, EXPIRED_LIST, "Expired")
     if token:
         tok = _decode_token(token)
+        if tok["rv"] < store.compacted:  # the snapshot is compacted away: 410 with a token from now on
+            items, rv = store.list(rt.key, namespace, pred)
+            start = bisect.bisect_right([_sort_key(o) for o in items], tok["k"])
+            nxt = _encode_token(snaps.put(items, rv), start, rv, tok["k"])
+            raise ApiError(410, INCONSISTENT_CONTINUE, "Expired", meta={"continue": nxt})
         hit = snaps.get(tok["s"])
         if hit is not None:
             items, rv = hit
@@ -153,8 +169,11 @@ def _event_for(ev: WatchEvent, pred: Match | None) -> tuple[str, Obj] | None:
 
 
 async def watch_objects(
-    request: web.Request, store: Store, rt: ResourceType, namespace: str | None
+    request: web.Request, store: Store, rt: ResourceType, namespace: str | None, *, expiry: float | None = None
 ) -> web.StreamResponse:
+    """Stream the watch; with `expiry`, a watch older than that many seconds ends with an ERROR event carrying
+    a 410 Expired Status, as the watch cache answers a watcher whose resourceVersion fell out of its window
+    (k8s.io/apiserver/pkg/storage/cacher/watch_cache.go: "too old resource version: %d (%d)")."""
     pred = predicate(request, rt)
     rv_param = request.query.get("resourceVersion", "")
     timeout = _int_param(request, "timeoutSeconds")
@@ -198,6 +217,11 @@ async def watch_objects(
         return (dumps({"type": kind, "object": obj}) + "\n").encode()
 
     deadline = loop.time() + timeout if timeout else None
+    expires = loop.time() + expiry if expiry else None
+    if expires is not None and (deadline is None or expires < deadline):
+        deadline = expires
+    else:
+        expires = None
     last_rv = since
     try:
         await resp.prepare(request)
@@ -208,6 +232,10 @@ async def watch_objects(
             if deadline is not None:
                 left = deadline - loop.time()
                 if left <= 0:
+                    if expires is not None:
+                        gone = status_body(410, f"too old resource version: {last_rv} ({store.resource_version})",
+                                           "Expired")
+                        await resp.write((dumps({"type": "ERROR", "object": gone}) + "\n").encode())
                     break
                 wait = min(wait, left) if wait else left
             try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 from collections.abc import Callable
@@ -87,6 +88,7 @@ class _State:
     snaps: Snapshots = field(default_factory=Snapshots)
     # the node proxy to the kubelets: (node, path) -> (HTTP status, body, content type)
     node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None
+    watch_expiry: float | None = None  # end watches older than this with a 410 (listing.watch_objects)
 
 
 _STATE = web.AppKey("state", _State)
@@ -108,7 +110,7 @@ async def _resource(request: web.Request, st: _State, t: Target) -> web.StreamRe
     if t.name is None:
         if m == "GET":
             if watching:
-                return await listing.watch_objects(request, st.store, rt, t.namespace)
+                return await listing.watch_objects(request, st.store, rt, t.namespace, expiry=st.watch_expiry)
             return await listing.list_objects(request, st.store, st.snaps, rt, t.namespace)
         if m == "POST":
             return await objects.create_object(request, st.store, rt, t.namespace)
@@ -237,8 +239,9 @@ class KubeAPI:
     """
 
     def __init__(self, runner: web.AppRunner, host: str, port: int, ca_pem: bytes | None,
-                 ssl_context: Any = None) -> None:
+                 ssl_context: Any = None, compactor: asyncio.Task[None] | None = None) -> None:
         self._runner = runner
+        self._compactor = compactor
         self._ssl_context = ssl_context
         self.host = host
         self.port = port
@@ -246,6 +249,8 @@ class KubeAPI:
         self.url = f"{'https' if ca_pem else 'http'}://{host}:{port}"
 
     async def stop(self) -> None:
+        if self._compactor is not None:
+            self._compactor.cancel()
         await self._runner.cleanup()
 
     async def close_port(self) -> None:
@@ -270,17 +275,21 @@ async def start_kube_api(
     tls: bool | None = None,
     node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None,
     unbound: dict[str, str] | None = None,
+    watch_expiry: float | None = None,
 ) -> KubeAPI:
     """Start serving `store` on the running asyncio loop; port 0 picks a free port.
 
     `tls` defaults to on when a token is set: kubectl never sends a bearer token
     to a plain-http server. The CA to trust is `KubeAPI.ca_pem`. `unbound`: {token: user name} of users
     that authenticate but may do nothing (403 on every resource request, lab/kubeapi/authz.py).
+    `watch_expiry`: watches end after that many seconds with a 410 ERROR event, and the store is compacted
+    every that many seconds (list/watch from before the compaction: 410), see `_compact`.
     """
     use_tls = token is not None if tls is None else tls
     cert = make_serving_cert(host) if use_tls else None
     app = web.Application(middlewares=[_guard], client_max_size=64 * 1024 * 1024)
-    state = _State(store, logs, token, node_proxy=node_proxy, unbound=dict(unbound or {}))
+    state = _State(store, logs, token, node_proxy=node_proxy, unbound=dict(unbound or {}),
+                   watch_expiry=watch_expiry or None)
     app[_STATE] = state
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     # open watches end within a second of stop() instead of at their timeoutSeconds
@@ -292,4 +301,15 @@ async def start_kube_api(
     sockets = site._server.sockets if site._server else []  # the bound port when port=0
     bound = sockets[0].getsockname()[1] if sockets else port
     state.address = f"{host}:{bound}"
-    return KubeAPI(runner, host, bound, cert.ca_pem if cert else None, ssl_context)
+    compactor = asyncio.get_running_loop().create_task(_compact(store, watch_expiry)) if watch_expiry else None
+    return KubeAPI(runner, host, bound, cert.ca_pem if cert else None, ssl_context, compactor)
+
+
+async def _compact(store: Store, every: float) -> None:
+    """kube-apiserver compacts etcd every --etcd-compaction-interval to the revision it saw one interval
+    earlier (k8s.io/apiserver/pkg/storage/etcd3/compact.go); the lab does the same every `every` seconds."""
+    seen = store.resource_version
+    while True:
+        await asyncio.sleep(every)
+        store.compact(seen)
+        seen = store.resource_version

@@ -31,24 +31,27 @@ class ApiError(Exception):
         message: str,
         reason: str | None = None,
         details: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.reason = reason if reason is not None else _REASONS.get(code, "")
         self.details = details
+        self.meta = meta  # the Status's ListMeta (an expired list's inconsistent `continue`)
 
     def body(self) -> dict[str, Any]:
-        return status_body(self.code, self.message, self.reason, self.details)
+        return status_body(self.code, self.message, self.reason, self.details, self.meta)
 
 
 def status_body(
-    code: int, message: str, reason: str = "", details: dict[str, Any] | None = None
+    code: int, message: str, reason: str = "", details: dict[str, Any] | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
-        "metadata": {},
+        "metadata": dict(meta or {}),
         "status": "Failure",
         "message": message,
     }
