@@ -29,6 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pods-per-node", type=int, default=None, help="pods per node in the scale world (default 30)")
     p.add_argument("--libvirt", choices=("auto", "qemu", "test"), default="auto",
                    help="hypervisor: real QEMU driver, libvirt's test driver, or auto (QEMU when installed)")
+    p.add_argument("--token-ttl", type=float, default=300, metavar="SECONDS",
+                   help="lifetime of the tokens the lab-exec context's exec plugin returns (default 300)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
     if (args.nodes is not None and args.nodes < 1) or (args.pods_per_node is not None and args.pods_per_node < 0):
         print("console lab: --nodes must be at least 1 and --pods-per-node at least 0", file=sys.stderr)
         return 2
+    if args.token_ttl <= 0:
+        print("console lab: --token-ttl must be more than 0 seconds", file=sys.stderr)
+        return 2
     state_dir = (args.state_dir or default_state_dir()).resolve()
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
@@ -50,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"console lab: cannot create the state directory {state_dir}: {e.strerror}; pass --state-dir",
               file=sys.stderr)
         return 2
-    lab = Lab(scenario, state_dir, libvirt=args.libvirt)
+    lab = Lab(scenario, state_dir, libvirt=args.libvirt, token_ttl=args.token_ttl)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

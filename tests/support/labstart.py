@@ -5,19 +5,20 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from console.lab import scenarios
 from console.lab.scenarios import Scenario
 from console.lab.world import Lab
 
 
-def start_lab(scenario: str | Scenario, root: Path, *, clouds_env: bool = False) -> Iterator[Lab]:
+def start_lab(scenario: str | Scenario, root: Path, *, clouds_env: bool = False, **lab_args: Any) -> Iterator[Lab]:
     """Start the lab (a scenario or its name) in `root`, yield it, and stop it however the module ends.
 
     `clouds_env`: while the lab runs, OS_CLIENT_CONFIG_FILE names its clouds.yaml, so openstacksdk in this
-    process finds cloud "lab" (restored afterwards).
+    process finds cloud "lab" (restored afterwards). `lab_args`: Lab's keyword arguments (token_ttl, ...).
     """
-    lab = Lab(scenarios.get(scenario) if isinstance(scenario, str) else scenario, root)
+    lab = Lab(scenarios.get(scenario) if isinstance(scenario, str) else scenario, root, **lab_args)
     old = os.environ.get("OS_CLIENT_CONFIG_FILE")
     try:
         lab.start()
