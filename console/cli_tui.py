@@ -7,8 +7,11 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def _flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -61,12 +64,33 @@ def run_tui(args: argparse.Namespace) -> int:
             shutil.rmtree(lab.state.root, ignore_errors=True)
 
 
+def suspended_runner(app: Any) -> Callable[[Callable[[], T]], T]:
+    """Run `fn` (an exec plugin that reads the terminal) with the TUI suspended, from a worker/watch thread:
+    the App gives the terminal back (App.suspend) and takes it again when `fn` returns."""
+    import threading
+
+    def run_suspended(fn: Callable[[], T]) -> T:
+        with app.suspend():
+            return fn()
+
+    def runner(fn: Callable[[], T]) -> T:
+        if not app.is_running:
+            return fn()  # the App is not drawing (before run, after exit): the terminal is free
+        if threading.current_thread() is threading.main_thread():
+            return run_suspended(fn)  # on the App's own loop
+        result: T = app.call_from_thread(run_suspended, fn)
+        return result
+
+    return runner
+
+
 def open_console(settings: Any, *, label: str = "") -> int:
     from console.guard import Guard
     from console.infra.inventory import vm_inventory
     from console.infra.libvirt import libvirt_uris
     from console.kube.cluster import Cluster
     from console.kube.connection import KubeConfigError
+    from console.kube.execauth import terminal_owner
     from console.tui.app import ConsoleApp
 
     try:
@@ -84,7 +108,8 @@ def open_console(settings: Any, *, label: str = "") -> int:
     vms = vm_inventory(settings.cloud, libvirt_uris(settings.libvirt_uris))
     app = ConsoleApp(cluster, None, settings, vms=vms, label=label, guard=Guard.from_settings(settings))
     try:
-        app.run()
+        with terminal_owner(suspended_runner(app)):  # an interactive exec plugin prompts with the TUI suspended
+            app.run()
     finally:
         cluster.stop()
     return app.return_code or 0  # Textual sets 1 when the app died of an exception
