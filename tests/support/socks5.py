@@ -10,7 +10,7 @@ import socket
 import struct
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 
 class Socks5Proxy:
@@ -85,10 +85,8 @@ def _pipe(src: socket.socket, dst: socket.socket) -> None:
         pass
     finally:
         for s in (src, dst):
-            try:
+            with suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 @contextmanager
