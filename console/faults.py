@@ -123,6 +123,8 @@ def _one(e: BaseException, where: Where) -> Fault | None:
     name = type(e).__name__
     if name == "ConfigError" and mod == "console.config":
         return Fault("bad-config", "", str(e), "", EXIT_BAD_FILE)  # it names the file, line and key
+    if name == "ExecPluginError":  # the credential plugin failed (a login needed, no terminal): like a 401
+        return Fault("kube-exec-plugin", "", str(e), "", EXIT_BACKEND)  # it names the plugin, user and fix
     if name == "KubeConfigError":
         return Fault("bad-kubeconfig", "", str(e), "", EXIT_BAD_FILE)  # it names the file and what to do
     if mod.startswith("kubernetes.client") and name.endswith("Exception") and hasattr(e, "status"):

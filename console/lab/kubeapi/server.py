@@ -209,12 +209,15 @@ def _proxy_node(request: web.Request, st: _State, node: str, path: str) -> web.S
 
 
 def _signed_token_user(st: _State, auth: str) -> str | None:
-    """The user of a signed, unexpired bearer token (authn.py), else None (and the request gets 401)."""
-    if st.exec_key is None or not auth.startswith("Bearer "):
+    """The user of a signed, unexpired bearer token (authn.py), else None (and the request gets 401). The scheme
+    is case-insensitive (apiserver pkg/authentication/request/bearertoken: strings.ToLower(parts[0]) ==
+    "bearer"; kubernetes-python's in-cluster loader sends "bearer")."""
+    scheme, _, token = auth.strip().partition(" ")
+    if st.exec_key is None or scheme.lower() != "bearer":
         return None
     from console.lab.kubeapi.authn import verify
 
-    return verify(st.exec_key, auth.removeprefix("Bearer "))
+    return verify(st.exec_key, token.strip())
 
 
 @web.middleware

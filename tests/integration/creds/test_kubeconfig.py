@@ -180,3 +180,62 @@ def test_rotated_token_file_is_read_again_on_401_then_a_clear_fault(lab: Lab, tm
     fault = faults.classify(err.value, faults.Where(str(path), "rot"))
     assert fault is not None and fault.kind == "kube-unauthorized"
     assert "user rotating in context rot" in fault.message and f"token file {token_file}" in fault.message
+
+
+@pytest.mark.parametrize(("mode", "body", "words"), [
+    ("Never", "print('login required: run mylogin', file=sys.stderr); sys.exit(1)",
+     ("exec plugin", "of user plug", "exited 1: login required: run mylogin")),
+    ("Always", "sys.exit(0)", ("needs a terminal (interactiveMode: Always)", "of user plug")),
+])
+def test_headless_exec_plugin_faults(lab: Lab, tmp_path: Path, mode: str, body: str, words: tuple[str, ...]) -> None:
+    """A plugin that fails, or needs a terminal the headless command (stdin not a TTY) does not have: one
+    clear line naming the plugin and user, exit 6, the JSON error — never a traceback."""
+    script = tmp_path / "plug"
+    script.write_text(f"#!{sys.executable}\nimport sys\n{body}\n")
+    script.chmod(0o700)
+    doc = _doc(lab)
+    doc["users"] = [{"name": "plug", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                                       "command": str(script), "interactiveMode": mode}}}]
+    doc["contexts"] = [{"name": "plug", "context": {"cluster": "lab", "user": "plug"}}]
+    doc["current-context"] = "plug"
+    env = lab_env(lab) | _env(str(_write(tmp_path / "kc", doc))) | {"XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+                                                                    "XDG_STATE_HOME": str(tmp_path / "st")}
+    proc = subprocess.run([sys.executable, "-m", "console", "scale-up", "node-00000", "--flavor", "m1.large",
+                           "--dry-run", "-o", "json"], env=env, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 6 and out["error"] == "kube-exec-plugin", proc.stderr
+    for word in words:
+        assert word in out["message"], out
+
+
+def test_in_cluster_service_account_rotating_token(lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a pod (KUBERNETES_SERVICE_HOST/PORT, no kubeconfig) the console uses the service account, as
+    client-go's rest.InClusterConfig and kubernetes-python's incluster_config.py do; the projected token file
+    rotates, and a 401 reads it again. (The mount point is fixed, /var/run/secrets/kubernetes.io/
+    serviceaccount: here the same loader reads a directory laid out like it.)"""
+    from kubernetes.client import Configuration
+
+    from console.kube.connection import _api_client_class, _in_cluster
+
+    host, port = lab.kube_url.removeprefix("https://").rsplit(":", 1)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config
+    with pytest.raises(KubeConfigError, match=r"in-cluster config .* /var/run/secrets/kubernetes\.io/serviceaccount"):
+        connect()  # the real mount point is absent on this machine
+    root = tmp_path / "sa"
+    root.mkdir()
+    (root / "ca.crt").write_bytes(lab.kube_api.ca_pem)
+    old = mint(lab._exec_key, EXEC_USER, 3)[0]
+    (root / "token").write_text(old)
+    configuration = type.__call__(Configuration)
+    credentials = _in_cluster(configuration, root)
+    api = _api_client_class()(configuration=configuration)
+    api.credentials = credentials
+    assert configuration.host == lab.kube_url and "default" in _namespaces(api)
+    (root / "token").write_text(mint(lab._exec_key, EXEC_USER, 600)[0])  # the kubelet rotated it
+    wait_for(lambda: _raw_status(lab, old) == 401, timeout=30, what="the old token to expire")
+    assert "default" in _namespaces(api)
