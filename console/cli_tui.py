@@ -70,8 +70,16 @@ def suspended_runner(app: Any) -> Callable[[Callable[[], T]], T]:
     import threading
 
     def run_suspended(fn: Callable[[], T]) -> T:
-        with app.suspend():
-            return fn()
+        from textual.app import SuspendNotSupported
+
+        from console.kube.execauth import ExecPluginError
+
+        try:
+            with app.suspend():
+                return fn()
+        except SuspendNotSupported as e:  # e.g. a web or headless driver: never prompt under the TUI
+            raise ExecPluginError("an exec plugin needs the terminal and this TUI cannot hand it over (its "
+                                  "driver cannot suspend): log in with kubectl first, then retry") from e
 
     def runner(fn: Callable[[], T]) -> T:
         if not app.is_running:
