@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from console.cli_tui import suspended_runner
+from console.config import kubeconfig_current_context
 from console.kube.connection import Credentials, connect, contexts
 from console.kube.execauth import ExecPluginError, terminal_owner
 from console.kube.kubeconfig import KubeConfigError, describe, load
@@ -64,6 +65,7 @@ def test_merge_first_file_wins_and_current_context_from_the_first_that_sets_it(
     assert merged.files == (str(a), str(tmp_path / "empty"), str(b), str(c))  # missing skipped, duplicate once
     assert merged.current_context == "two"  # a's empty one does not count; c's comes after b's
     assert contexts() == (["one", "two", "three"], "two")
+    assert kubeconfig_current_context(None, os.environ) == "two"  # the settings' per-context block agrees
     assert merged.entry("clusters", "c").value["cluster"]["server"] == "https://a.example:6443"
     assert merged.entry("contexts", "one").value["context"]["cluster"] == "c"  # a's context, not b's
     view = describe(None)
