@@ -10,6 +10,7 @@ client-go's exec round tripper refreshes on 401 — before the 401 reaches the c
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -82,6 +83,7 @@ class Credentials:
             configuration.api_key["BearerToken"] = header
 
 
+@functools.cache
 def _api_client_class() -> type:
     from kubernetes.client import ApiClient
 

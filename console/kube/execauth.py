@@ -103,8 +103,13 @@ class ExecPlugin:
         p = self._provider
         info: dict[str, Any] = {"apiVersion": p.api_version, "kind": "ExecCredential",
                                 "spec": {"interactive": interactive}}
-        if p.cluster is not None:
-            info["spec"]["cluster"] = p.cluster.value
+        if p.cluster is not None:  # provideClusterInfo: the cluster, with its exec extension as `config`
+            cluster = dict(p.cluster.value)
+            ext = next((e.get("extension") for e in cluster.get("extensions") or []
+                        if isinstance(e, dict) and e.get("name") == "client.authentication.k8s.io/exec"), None)
+            if ext is not None:
+                cluster["config"] = ext
+            info["spec"]["cluster"] = cluster
         env = {**p.env, "KUBERNETES_EXEC_INFO": json.dumps(info)}
         try:
             proc = subprocess.run(p.args, env=env, cwd=p.cwd, text=True, stdout=subprocess.PIPE,
