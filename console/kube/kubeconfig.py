@@ -92,6 +92,7 @@ def load(explicit: str | None = None, env: Mapping[str, str] | None = None) -> M
                 if not isinstance(item, dict) or "name" not in item:
                     raise not_a_kubeconfig(path, ValueError(f"an entry of {section} has no name"))
                 if item["name"] not in seen:  # the first file to set a name wins
+                    item = _resolve_paths(section, item, path)
                     merged[section].append(ConfigNode(f"{path}/{section}[name={item['name']}]", item, path))
                     seen.add(item["name"])
         current = current or str(doc.get("current-context") or "")
@@ -99,6 +100,32 @@ def load(explicit: str | None = None, env: Mapping[str, str] | None = None) -> M
         return None
     merged["current-context"] = current
     return Merged(tuple(files), ConfigNode("kube-config", merged, files[0]), current)
+
+
+_FILE_KEYS = {"clusters": ("cluster", ("certificate-authority",)),
+              "users": ("user", ("client-certificate", "client-key", "tokenFile"))}
+
+
+def _resolve_paths(section: str, item: dict[str, Any], path: str) -> dict[str, Any]:
+    """Relative file references made absolute against the directory of the file that holds them (client-go
+    clientcmd ResolveLocalPaths: GetClusterFileReferences / GetAuthInfoFileReferences, and an exec command
+    holding a path separator). kubernetes-python resolves a user's certificate against the cluster's file."""
+    if section not in _FILE_KEYS:
+        return item
+    inner_key, keys = _FILE_KEYS[section]
+    inner = item.get(inner_key)
+    if not isinstance(inner, dict):
+        return item
+    base = Path(path).resolve().parent
+    inner = dict(inner)
+    for key in keys:
+        value = inner.get(key)
+        if isinstance(value, str) and value and not os.path.isabs(value):
+            inner[key] = str(base / value)
+    command = (inner.get("exec") or {}).get("command") if isinstance(inner.get("exec"), dict) else None
+    if isinstance(command, str) and os.sep in command and not os.path.isabs(command):
+        inner["exec"] = {**inner["exec"], "command": str(base / command)}
+    return {**item, inner_key: inner}
 
 
 def _read(path: str) -> dict[str, Any] | None:

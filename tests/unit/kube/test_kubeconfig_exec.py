@@ -232,3 +232,25 @@ def test_the_tui_runner_suspends_the_app_around_the_plugin() -> None:
     app.is_running = False
     seen.append(("stopped", runner(lambda: app.suspended)))  # before run / after exit: the terminal is free
     assert seen == [("worker", True), ("loop", True), ("stopped", False)] and app.calls == 1
+
+
+def test_client_certificates_as_data_and_as_files(tmp_path: Path, kubeconfig_env: Callable[[list[Path]], None]) -> None:
+    """client-certificate(-data) / client-key(-data), read by kubernetes-python's loader: data is written to a
+    temporary file for urllib3, a relative file resolves against the kubeconfig that names it."""
+    import base64
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "c.crt").write_text("CERT-FILE")
+    (tmp_path / "sub" / "c.key").write_text("KEY-FILE")
+    b64 = lambda t: base64.b64encode(t.encode()).decode()  # noqa: E731
+    a = _config(tmp_path / "a", clusters={"c": "https://127.0.0.1:9"},
+                users={"data": {"client-certificate-data": b64("CERT-DATA"), "client-key-data": b64("KEY-DATA")}},
+                contexts_={"d": ("c", "data"), "f": ("c", "file")}, current="d")
+    b = _config(tmp_path / "sub" / "b", users={"file": {"client-certificate": "c.crt", "client-key": "c.key"}})
+    kubeconfig_env([a, b])
+    api, _ = connect()
+    assert Path(api.configuration.cert_file).read_text() == "CERT-DATA"
+    assert Path(api.configuration.key_file).read_text() == "KEY-DATA"
+    api, _ = connect(None, "f")
+    assert (api.configuration.cert_file, api.configuration.key_file) == (str(tmp_path / "sub" / "c.crt"),
+                                                                         str(tmp_path / "sub" / "c.key"))
