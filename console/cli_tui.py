@@ -103,9 +103,12 @@ def open_console(settings: Any, *, label: str = "") -> int:
 
     try:
         cluster = Cluster(settings.kubeconfig, settings.context)
-    except KubeConfigError as e:
-        print(f"console: {e}", file=sys.stderr)
-        return 2  # a bad kubeconfig (README: exit codes)
+    except KubeConfigError as e:  # a bad kubeconfig: 2; an exec plugin that could not log in: 6 (README)
+        from console.faults import EXIT_BAD_FILE, classify
+
+        fault = classify(e)
+        print(f"console: {fault.message if fault else e}", file=sys.stderr)
+        return fault.exit_code if fault else EXIT_BAD_FILE
     from console.tui.themes import broken_theme
 
     theme_error = broken_theme(settings.theme)

@@ -189,7 +189,8 @@ def test_rotated_token_file_is_read_again_on_401_then_a_clear_fault(lab: Lab, tm
 ])
 def test_headless_exec_plugin_faults(lab: Lab, tmp_path: Path, mode: str, body: str, words: tuple[str, ...]) -> None:
     """A plugin that fails, or needs a terminal the headless command (stdin not a TTY) does not have: one
-    clear line naming the plugin and user, exit 6, the JSON error — never a traceback."""
+    clear line naming the plugin and user, exit 6, the JSON error — never a traceback; the same at the TUI
+    start."""
     script = tmp_path / "plug"
     script.write_text(f"#!{sys.executable}\nimport sys\n{body}\n")
     script.chmod(0o700)
@@ -208,6 +209,10 @@ def test_headless_exec_plugin_faults(lab: Lab, tmp_path: Path, mode: str, body: 
     assert proc.returncode == 6 and out["error"] == "kube-exec-plugin", proc.stderr
     for word in words:
         assert word in out["message"], out
+    # the TUI start: the same line before any screen is drawn
+    tui = subprocess.run([sys.executable, "-m", "console"], env=env, capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL)
+    assert (tui.returncode, tui.stdout, tui.stderr.strip()) == (6, "", f"console: {out['message']}")
 
 
 def test_in_cluster_service_account_rotating_token(lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
