@@ -66,14 +66,21 @@ class Credentials:
     def _set(self, header: str | None, expires: float | None) -> None:
         now = time.time()
         self._header = header
+        self._expires = expires
         # refresh a little before the expiry (a fifth of the lifetime, at most a minute): the request is not
         # sent with a token that dies on the way
         self._refresh_at = None if expires is None else expires - min(60.0, max(0.0, expires - now) / 5)
 
     def header(self, *, force: bool = False) -> str | None:
         with self._lock:
-            if force or (self._refresh_at is not None and time.time() >= self._refresh_at):
-                self._set(*self._fetch())
+            now = time.time()
+            if force or (self._refresh_at is not None and now >= self._refresh_at):
+                try:
+                    self._set(*self._fetch())
+                except KubeConfigError:
+                    if force or self._expires is None or now >= self._expires:
+                        raise
+                    self._refresh_at = now + 1.0  # the old token still works: use it, try again shortly
             return self._header
 
     def apply(self, configuration: Any) -> None:

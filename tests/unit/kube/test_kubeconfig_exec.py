@@ -199,6 +199,20 @@ def test_credentials_refresh_before_expiry_and_on_demand(monkeypatch: pytest.Mon
     assert creds.header(force=True) == "Bearer t2"  # after a 401
     assert Credentials("u", fetch, "Bearer static", None).header() == "Bearer static" and len(fetched) == 2
 
+    def failing() -> tuple[str | None, float | None]:
+        fetched.append(now[0])
+        raise ExecPluginError("login needed")
+
+    creds = Credentials("u", failing, "Bearer old", now[0] + 100)
+    now[0] += 90
+    assert creds.header() == "Bearer old"  # the refresh failed before the expiry: the old token still serves
+    assert creds.header() == "Bearer old" and len(fetched) == 3  # not retried on every request
+    now[0] += 11
+    with pytest.raises(ExecPluginError, match="login needed"):
+        creds.header()  # expired: the failure is the answer
+    with pytest.raises(ExecPluginError):
+        Credentials("u", failing, "Bearer x", None).header(force=True)  # after a 401
+
 
 class _FakeApp:
     """What suspended_runner uses of a Textual App: is_running, call_from_thread, suspend."""
