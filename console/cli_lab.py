@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
     if (args.nodes is not None and args.nodes < 1) or (args.pods_per_node is not None and args.pods_per_node < 0):
         print("console lab: --nodes must be at least 1 and --pods-per-node at least 0", file=sys.stderr)
         return 2
-    if args.token_ttl <= 0:
-        print("console lab: --token-ttl must be more than 0 seconds", file=sys.stderr)
+    if not 0 < args.token_ttl < float("inf"):  # also refuses nan
+        print("console lab: --token-ttl must be a number of seconds more than 0", file=sys.stderr)
         return 2
     state_dir = (args.state_dir or default_state_dir()).resolve()
     try:

@@ -15,10 +15,12 @@ import json
 import shutil
 import ssl
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from labstart import start_lab
@@ -37,6 +39,16 @@ kubectl_needed = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kub
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     yield from start_lab(scenarios.get("scale", nodes=3, pods_per_node=2), tmp_path_factory.mktemp("exec-lab"),
                          token_ttl=TTL)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "soon"])
+def test_lab_token_ttl_must_be_positive_seconds(tmp_path: Path, value: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "console", "lab", "--token-ttl", value, "--state-dir",
+                           str(tmp_path / "state")], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "--token-ttl" in proc.stderr.strip().splitlines()[-1], proc.stderr
+    assert not (tmp_path / "state" / "ready").exists()
 
 
 def _plugin_token(lab: Lab) -> tuple[str, str]:
