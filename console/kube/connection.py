@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from console.kube.kubeconfig import KubeConfigError, _shape_errors, candidate_files, load, not_a_kubeconfig
+from console.kube.kubeconfig import KubeConfigError, candidate_files, load, not_a_kubeconfig, shape_errors
 
 __all__ = ["KubeConfigError", "KubeTarget", "connect", "contexts", "default_kubeconfig"]
 
@@ -178,7 +178,7 @@ def _from_kubeconfig(merged: Any, name: str, configuration: Any) -> Credentials:
     except OSError as e:
         raise KubeConfigError(f"cannot read a file named in kubeconfig {where}: {e.strerror or e} "
                               f"({getattr(e, 'filename', '') or ''})") from e
-    except _shape_errors() as e:
+    except shape_errors() as e:
         raise not_a_kubeconfig(where, e) from e
     user = str(loader._current_context["context"].safe_get("user") or "")
 

@@ -24,7 +24,7 @@ class KubeConfigError(Exception):
     """The kubeconfig is missing or unusable; the message says what to do."""
 
 
-def _shape_errors() -> tuple[type[BaseException], ...]:
+def shape_errors() -> tuple[type[BaseException], ...]:
     """What the kubernetes client raises on a file that is not a kubeconfig: it indexes the YAML blindly (a list,
     a string or `contexts: 5` end in TypeError/AttributeError/KeyError), and garbage or non-UTF-8 bytes end in
     yaml's errors or UnicodeDecodeError (a ValueError)."""
@@ -139,7 +139,7 @@ def _read(path: str) -> dict[str, Any] | None:
     except OSError as e:
         raise KubeConfigError(f"cannot read kubeconfig {path}: {e.strerror or e}. Set KUBECONFIG or pass "
                               "--kubeconfig.") from e
-    except _shape_errors() as e:
+    except shape_errors() as e:
         raise not_a_kubeconfig(path, e) from e
     if doc is None:
         return {}  # an empty file is an empty config
@@ -155,7 +155,7 @@ def describe(explicit: str | None, context: str = "") -> dict[str, str]:
            "server": "", "auth": ""}
     try:
         merged = load(explicit)
-    except (KubeConfigError, *_shape_errors()):
+    except (KubeConfigError, *shape_errors()):
         return out
     if merged is None:
         return out
