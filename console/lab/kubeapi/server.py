@@ -293,7 +293,7 @@ async def start_kube_api(
     `tls` defaults to on when a token is set: kubectl never sends a bearer token
     to a plain-http server. The CA to trust is `KubeAPI.ca_pem`. `unbound`: {token: user name} of users
     that authenticate but may do nothing (403 on every resource request, lab/kubeapi/authz.py). `exec_key`
-signs the short-lived tokens of the exec plugin (lab/kubeapi/authn.py), accepted until they expire.
+    signs the short-lived tokens of the exec plugin (lab/kubeapi/authn.py), accepted until they expire.
     """
     use_tls = token is not None if tls is None else tls
     cert = make_serving_cert(host) if use_tls else None
