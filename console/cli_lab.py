@@ -33,6 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="end every watch older than SECONDS with a 410 Expired ERROR event and compact the history "
                    "every SECONDS (list/watch from an older resourceVersion: 410), as kube-apiserver after etcd "
                    "compaction; default off. SIGUSR1 stops the Kubernetes API server, SIGUSR2 restarts it")
+    p.add_argument("--token-ttl", type=float, default=300, metavar="SECONDS",
+                   help="lifetime of the tokens the lab-exec context's exec plugin returns (default 300)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,8 +49,11 @@ def run(args: argparse.Namespace) -> int:
     if (args.nodes is not None and args.nodes < 1) or (args.pods_per_node is not None and args.pods_per_node < 0):
         print("console lab: --nodes must be at least 1 and --pods-per-node at least 0", file=sys.stderr)
         return 2
-    if args.watch_expiry is not None and args.watch_expiry <= 0:
+    if args.watch_expiry is not None and not 0 < args.watch_expiry < float("inf"):  # also refuses nan
         print("console lab: --watch-expiry must be a positive number of seconds", file=sys.stderr)
+        return 2
+    if not 0 < args.token_ttl < float("inf"):  # also refuses nan
+        print("console lab: --token-ttl must be a number of seconds more than 0", file=sys.stderr)
         return 2
     state_dir = (args.state_dir or default_state_dir()).resolve()
     try:
@@ -57,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"console lab: cannot create the state directory {state_dir}: {e.strerror}; pass --state-dir",
               file=sys.stderr)
         return 2
-    lab = Lab(scenario, state_dir, libvirt=args.libvirt, watch_expiry=args.watch_expiry)
+    lab = Lab(scenario, state_dir, libvirt=args.libvirt, watch_expiry=args.watch_expiry, token_ttl=args.token_ttl)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

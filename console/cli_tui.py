@@ -7,8 +7,11 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def _flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -61,19 +64,51 @@ def run_tui(args: argparse.Namespace) -> int:
             shutil.rmtree(lab.state.root, ignore_errors=True)
 
 
+def suspended_runner(app: Any) -> Callable[[Callable[[], T]], T]:
+    """Run `fn` (an exec plugin that reads the terminal) with the TUI suspended, from a worker/watch thread:
+    the App gives the terminal back (App.suspend) and takes it again when `fn` returns."""
+    import threading
+
+    def run_suspended(fn: Callable[[], T]) -> T:
+        from textual.app import SuspendNotSupported
+
+        from console.kube.execauth import ExecPluginError
+
+        try:
+            with app.suspend():
+                return fn()
+        except SuspendNotSupported as e:  # e.g. a web or headless driver: never prompt under the TUI
+            raise ExecPluginError("an exec plugin needs the terminal and this TUI cannot hand it over (its "
+                                  "driver cannot suspend): log in with kubectl first, then retry") from e
+
+    def runner(fn: Callable[[], T]) -> T:
+        if not app.is_running:
+            return fn()  # the App is not drawing (before run, after exit): the terminal is free
+        if threading.current_thread() is threading.main_thread():
+            return run_suspended(fn)  # on the App's own loop
+        result: T = app.call_from_thread(run_suspended, fn)
+        return result
+
+    return runner
+
+
 def open_console(settings: Any, *, label: str = "") -> int:
     from console.guard import Guard
     from console.infra.inventory import vm_inventory
     from console.infra.libvirt import libvirt_uris
     from console.kube.cluster import Cluster
     from console.kube.connection import KubeConfigError
+    from console.kube.execauth import terminal_owner
     from console.tui.app import ConsoleApp
 
     try:
         cluster = Cluster(settings.kubeconfig, settings.context)
-    except KubeConfigError as e:
-        print(f"console: {e}", file=sys.stderr)
-        return 2  # a bad kubeconfig (README: exit codes)
+    except KubeConfigError as e:  # a bad kubeconfig: 2; an exec plugin that could not log in: 6 (README)
+        from console.faults import EXIT_BAD_FILE, classify
+
+        fault = classify(e)
+        print(f"console: {fault.message if fault else e}", file=sys.stderr)
+        return fault.exit_code if fault else EXIT_BAD_FILE
     from console.tui.themes import broken_theme
 
     theme_error = broken_theme(settings.theme)
@@ -84,7 +119,8 @@ def open_console(settings: Any, *, label: str = "") -> int:
     vms = vm_inventory(settings.cloud, libvirt_uris(settings.libvirt_uris))
     app = ConsoleApp(cluster, None, settings, vms=vms, label=label, guard=Guard.from_settings(settings))
     try:
-        app.run()
+        with terminal_owner(suspended_runner(app)):  # an interactive exec plugin prompts with the TUI suspended
+            app.run()
     finally:
         cluster.stop()
     return app.return_code or 0  # Textual sets 1 when the app died of an exception

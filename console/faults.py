@@ -66,24 +66,11 @@ class Where:
     server: str = ""  # when known better than the kubeconfig's (the TUI's live connection)
 
     def kube(self) -> dict[str, str]:
-        """The kubeconfig's context, cluster, user and server (read leniently: a bad file gives empty parts)."""
-        from console.kube.connection import default_kubeconfig
+        """The kubeconfig's context, cluster, user, server and how the user authenticates, from the merged
+        kubeconfig kubectl would read (read leniently: a bad file gives empty parts)."""
+        from console.kube.kubeconfig import describe
 
-        path = self.kubeconfig or default_kubeconfig()
-        out = {"kubeconfig": path, "context": self.context, "cluster": "", "user": "", "server": ""}
-        try:
-            import yaml
-
-            with open(path, encoding="utf-8") as f:
-                doc = yaml.safe_load(f.read(1 << 20))
-            name = self.context or doc.get("current-context") or ""
-            ctx = next((c.get("context") or {} for c in doc.get("contexts") or [] if c.get("name") == name), {})
-            cluster = next((c.get("cluster") or {} for c in doc.get("clusters") or []
-                            if c.get("name") == ctx.get("cluster")), {})
-            out |= {"context": name, "cluster": str(ctx.get("cluster") or ""), "user": str(ctx.get("user") or ""),
-                    "server": str(cluster.get("server") or "")}
-        except Exception:  # the message still names the file; the loader's own error says what is wrong
-            pass
+        out = describe(self.kubeconfig or None, self.context)
         if self.server:
             out["server"] = self.server
         return out
@@ -136,6 +123,8 @@ def _one(e: BaseException, where: Where) -> Fault | None:
     name = type(e).__name__
     if name == "ConfigError" and mod == "console.config":
         return Fault("bad-config", "", str(e), "", EXIT_BAD_FILE)  # it names the file, line and key
+    if name == "ExecPluginError":  # the credential plugin failed (a login needed, no terminal): like a 401
+        return Fault("kube-exec-plugin", "", str(e), "", EXIT_BACKEND)  # it names the plugin, user and fix
     if name == "KubeConfigError":
         return Fault("bad-kubeconfig", "", str(e), "", EXIT_BAD_FILE)  # it names the file and what to do
     if mod.startswith("kubernetes.client") and name.endswith("Exception") and hasattr(e, "status"):
@@ -168,12 +157,22 @@ def _kube_api(e: Any, where: Where) -> Fault | None:
     if status == 401:
         return Fault("kube-unauthorized", server,
                      f"it rejected the credentials of {who} (401 Unauthorized: token or client certificate "
-                     "expired or wrong)", "refresh them (your cloud's login, or a new kubeconfig)")
+                     "expired or wrong)", _refresh_advice(k))
     if status == 403:
         what = msg or "forbidden (403)"
         return Fault("kube-forbidden", server, f"{what} (403 Forbidden, {who})",
                      "ask for RBAC permission (a Role/ClusterRole binding) or use a context that has it")
     return None  # other statuses (404, 409, 422) are answers, not faults of the backend
+
+
+def _refresh_advice(k: dict[str, str]) -> str:
+    auth = k.get("auth", "")
+    if auth.startswith("exec plugin"):
+        return (f"the console ran the {auth} again and the server still refused its token: run it by hand (or "
+                "`kubectl get nodes` with this context) to log in again, then retry")
+    if auth.startswith("token file"):
+        return f"the {auth} was read again and is still refused: renew the token in it"
+    return "refresh them (your cloud's login, or a new kubeconfig)"
 
 
 def _tls(e: BaseException, where: Where) -> Fault:

@@ -46,3 +46,16 @@ def write_kubeconfig(
     with os.fdopen(fd, "w") as fh:
         yaml.safe_dump(doc, fh, default_flow_style=False, sort_keys=False)
     os.chmod(target, 0o600)  # an existing file keeps its old mode through O_CREAT
+
+
+def add_context(path: str | os.PathLike[str], context: str, user: str, user_entry: dict[str, object],
+                cluster: str = "lab") -> None:
+    """Add (or replace) a user and a context on `cluster` to a kubeconfig written by write_kubeconfig."""
+    import yaml
+
+    target = Path(path)
+    doc = yaml.safe_load(target.read_text())
+    doc["users"] = [u for u in doc["users"] if u["name"] != user] + [{"name": user, "user": user_entry}]
+    doc["contexts"] = [c for c in doc["contexts"] if c["name"] != context] + [
+        {"name": context, "context": {"cluster": cluster, "user": user, "namespace": "default"}}]
+    target.write_text(yaml.safe_dump(doc, default_flow_style=False, sort_keys=False))  # keeps its 0600 mode

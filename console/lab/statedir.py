@@ -26,6 +26,11 @@ class StateDir:
         return self.root / "openrc-member"
 
     @property
+    def exec_plugin(self) -> Path:
+        """The `lab-exec` context's exec credential plugin (holds the token signing key: 0700)."""
+        return self.root / "exec-credential"
+
+    @property
     def env(self) -> Path:
         return self.root / "env"
 

@@ -40,12 +40,14 @@ class Lab:
         libvirt: Literal["auto", "qemu", "test"] = "auto",
         nova_timing: Any = None,
         watch_expiry: float | None = None,
+        token_ttl: float = 300,
     ) -> None:
         self.scenario = scenario
         self.state = StateDir(Path(state_dir))
         self.libvirt_driver = libvirt
         self.nova_timing = nova_timing
         self.watch_expiry = watch_expiry  # seconds: watches end with 410 and etcd-like compaction (kubeapi)
+        self.token_ttl = token_ttl  # seconds the `lab-exec` context's exec-plugin tokens live
         self.store = Store()
         self.logs = PodLogs()
         self.vms = seed.vm_specs(scenario)
@@ -65,6 +67,7 @@ class Lab:
         self.ssh_config: Path | None = None
         self._token = "lab-" + secrets.token_urlsafe(24)
         self._nobody_token = "lab-nobody-" + secrets.token_urlsafe(24)  # authenticated, no RBAC: 403
+        self._exec_key = secrets.token_bytes(32)  # signs the exec plugin's short-lived tokens (kubeapi/authn.py)
         self._os_password = secrets.token_urlsafe(18)
         self._os_member_password = secrets.token_urlsafe(18)
 
@@ -213,9 +216,11 @@ class Lab:
         self.kube_api = self._loop.call(start_kube_api(self.store, self.logs, token=self._token,
                                                        node_proxy=self._kubelet_proxy,
                                                        unbound={self._nobody_token: NOBODY_USER},
-                                                       watch_expiry=self.watch_expiry))
+                                                       watch_expiry=self.watch_expiry,
+                                                       exec_key=self._exec_key))
         self._stack.append(lambda: self._loop.call(self.kube_api.stop()))
         write_kubeconfig(self.state.kubeconfig, self.kube_api.url, self._token, ca_pem=self.kube_api.ca_pem)
+        self._add_exec_context()
         if self.vms:
             self.nova = Nova(self.scenario.flavors, self.vms, self.hypervisor, self.nova_timing)
             self._stack.append(self.nova.close)
@@ -239,6 +244,16 @@ class Lab:
         write_fault_files(self.state.root / "faults", kube_url=self.kube_api.url, ca_pem=self.kube_api.ca_pem,
                           nobody_token=self._nobody_token, auth_url=self.openstack_api.auth_url,
                           os_password=self._os_password)
+
+    def _add_exec_context(self) -> None:
+        """Context `lab-exec`: its user's token comes from an exec plugin in the state dir, valid token_ttl s."""
+        from console.lab.kubeapi.authn import EXEC_USER, write_plugin
+        from console.lab.kubeconfig import add_context
+
+        plugin = write_plugin(self.state.exec_plugin, self._exec_key, self.token_ttl)
+        add_context(self.state.kubeconfig, "lab-exec", EXEC_USER, {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "args": [],
+            "interactiveMode": "Never", "provideClusterInfo": False}})
 
     def _start_sshd(self, progress: Progress) -> None:
         from console.lab.sshd import LabSshd

@@ -85,6 +85,8 @@ class _State:
     address: str = ""
     # tokens of users that authenticate but hold no RBAC binding: every resource request is 403 (authz.py)
     unbound: dict[str, str] = field(default_factory=dict)
+    # the key that signs short-lived tokens (lab/kubeapi/authn.py: the `lab-exec` user, cluster-admin)
+    exec_key: bytes | None = None
     snaps: Snapshots = field(default_factory=Snapshots)
     # the node proxy to the kubelets: (node, path) -> (HTTP status, body, content type)
     node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None
@@ -208,6 +210,18 @@ def _proxy_node(request: web.Request, st: _State, node: str, path: str) -> web.S
     return web.Response(status=code, text=body, content_type=ctype)
 
 
+def _signed_token_user(st: _State, auth: str) -> str | None:
+    """The user of a signed, unexpired bearer token (authn.py), else None (and the request gets 401). The scheme
+    is case-insensitive (apiserver pkg/authentication/request/bearertoken: strings.ToLower(parts[0]) ==
+    "bearer"; kubernetes-python's in-cluster loader sends "bearer")."""
+    scheme, _, token = auth.strip().partition(" ")
+    if st.exec_key is None or scheme.lower() != "bearer":
+        return None
+    from console.lab.kubeapi.authn import verify
+
+    return verify(st.exec_key, token.strip())
+
+
 @web.middleware
 async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     st: _State = request.app[_STATE]
@@ -216,6 +230,8 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
         unbound = st.unbound.get(auth.removeprefix("Bearer ")) if auth.startswith("Bearer ") else None
         if unbound:
             request[_UNBOUND_USER] = unbound
+        elif _signed_token_user(st, auth):
+            pass  # cluster-admin, like the lab token
         elif not hmac.compare_digest(auth.encode(), f"Bearer {st.token}".encode()):
             return json_response(status_body(401, "Unauthorized", "Unauthorized"), 401)
     try:
@@ -276,6 +292,7 @@ async def start_kube_api(
     node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None,
     unbound: dict[str, str] | None = None,
     watch_expiry: float | None = None,
+    exec_key: bytes | None = None,
 ) -> KubeAPI:
     """Start serving `store` on the running asyncio loop; port 0 picks a free port.
 
@@ -283,13 +300,14 @@ async def start_kube_api(
     to a plain-http server. The CA to trust is `KubeAPI.ca_pem`. `unbound`: {token: user name} of users
     that authenticate but may do nothing (403 on every resource request, lab/kubeapi/authz.py).
     `watch_expiry`: watches end after that many seconds with a 410 ERROR event, and the store is compacted
-    every that many seconds (list/watch from before the compaction: 410), see `_compact`.
+    every that many seconds (list/watch from before the compaction: 410), see `_compact`. `exec_key`
+    signs the short-lived tokens of the exec plugin (lab/kubeapi/authn.py), accepted until they expire.
     """
     use_tls = token is not None if tls is None else tls
     cert = make_serving_cert(host) if use_tls else None
     app = web.Application(middlewares=[_guard], client_max_size=64 * 1024 * 1024)
     state = _State(store, logs, token, node_proxy=node_proxy, unbound=dict(unbound or {}),
-                   watch_expiry=watch_expiry or None)
+                   watch_expiry=watch_expiry or None, exec_key=exec_key)
     app[_STATE] = state
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     # open watches end within a second of stop() instead of at their timeoutSeconds
