@@ -48,6 +48,7 @@ NFD_GROUP = "nfd.k8s-sigs.io"
 COORDINATION_GROUP = "coordination.k8s.io"
 RBAC_GROUP = "rbac.authorization.k8s.io"
 AUTHORIZATION_GROUP = "authorization.k8s.io"
+AUTHENTICATION_GROUP = "authentication.k8s.io"
 
 RESOURCES: dict[str, ResourceType] = {
     r.key: r
@@ -86,6 +87,8 @@ RESOURCES: dict[str, ResourceType] = {
                      ("create",), singular="selfsubjectaccessreview"),
         ResourceType("selfsubjectrulesreviews", "SelfSubjectRulesReview", AUTHORIZATION_GROUP, "v1", False, (),
                      ("create",), singular="selfsubjectrulesreview"),
+        ResourceType("selfsubjectreviews", "SelfSubjectReview", AUTHENTICATION_GROUP, "v1", False, (),
+                     ("create",), singular="selfsubjectreview"),
     )
 }
 

@@ -2,7 +2,7 @@
 protobuf messages the lab's API server decodes (request bodies sent as application/vnd.kubernetes.protobuf).
 
 Input: the generated.proto files of k8s.io/api (core/v1, apps/v1, policy/v1, coordination/v1, batch/v1,
-authorization/v1, rbac/v1) and
+authentication/v1, authorization/v1, rbac/v1) and
 k8s.io/apimachinery (pkg/apis/meta/v1, pkg/runtime, pkg/util/intstr, pkg/api/resource), copied into one
 directory as <path with / replaced by _>.proto, e.g. core_v1.proto, pkg_apis_meta_v1.proto. Run:
 
@@ -23,6 +23,7 @@ ROOTS = {
     "batch.v1": ["Job"],
     "meta.v1": ["DeleteOptions"],
     "authorization.v1": ["SelfSubjectAccessReview", "SelfSubjectRulesReview"],
+    "authentication.v1": ["SelfSubjectReview"],
     "rbac.v1": ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"],
 }
 FIELD = re.compile(r"^\s*(optional|repeated)\s+([\w.]+)\s+(\w+)\s*=\s*(\d+);")

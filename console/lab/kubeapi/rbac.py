@@ -1,8 +1,7 @@
 """RBAC as kube-apiserver evaluates it, over the ClusterRoles, Roles and bindings in the lab's store.
 
 Followed: kubernetes plugin/pkg/auth/authorizer/rbac/rbac.go (`Authorize`, `RuleAllows`, `appliesTo`),
-pkg/apis/rbac/v1/evaluation_helpers.go (`VerbMatches`, `APIGroupMatches`, `ResourceMatches` with `*/sub`,
-`ResourceNameMatches`, `NonResourceURLMatches` with a trailing `*`) and
+pkg/apis/rbac/v1/evaluation_helpers.go (console/kube/rbacrules.py) and
 pkg/registry/rbac/validation/rule.go (`VisitRulesFor`: cluster role bindings everywhere, role bindings in
 their namespace; a RoleBinding may name a ClusterRole). The `system:masters` group bypasses RBAC, as
 kube-apiserver's privileged-group authorizer does.
@@ -14,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from console.kube.rbacrules import path_allows, resource_allows
 from console.lab.resources import RBAC_GROUP
 
 Obj = dict[str, Any]
@@ -48,48 +48,12 @@ class Decision:
     errors: list[str] = field(default_factory=list)
 
 
-# -- evaluation_helpers.go --------------------------------------------------------------------------------------
-def verb_matches(rule: Obj, verb: str) -> bool:
-    verbs = rule.get("verbs") or []
-    return "*" in verbs or verb in verbs
-
-
-def api_group_matches(rule: Obj, group: str) -> bool:
-    groups = rule.get("apiGroups") or []
-    return "*" in groups or group in groups
-
-
-def resource_matches(rule: Obj, combined: str, subresource: str) -> bool:
-    for r in rule.get("resources") or []:
-        if r == "*" or r == combined:
-            return True
-        if subresource and r == f"*/{subresource}":  # `*/scale` matches the scale of every resource
-            return True
-    return False
-
-
-def resource_name_matches(rule: Obj, name: str) -> bool:
-    names = rule.get("resourceNames") or []
-    return not names or name in names
-
-
-def non_resource_url_matches(rule: Obj, path: str) -> bool:
-    for url in rule.get("nonResourceURLs") or []:
-        if url == "*" or url == path:
-            return True
-        if url.endswith("*") and path.startswith(url.rstrip("*")):
-            return True
-    return False
-
-
 def rule_allows(attrs: Attributes, rule: Obj) -> bool:
-    """rbac.go RuleAllows."""
+    """rbac.go RuleAllows (console/kube/rbacrules.py: evaluation_helpers.go, shared with the console's reading of
+    SelfSubjectRulesReviews)."""
     if attrs.resource_request:
-        combined = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
-        return (verb_matches(rule, attrs.verb) and api_group_matches(rule, attrs.group)
-                and resource_matches(rule, combined, attrs.subresource)
-                and resource_name_matches(rule, attrs.name))
-    return verb_matches(rule, attrs.verb) and non_resource_url_matches(rule, attrs.path)
+        return resource_allows(rule, attrs.verb, attrs.group, attrs.resource, attrs.subresource, attrs.name)
+    return path_allows(rule, attrs.verb, attrs.path)
 
 
 # -- who a binding applies to (rbac.go appliesTo / appliesToUser) ----------------------------------------------

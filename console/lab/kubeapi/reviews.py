@@ -1,4 +1,5 @@
-"""authorization.k8s.io/v1 SelfSubjectAccessReview and SelfSubjectRulesReview, answered by the lab's RBAC.
+"""authorization.k8s.io/v1 SelfSubjectAccessReview and SelfSubjectRulesReview, answered by the lab's RBAC, and
+authentication.k8s.io/v1 SelfSubjectReview (`kubectl auth whoami`: the request's user and groups).
 
 As kubernetes pkg/registry/authorization/selfsubjectaccessreview/rest.go (the request's user, spec.resourceAttributes
 or spec.nonResourceAttributes, status.allowed + reason) and selfsubjectrulesreview/rest.go (the rules of the
@@ -14,7 +15,7 @@ from aiohttp import web
 from console.lab.kubeapi.encoding import json_response, read_json
 from console.lab.kubeapi.rbac import MASTERS, Attributes, Rules, User
 from console.lab.kubeapi.status import ApiError
-from console.lab.resources import AUTHORIZATION_GROUP
+from console.lab.resources import AUTHENTICATION_GROUP, AUTHORIZATION_GROUP
 
 Obj = dict[str, Any]
 
@@ -51,10 +52,15 @@ def rules_review(rules: Rules, user: User, spec: Obj) -> Obj:
 
 
 async def review(request: web.Request, rules: Rules, user: User, resource: str) -> web.Response:
-    """POST /apis/authorization.k8s.io/v1/{selfsubjectaccessreviews,selfsubjectrulesreviews}."""
+    """POST /apis/authorization.k8s.io/v1/{selfsubjectaccessreviews,selfsubjectrulesreviews} and
+    /apis/authentication.k8s.io/v1/selfsubjectreviews."""
     body = await read_json(request)
     if not isinstance(body, dict):
         raise ApiError(400, "the body of the request is not a JSON object", "BadRequest", {})
+    if resource == "selfsubjectreviews":
+        return json_response({"kind": "SelfSubjectReview", "apiVersion": f"{AUTHENTICATION_GROUP}/v1",
+                              "metadata": {"creationTimestamp": None},
+                              "status": {"userInfo": {"username": user.name, "groups": list(user.groups)}}}, 201)
     spec = body.get("spec") or {}
     kind = "SelfSubjectAccessReview" if resource == "selfsubjectaccessreviews" else "SelfSubjectRulesReview"
     status = access_review(rules, user, spec) if kind == "SelfSubjectAccessReview" else rules_review(rules, user, spec)

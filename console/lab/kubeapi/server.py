@@ -194,7 +194,7 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
         authz.check(Rules(st.store), user, authz.resource_attributes(
             request.method, target.rt.group, target.rt.plural, target.sub, target.namespace, target.name, watching,
             request.query))
-    if target.rt.group == reviews.AUTHORIZATION_GROUP:
+    if target.rt.group in (reviews.AUTHORIZATION_GROUP, reviews.AUTHENTICATION_GROUP):
         if request.method != "POST" or target.name is not None:
             raise _method_not_allowed(request.method)
         return await reviews.review(request, Rules(st.store), user or ADMIN, target.rt.plural)

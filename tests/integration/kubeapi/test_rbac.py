@@ -116,3 +116,40 @@ def test_rbac_objects_are_served_and_a_new_binding_takes_effect(rbac_lab: Any) -
                                                                            for r in roles["items"]}
     finally:
         kubectl(rbac_lab, "--context", "lab", "delete", "rolebinding", "nobody-view", "-n", "kube-system")
+
+
+def test_console_access_review_against_the_lab(rbac_lab: Any) -> None:
+    """console/kube/access.review through the kubernetes client: rules reviews per namespace, the user's name from
+    a SelfSubjectReview, and the missing needs of a scale-up named for the viewer; none for the operator."""
+    from types import SimpleNamespace
+
+    from kubernetes import config
+
+    from console.kube.access import Need, review
+
+    settings = SimpleNamespace(node_access="debug-pod", node_debug_namespace="default", lease_namespace="default",
+                               hook_store="configmap")
+    for context, user in (("lab-viewer", "viewer"), ("lab-operator", "operator"), ("lab", "lab-admin")):
+        api = config.new_client_from_config(config_file=str(rbac_lab.kubeconfig), context=context)
+        try:
+            access = review(api, settings)
+        finally:
+            api.close()
+        assert access.unknown == "" and access.user == user
+        assert access.cannot_read("nodes") == "" and access.cannot_read("pods") == ""
+        if context == "lab-viewer":
+            missing = [str(n) for n in access.missing([Need("patch", "nodes"), Need("list", "nodes")])]
+            assert missing == ["patch nodes"]
+            why = access.why_not("scale-up", settings)
+            assert "patch nodes" in why and "create pods/eviction" in why and "create pods in default" in why
+        else:
+            assert access.why_not("scale-up", settings) == "" and access.why_not("revert", settings) == ""
+        if context == "lab-operator":
+            assert access.why_not("rule-apply", settings) == (
+                "rule-apply needs: create nodefeaturerules.nfd.k8s-sigs.io, update nodefeaturerules.nfd.k8s-sigs.io")
+    api = config.new_client_from_config(config_file=str(rbac_lab.kubeconfig), context="lab-nobody")
+    try:
+        nobody = review(api, settings)
+    finally:
+        api.close()
+    assert nobody.cannot_read("nodes") == "cannot list nodes, watch nodes (forbidden for lab-nobody)"
