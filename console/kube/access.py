@@ -99,6 +99,9 @@ def action_needs(action: str, settings: Any) -> tuple[Need, ...]:
     if action == "scale-up":
         return _unique((*identity, *node, *_drain_needs(), Need("list", "pods"), *_lock_needs(settings),
                         *_node_access_needs(settings)))
+    if action == "kubelet-restart":  # a scale-up whose VM already has the target: no cordon, drain or VM change
+        return _unique((*identity, *node, Need("list", "pods"), *_lock_needs(settings),
+                        *_node_access_needs(settings)))
     if action == "revert":
         return _unique((*identity, *node, Need("patch", "nodes"), *_lock_needs(settings)))
     if action in ("rule-apply", "nfd-apply"):
@@ -159,6 +162,28 @@ class Access:
         if not missing:
             return ""
         return f"cannot {', '.join(map(str, missing))} (forbidden for {self.user or 'this user'})"
+
+
+class MissingPermissions(Exception):
+    """An action refused before any change: the API server would refuse `missing` to this user (exit 2; JSON adds
+    `details()`: {"error": "forbidden", "missing": [...]})."""
+
+    def __init__(self, action: str, missing: list[Need], user: str = "") -> None:
+        self.action, self.missing, self.user = action, missing, user
+        super().__init__(f"refused before any change: {action} needs: {', '.join(map(str, missing))}, which the "
+                         f"API server does not allow {f'user {user}' if user else 'this user'} (RBAC) — ask for "
+                         "them (a Role/ClusterRole binding) or use a context that has them")
+
+    def details(self) -> dict[str, Any]:
+        return {"error": "forbidden", "missing": [str(n) for n in self.missing]}
+
+
+def require(access: Access, action: str, settings: Any, needs: Iterable[Need] | None = None) -> None:
+    """MissingPermissions when `access` knows this user lacks a need of `action` (or of `needs`, when the plan
+    calls for fewer); permissions that could not be read refuse nothing (the API server still decides)."""
+    missing = access.missing(action_needs(action, settings) if needs is None else needs)
+    if missing:
+        raise MissingPermissions(action, missing, access.user)
 
 
 def everything(settings: Any) -> tuple[Need, ...]:
