@@ -117,8 +117,10 @@ def _connect(settings: Any) -> Any:
 
 def _backend_error(e: Exception, what: str, settings: Any) -> Stop:
     """A store error: conflict / rejected / not found → 1; the API unusable (401, 403, 5xx, unreachable) → 6."""
-    from console.kube.nfdstore import StoreConflict, StoreNotFound, StoreRejected
+    from console.kube.nfdstore import StoreConflict, StoreForbidden, StoreNotFound, StoreRejected
 
+    if isinstance(e, StoreForbidden):
+        return Stop(EXIT_USAGE, "refused", str(e), "forbidden", missing=e.missing)
     if isinstance(e, StoreConflict):
         return Stop(EXIT_FAILED, "conflict", f"{e}; nothing was overwritten, run the command again to see the "
                                              "new diff", "conflict")

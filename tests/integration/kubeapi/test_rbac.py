@@ -153,3 +153,37 @@ def test_console_access_review_against_the_lab(rbac_lab: Any) -> None:
     finally:
         api.close()
     assert nobody.cannot_read("nodes") == "cannot list nodes, watch nodes (forbidden for lab-nobody)"
+
+
+def test_stores_refuse_unsent_what_rbac_does_not_allow(rbac_lab: Any, tmp_path: Any) -> None:
+    """Below any UI: the NodeFeatureRule and ConfigMap hook stores built with the user's Access refuse a write
+    this user may not make before the guard logs an intent or a request is sent (console/kube/nfdstore.py)."""
+    from types import SimpleNamespace
+
+    from kubernetes import config
+
+    from console.audit import AuditLog
+    from console.guard import Guard
+    from console.kube.access import review
+    from console.kube.nfdstore import ConfigMapHookStore, RuleStore, StoreForbidden
+
+    api = config.new_client_from_config(config_file=str(rbac_lab.kubeconfig), context="lab-viewer")
+    log = tmp_path / "audit.log"
+    try:
+        access = review(api, SimpleNamespace(hook_store="configmap"))
+        guard = Guard(read_only=False, audit=AuditLog(log))
+        rules = RuleStore(api, guard=guard, access=access)
+        assert [r["metadata"]["name"] for r in rules.list()] == ["gpu-rule"]  # reads still work
+        with pytest.raises(StoreForbidden) as err:
+            rules.create({"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule",
+                          "metadata": {"name": "x"}, "spec": {"rules": []}})
+        assert err.value.missing == ["create nodefeaturerules.nfd.k8s-sigs.io",
+                                     "update nodefeaturerules.nfd.k8s-sigs.io"]
+        with pytest.raises(StoreForbidden):
+            ConfigMapHookStore(api, guard=guard, access=access).save("hook", "a.sh", "#!/bin/sh\n",
+                                                                     expected_version="")
+    finally:
+        api.close()
+    assert not log.exists() or log.read_text() == ""
+    names = {r["metadata"]["name"] for r in rbac_lab.store.list("nodefeaturerules.nfd.k8s-sigs.io")[0]}
+    assert names == {"gpu-rule"}
