@@ -15,6 +15,7 @@ from typing import Any
 
 from console.kube.rbacrules import path_allows, resource_allows
 from console.lab.resources import RBAC_GROUP
+from console.lab.store import NotFound
 
 Obj = dict[str, Any]
 MASTERS = "system:masters"
@@ -96,7 +97,7 @@ class Rules:
         key = f"clusterroles.{RBAC_GROUP}" if kind == "ClusterRole" else f"roles.{RBAC_GROUP}"
         try:
             role = self.store.get(key, None if kind == "ClusterRole" else namespace, name)
-        except Exception:  # the store's NotFound: a binding to a role that does not exist grants nothing
+        except (NotFound, KeyError):  # a binding to a role that does not exist (or of another kind) grants nothing
             where = f'{kind.lower()}.{RBAC_GROUP} "{name}" not found'
             return None, where
         return list(role.get("rules") or []), ""
