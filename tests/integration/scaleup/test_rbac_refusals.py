@@ -106,6 +106,37 @@ def test_viewer_nfd_apply_and_push_refuse_before_any_write(resize_lab, tmp_path)
     assert doc["error"] == "forbidden" and "create configmaps in node-feature-discovery" in doc["missing"]
 
 
+def test_viewer_revert_is_refused_at_plan_time(resize_lab, tmp_path, scale_up, h):
+    """A resize waiting in VERIFY_RESIZE (made with openstacksdk, as an admin would): the viewer's `--revert
+    --yes` exits 2 naming what a revert calls for, and Nova still waits (no revertResize)."""
+    import time
+
+    import openstack.config
+    import openstack.connection
+
+    node = "kube-worker01"
+    sid = h.server_id(resize_lab, node)
+    region = openstack.config.OpenStackConfig(config_files=[str(resize_lab.state.clouds_yaml)]).get_one("lab")
+    conn = openstack.connection.Connection(config=region)
+    try:
+        conn.compute.resize_server(sid, conn.compute.find_flavor("m1.large", ignore_missing=False).id)
+    finally:
+        conn.close()
+    deadline = time.monotonic() + 60
+    while resize_lab.nova.server(sid).status != "VERIFY_RESIZE" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert resize_lab.nova.server(sid).status == "VERIFY_RESIZE"
+    code, doc, err = scale_up(resize_lab, tmp_path, node, "--revert", "--yes", extra_env=VIEWER)
+    assert code == 2, err
+    assert doc["error"] == "forbidden" and "patch nodes" in doc["missing"]
+    assert "update leases.coordination.k8s.io in default" in doc["missing"]
+    assert doc["message"].startswith("refused before any change: revert needs: ")
+    assert resize_lab.nova.server(sid).status == "VERIFY_RESIZE" and not h.nova_actions(resize_lab, node,
+                                                                                           "revertResize")
+    code, doc, err = scale_up(resize_lab, tmp_path, node, "--revert", "--dry-run", extra_env=VIEWER)
+    assert code == 0 and doc["dry_run"] is True and "patch nodes" in doc["missing"], err
+
+
 def test_operator_scale_up_runs_with_exactly_its_permissions(resize_lab, tmp_path, scale_up, h):
     """The roles of lab-operator are enough for a whole offline resize: cordon, drain by eviction, the Lease,
     uncordon, the pods' verification (last: it resizes the node)."""
