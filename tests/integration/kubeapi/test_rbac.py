@@ -187,3 +187,11 @@ def test_stores_refuse_unsent_what_rbac_does_not_allow(rbac_lab: Any, tmp_path: 
     assert not log.exists() or log.read_text() == ""
     names = {r["metadata"]["name"] for r in rbac_lab.store.list("nodefeaturerules.nfd.k8s-sigs.io")[0]}
     assert names == {"gpu-rule"}
+
+
+def test_kubectl_auth_whoami_names_the_user_and_groups(rbac_lab: Any) -> None:
+    """authentication.k8s.io/v1 SelfSubjectReview (kubectl auth whoami, sent as protobuf)."""
+    p = kubectl(rbac_lab, "auth", "whoami", "--context", "lab-viewer", "-o", "json")
+    assert p.returncode == 0, p.stderr
+    info = json.loads(p.stdout)["status"]["userInfo"]
+    assert info == {"username": "viewer", "groups": ["system:authenticated"]}
