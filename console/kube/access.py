@@ -92,18 +92,20 @@ def action_needs(action: str, settings: Any) -> tuple[Need, ...]:
     """The permissions `action` calls for with these settings (unknown actions need nothing known: ())."""
     identity = (Need("get", "namespaces"),)  # console/runbook/identity.py reads kube-system's uid
     node = (Need("get", "nodes"),)
+    # nodes_ops.watch_until: read, then watch by metadata.name (the node's return; the planned pods Running)
+    waits = (Need("watch", "nodes"), Need("get", "pods"), Need("watch", "pods"))
     if action in ("cordon", "uncordon", "label", "taint"):
         return (*node, Need("patch", "nodes"))
     if action == "drain":
         return (*node, *_drain_needs())
     if action == "scale-up":
-        return _unique((*identity, *node, *_drain_needs(), Need("list", "pods"), *_lock_needs(settings),
+        return _unique((*identity, *node, *_drain_needs(), *waits, *_lock_needs(settings),
                         *_node_access_needs(settings)))
     if action == "kubelet-restart":  # a scale-up whose VM already has the target: no cordon, drain or VM change
-        return _unique((*identity, *node, Need("list", "pods"), *_lock_needs(settings),
+        return _unique((*identity, *node, Need("list", "pods"), *waits, *_lock_needs(settings),
                         *_node_access_needs(settings)))
     if action == "revert":
-        return _unique((*identity, *node, Need("patch", "nodes"), *_lock_needs(settings)))
+        return _unique((*identity, *node, Need("patch", "nodes"), Need("watch", "nodes"), *_lock_needs(settings)))
     if action in ("rule-apply", "nfd-apply"):
         return tuple(Need(v, "nodefeaturerules", NFD_GROUP) for v in ("get", "create", "update"))
     if action == "rule-delete":
