@@ -30,7 +30,8 @@ SCALE_UP_MISSING = {"patch nodes", "create pods/eviction", "create pods in defau
 def test_viewer_scale_up_is_refused_at_plan_time_and_nothing_changes(resize_lab, tmp_path, scale_up, h):
     sid = next(vm.server_id for vm in resize_lab.vms if vm.node_name == NODE)
     before = [a.action for a in resize_lab.nova.actions(sid)]
-    code, doc, err = scale_up(resize_lab, tmp_path, NODE, "--flavor", "m1.large", "--yes", extra_env=VIEWER)
+    # as the issue writes it: the global --context after the command, as kubectl takes it
+    code, doc, err = scale_up(resize_lab, tmp_path, NODE, "--flavor", "m1.large", "--yes", "--context", "lab-viewer")
     assert code == 2, err
     assert doc["status"] == "refused" and doc["exit_code"] == 2 and doc["error"] == "forbidden"
     assert set(doc["missing"]) >= SCALE_UP_MISSING, doc["missing"]
