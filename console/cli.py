@@ -54,7 +54,25 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in SUBCOMMANDS.values():
         importlib.import_module(module).add_parser(sub)
+    _accept_after_command(sub, ("--kubeconfig", "--context"))
     return parser
+
+
+def _accept_after_command(sub: argparse._SubParsersAction, flags: tuple[str, ...]) -> None:
+    """`console scale-up NODE … --context X` as well as `console --context X scale-up …` (kubectl takes its
+    global flags anywhere); SUPPRESS keeps the value given before the command when none is given after."""
+    seen: set[int] = set()
+    todo = list(sub.choices.values())
+    while todo:
+        p = todo.pop()
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        own = {o for a in p._actions for o in a.option_strings}
+        for flag in flags:
+            if flag not in own:
+                p.add_argument(flag, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        todo.extend(c for a in p._actions if isinstance(a, argparse._SubParsersAction) for c in a.choices.values())
 
 
 def stdout_closed() -> None:

@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(
         f"lab ready in {time.monotonic() - t0:.1f}s: scenario {scenario.name}\n"
-        f"  Kubernetes  {lab.kube_url}\n  OpenStack   {lab.openstack_url}\n  libvirt     {lab.libvirt_uri}\n"
+        f"  Kubernetes  {lab.kube_url} (contexts lab: cluster-admin; {', '.join(lab.rbac_users)}: RBAC)\n"
+        f"  OpenStack   {lab.openstack_url}\n  libvirt     {lab.libvirt_uri}\n"
         f"Point your shell at it:  set -a; . {lab.state.env}; set +a\nCtrl-C stops the lab.",
         flush=True,
     )

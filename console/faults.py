@@ -154,14 +154,19 @@ def _kube_api(e: Any, where: Where) -> Fault | None:
     server = f"the Kubernetes API server {k['server']}".rstrip()
     msg = redact(status_message(e))
     who = f"user {k['user'] or '?'} in context {k['context'] or '?'} of {k['kubeconfig']}"
+    # 401 is about who you are (authentication), 403 about what you may do (authorization: RBAC): the API
+    # server's Status message is quoted for both (k8s.io/apiserver responsewriters Unauthorized / Forbidden)
     if status == 401:
+        said = f": the server said {msg!r}" if msg and msg != "Unauthorized" else ""
         return Fault("kube-unauthorized", server,
-                     f"it rejected the credentials of {who} (401 Unauthorized: token or client certificate "
-                     "expired or wrong)", _refresh_advice(k))
+                     f"the API server does not accept these credentials ({who}; 401 Unauthorized{said}): "
+                     "it cannot tell who you are — the token or client certificate is expired, revoked or wrong",
+                     _refresh_advice(k))
     if status == 403:
         what = msg or "forbidden (403)"
-        return Fault("kube-forbidden", server, f"{what} (403 Forbidden, {who})",
-                     "ask for RBAC permission (a Role/ClusterRole binding) or use a context that has it")
+        return Fault("kube-forbidden", server,
+                     f"{what} (403 Forbidden: the API server knows who you are — {who} — but RBAC does not allow "
+                     "this)", "ask for RBAC permission (a Role/ClusterRole binding) or use a context that has it")
     return None  # other statuses (404, 409, 422) are answers, not faults of the backend
 
 

@@ -64,6 +64,26 @@ class StoreNotFound(NfdStoreError):
     """The object does not exist (any more)."""
 
 
+class StoreForbidden(NfdStoreError):
+    """Refused before the write: this user's RBAC lacks `missing` (console/kube/access.py), nothing was sent."""
+
+    def __init__(self, message: str, missing: list[str]) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+def _permitted(access: Any, action: str, settings: Any = None) -> None:
+    """StoreForbidden when `access` (console/kube/access.Access, None: not known) says this user may not."""
+    if access is None:
+        return
+    from console.kube.access import MissingPermissions, require
+
+    try:
+        require(access, action, settings)
+    except MissingPermissions as e:
+        raise StoreForbidden(str(e), e.details()["missing"]) from e
+
+
 class StoreRejected(NfdStoreError):
     """The server refused the object (validation, admission); the message is the server's reason."""
 
@@ -117,9 +137,11 @@ def _api_error(exc: Any, what: str) -> NfdStoreError:
     if status in (400, 422):
         return StoreRejected(f"{what}: rejected by the API server: {message}")
     if status == 401:
-        return NfdStoreError(f"{what}: the API server rejected the credentials (401); refresh them in the kubeconfig")
+        return NfdStoreError(f"{what}: the API server does not accept these credentials (401 {message}): it cannot "
+                             "tell who you are; refresh them in the kubeconfig")
     if status == 403:
-        return NfdStoreError(f"{what}: not allowed ({message}); ask for RBAC permission")
+        return NfdStoreError(f"{what}: not allowed ({message}): RBAC does not let this user do it; ask for RBAC "
+                             "permission")
     return NfdStoreError(f"{what}: API error {status}: {message}")
 
 
@@ -150,11 +172,12 @@ class ConfigMapHookStore:
     """Hooks and feature files in ConfigMaps `nfd-hooks-<group>` / `nfd-features-<group>`."""
 
     def __init__(self, api_client: Any, *, namespace: str = NFD_NAMESPACE, group: str = DEFAULT_GROUP,
-                 guard: Guard | None = None) -> None:
+                 guard: Guard | None = None, access: Any = None) -> None:
         from kubernetes import client
 
         self.core = client.CoreV1Api(api_client)
         self.guard = guard
+        self.access = access  # console/kube/access.Access: writes this user may not make are refused unsent
         self.namespace = namespace
         self.group = group
         self.description = f"ConfigMaps in {namespace} (group {group})"
@@ -216,6 +239,7 @@ class ConfigMapHookStore:
         verb = "save" if content is not None else "delete"
         if self.guard is None or self.guard.read_only:  # refuse before reading anything
             _guarded(self.guard, f"nfd.{kind}.{verb}", where, f"{verb} of {where}", None)
+        _permitted(self.access, "hook-save")
         cm = self._read(kind)
         if cm is None:
             if content is None:
@@ -387,15 +411,17 @@ def _check_name(name: str) -> None:
         raise NfdStoreError(f"invalid file name {name!r}: ConfigMap keys allow only letters, digits, '-', '_', '.'")
 
 
-def hook_store(settings: Any, api_client: Any, group: str = DEFAULT_GROUP, *, guard: Guard | None = None) -> HookStore:
+def hook_store(settings: Any, api_client: Any, group: str = DEFAULT_GROUP, *, guard: Guard | None = None,
+               access: Any = None) -> HookStore:
     """The store the settings ask for (`hook_store: configmap | directory`, `hook_dir`); writes go through
-    `guard` (without one the store only reads)."""
+    `guard` (without one the store only reads) and, for the ConfigMap store, are refused unsent when `access`
+    (console/kube/access.Access) says this user may not make them."""
     if getattr(settings, "hook_store", "configmap") == "directory":
         hook_dir = getattr(settings, "hook_dir", None)
         if not hook_dir:
             raise NfdStoreError("hook_store is 'directory' but hook_dir is not set; set hook_dir in config.yaml")
         return DirectoryHookStore(hook_dir, guard=guard)
-    return ConfigMapHookStore(api_client, group=group, guard=guard)
+    return ConfigMapHookStore(api_client, group=group, guard=guard, access=access)
 
 
 # -- NodeFeatureRules ------------------------------------------------------------------------------------------
@@ -404,16 +430,19 @@ def hook_store(settings: Any, api_client: Any, group: str = DEFAULT_GROUP, *, gu
 class RuleStore:
     """NodeFeatureRules through CustomObjectsApi; every write can be a server-side dry-run."""
 
-    def __init__(self, api_client: Any, *, guard: Guard | None = None) -> None:
+    def __init__(self, api_client: Any, *, guard: Guard | None = None, access: Any = None) -> None:
         from kubernetes import client
 
         self.custom = client.CustomObjectsApi(api_client)
         self.guard = guard
+        self.access = access  # console/kube/access.Access: writes this user may not make are refused unsent
 
     def _write(self, verb: str, name: str, dry_run: bool, before: Any) -> contextlib.AbstractContextManager[Any]:
-        """A server-side dry-run persists nothing (allowed read-only, not audited); a real write is guarded."""
+        """A server-side dry-run persists nothing (allowed read-only, not audited); a real write is guarded, and
+        refused unsent (StoreForbidden) when this user's RBAC lacks it."""
         if dry_run:
             return contextlib.nullcontext(Mutation(""))
+        _permitted(self.access, "rule-delete" if verb == "delete" else "rule-apply")
         return _guarded(self.guard, f"nfd.rule.{verb}", f"nodefeaturerule/{name}",
                         f"{verb} of NodeFeatureRule {name}", before)
 

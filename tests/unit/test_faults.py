@@ -169,3 +169,17 @@ def test_hostname_mismatch_says_the_name_not_the_ca(kubeconfig: faults.Where) ->
     f = faults.classify(MaxRetryError(None, "/api", SSLError(cause)), kubeconfig)  # type: ignore[arg-type]
     assert f is not None and f.kind == "kube-tls" and "not valid for that name" in f.message
     assert "server URL of cluster prod-cluster" in f.message
+
+
+def test_401_says_who_you_are_403_what_you_may_do(kubeconfig: faults.Where) -> None:
+    """Authentication vs authorization (k8s.io/apiserver responsewriters): a 401 is about the credentials, a 403
+    about RBAC; both quote the server's Status message when it says more than the reason."""
+    unauth = faults.classify(_api_exception(401, "token has expired"), kubeconfig)
+    assert unauth is not None
+    assert "does not accept these credentials (user alice in context prod" in unauth.message
+    assert "'token has expired'" in unauth.message and "RBAC" not in unauth.message
+    msg = 'nodes "w1" is forbidden: User "alice" cannot patch resource "nodes" in API group "" at the cluster scope'
+    forbidden = faults.classify(_api_exception(403, msg), kubeconfig)
+    assert forbidden is not None and forbidden.message.startswith(f"the Kubernetes API server https://10.0.0.1:6443: "
+                                                                  f"{msg} (403 Forbidden: the API server knows who")
+    assert "credentials" not in forbidden.message

@@ -11,9 +11,10 @@ from typing import Any
 
 from aiohttp import web
 
-from console.lab.kubeapi import discovery, listing, objects, pods
+from console.lab.kubeapi import authz, discovery, listing, objects, pods, reviews
 from console.lab.kubeapi.encoding import json_response
 from console.lab.kubeapi.listing import Snapshots
+from console.lab.kubeapi.rbac import AUTHENTICATED, MASTERS, Attributes, Rules, User
 from console.lab.kubeapi.status import ApiError, from_store_error, status_body
 from console.lab.kubeapi.tls import make_serving_cert
 from console.lab.podlogs import PodLogs
@@ -83,8 +84,8 @@ class _State:
     logs: PodLogs
     token: str | None
     address: str = ""
-    # tokens of users that authenticate but hold no RBAC binding: every resource request is 403 (authz.py)
-    unbound: dict[str, str] = field(default_factory=dict)
+    # tokens of the users RBAC decides for (kubeapi/rbac.py); the admin token is `system:masters`
+    users: dict[str, User] = field(default_factory=dict)
     # the key that signs short-lived tokens (lab/kubeapi/authn.py: the `lab-exec` user, cluster-admin)
     exec_key: bytes | None = None
     snaps: Snapshots = field(default_factory=Snapshots)
@@ -94,7 +95,8 @@ class _State:
 
 
 _STATE = web.AppKey("state", _State)
-_UNBOUND_USER = web.RequestKey("unbound_user", str)
+_USER = web.RequestKey("user", User)
+ADMIN = User("lab-admin", (MASTERS, AUTHENTICATED))
 
 
 def _method_not_allowed(method: str) -> ApiError:
@@ -171,7 +173,11 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     if path == "/":
         return json_response({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version",
                                         *sorted(f"/apis/{g}" for g in discovery.group_versions() if g)]})
+    user = request.get(_USER)
+    rbac = user is not None and MASTERS not in user.groups
     static = _static(path, st)
+    if rbac and static is not None:
+        authz.check(Rules(st.store), user, Attributes(request.method.lower(), path=path, resource_request=False))
     if static is False:
         raise _not_found()
     if static is not None:
@@ -182,15 +188,20 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     if segs[0] not in ("api", "apis"):
         return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
     if len(segs) >= 5 and segs[:3] == ["api", "v1", "nodes"] and segs[4] == "proxy":
+        if rbac:
+            verb = authz.request_verb(request.method, segs[3], False)
+            authz.check(Rules(st.store), user, Attributes(verb, "nodes", "", "proxy", "", segs[3]))
         return _proxy_node(request, st, segs[3], "/".join(segs[5:]))
     target = parse_resource_path(segs)
-    user = request.get(_UNBOUND_USER)
-    if user:
-        from console.lab.kubeapi.authz import forbidden, request_verb
-
+    if rbac:
         watching = target.legacy_watch or request.query.get("watch") in ("true", "1")
-        raise forbidden(user, request_verb(request.method, target.name, watching), target.rt.group,
-                        target.rt.plural, target.sub, target.namespace, target.name)
+        authz.check(Rules(st.store), user, authz.resource_attributes(
+            request.method, target.rt.group, target.rt.plural, target.sub, target.namespace, target.name, watching,
+            request.query))
+    if target.rt.group in (reviews.AUTHORIZATION_GROUP, reviews.AUTHENTICATION_GROUP):
+        if request.method != "POST" or target.name is not None:
+            raise _method_not_allowed(request.method)
+        return await reviews.review(request, Rules(st.store), user or ADMIN, target.rt.plural)
     try:
         return await _resource(request, st, target)
     except StoreError as err:
@@ -227,12 +238,14 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     st: _State = request.app[_STATE]
     if st.token is not None and request.path not in _OPEN_PATHS:
         auth = request.headers.get("Authorization", "")
-        unbound = st.unbound.get(auth.removeprefix("Bearer ")) if auth.startswith("Bearer ") else None
-        if unbound:
-            request[_UNBOUND_USER] = unbound
-        elif _signed_token_user(st, auth):
-            pass  # cluster-admin, like the lab token
-        elif not hmac.compare_digest(auth.encode(), f"Bearer {st.token}".encode()):
+        user = st.users.get(auth.removeprefix("Bearer ")) if auth.startswith("Bearer ") else None
+        if user is not None:
+            request[_USER] = user
+        elif hmac.compare_digest(auth.encode(), f"Bearer {st.token}".encode()):
+            request[_USER] = ADMIN
+        elif (signed := _signed_token_user(st, auth)) is not None:
+            request[_USER] = User(signed, (MASTERS, AUTHENTICATED))  # cluster-admin, like the lab token
+        else:
             return json_response(status_body(401, "Unauthorized", "Unauthorized"), 401)
     try:
         return await handler(request)
@@ -293,20 +306,27 @@ async def start_kube_api(
     unbound: dict[str, str] | None = None,
     watch_expiry: float | None = None,
     exec_key: bytes | None = None,
+    users: dict[str, str] | None = None,
 ) -> KubeAPI:
     """Start serving `store` on the running asyncio loop; port 0 picks a free port.
 
     `tls` defaults to on when a token is set: kubectl never sends a bearer token
     to a plain-http server. The CA to trust is `KubeAPI.ca_pem`. `unbound`: {token: user name} of users
-    that authenticate but may do nothing (403 on every resource request, lab/kubeapi/authz.py).
+    that authenticate but hold no RBAC binding (403 on every resource request, lab/kubeapi/authz.py); `users`:
+    {token: user name} of the users RBAC decides for (group system:authenticated). The bootstrap RBAC policy is
+    created in `store` when absent (console/lab/rbac_policy.py), as kube-apiserver reconciles it at start.
     `watch_expiry`: watches end after that many seconds with a 410 ERROR event, and the store is compacted
     every that many seconds (list/watch from before the compaction: 410), see `_compact`. `exec_key`
     signs the short-lived tokens of the exec plugin (lab/kubeapi/authn.py), accepted until they expire.
     """
+    from console.lab.rbac_policy import bootstrap, seed
+
+    seed(store, bootstrap())
     use_tls = token is not None if tls is None else tls
     cert = make_serving_cert(host) if use_tls else None
     app = web.Application(middlewares=[_guard], client_max_size=64 * 1024 * 1024)
-    state = _State(store, logs, token, node_proxy=node_proxy, unbound=dict(unbound or {}),
+    known = {**(unbound or {}), **(users or {})}
+    state = _State(store, logs, token, node_proxy=node_proxy, users={t: User(n) for t, n in known.items()},
                    watch_expiry=watch_expiry or None, exec_key=exec_key)
     app[_STATE] = state
     app.router.add_route("*", "/{tail:.*}", _dispatch)
