@@ -101,6 +101,9 @@ def test_wrapped_faults_are_found_through_the_cause_chain() -> None:
     from console.infra.protocol import InfraError
 
     err = libvirt.libvirtError("Failed to connect socket to '/run/x.sock': No such file or directory")
+    # what libvirt sets for a socket it cannot connect to (VIR_ERR_SYSTEM_ERROR); a hand-made error would
+    # otherwise carry this thread's last libvirt error, whatever an earlier test left
+    err.err = (libvirt.VIR_ERR_SYSTEM_ERROR, 7, str(err), 2, None, None, None, -1, 0)
     try:
         try:
             raise err

@@ -77,7 +77,8 @@ def test_kubeconfig_list_with_the_current_context_in_the_second_file(lab: Lab, t
     try:
         names, current = contexts()
         api, target = connect()
-        assert (current, sorted(names)) == (kube_current, sorted(kube_names)) == ("lab", ["decoy", "lab", "lab-exec"])
+        assert (current, sorted(names)) == (kube_current, sorted(kube_names)) == (
+            "lab", ["decoy", "lab", "lab-exec", "lab-operator", "lab-viewer"])
         assert target.context == "lab" and target.server == lab.kube_url
         assert target.files == (str(tmp_path / "a"), str(lab.state.kubeconfig))
         assert "default" in _namespaces(api)
