@@ -29,6 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pods-per-node", type=int, default=None, help="pods per node in the scale world (default 30)")
     p.add_argument("--libvirt", choices=("auto", "qemu", "test"), default="auto",
                    help="hypervisor: real QEMU driver, libvirt's test driver, or auto (QEMU when installed)")
+    p.add_argument("--no-metrics", action="store_true",
+                   help="do not serve metrics.k8s.io (as a cluster without metrics-server)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"console lab: cannot create the state directory {state_dir}: {e.strerror}; pass --state-dir",
               file=sys.stderr)
         return 2
-    lab = Lab(scenario, state_dir, libvirt=args.libvirt)
+    lab = Lab(scenario, state_dir, libvirt=args.libvirt, metrics=not args.no_metrics)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -39,11 +39,13 @@ class Lab:
         *,
         libvirt: Literal["auto", "qemu", "test"] = "auto",
         nova_timing: Any = None,
+        metrics: bool = True,
     ) -> None:
         self.scenario = scenario
         self.state = StateDir(Path(state_dir))
         self.libvirt_driver = libvirt
         self.nova_timing = nova_timing
+        self.metrics = metrics  # serve metrics.k8s.io, as metrics-server does
         self.store = Store()
         self.logs = PodLogs()
         self.vms = seed.vm_specs(scenario)
@@ -210,7 +212,8 @@ class Lab:
         progress("starting the Kubernetes and OpenStack APIs")
         self.kube_api = self._loop.call(start_kube_api(self.store, self.logs, token=self._token,
                                                        node_proxy=self._kubelet_proxy,
-                                                       unbound={self._nobody_token: NOBODY_USER}))
+                                                       unbound={self._nobody_token: NOBODY_USER},
+                                                       metrics_server=self.metrics))
         self._stack.append(lambda: self._loop.call(self.kube_api.stop()))
         write_kubeconfig(self.state.kubeconfig, self.kube_api.url, self._token, ca_pem=self.kube_api.ca_pem)
         if self.vms:

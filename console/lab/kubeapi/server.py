@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hmac
 import logging
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
-from console.lab.kubeapi import discovery, listing, objects, pods
+from console.lab.kubeapi import discovery, listing, metrics, objects, pods
 from console.lab.kubeapi.encoding import json_response
 from console.lab.kubeapi.listing import Snapshots
 from console.lab.kubeapi.status import ApiError, from_store_error, status_body
@@ -87,6 +88,10 @@ class _State:
     snaps: Snapshots = field(default_factory=Snapshots)
     # the node proxy to the kubelets: (node, path) -> (HTTP status, body, content type)
     node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None
+    # metrics.k8s.io as metrics-server serves it through the aggregator (None: not installed)
+    metrics: metrics.Metrics | None = None
+    # the last requests as "METHOD /path?query", like the API server's audit log, for tests to count calls
+    request_log: deque[str] = field(default_factory=lambda: deque(maxlen=10_000))
 
 
 _STATE = web.AppKey("state", _State)
@@ -141,8 +146,12 @@ def _static(path: str, st: _State) -> Any:
     """Non-resource endpoints: discovery, version, health. None when not one of them."""
     if path == "/api":
         return discovery.api_versions(st.address)
+    served = st.metrics is not None and st.metrics.served
     if path == "/apis":
-        return discovery.api_group_list()
+        groups = discovery.api_group_list()
+        if served:  # the aggregator adds the APIService's group to discovery
+            groups = {**groups, "groups": [*groups["groups"], metrics.group()]}
+        return groups
     if path == "/version":
         return discovery.VERSION
     segs = path.strip("/").split("/")
@@ -152,6 +161,11 @@ def _static(path: str, st: _State) -> Any:
         return discovery.openapi_v3_doc(path[len("/openapi/v3/"):]) or False
     if path == "/api/v1":
         return discovery.resource_list("", "v1")
+    if segs[:2] == ["apis", metrics.GROUP] and len(segs) <= 3:
+        if not served or (len(segs) == 3 and segs[2] != metrics.VERSION):
+            return False
+        return {"kind": "APIGroup", "apiVersion": "v1", **metrics.group()} if len(segs) == 2 else \
+            metrics.resource_list()
     if segs[0] == "apis" and len(segs) == 2:
         return discovery.api_group(segs[1]) or False
     if segs[0] == "apis" and len(segs) == 3:
@@ -165,8 +179,11 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     if path in _OPEN_PATHS or path.startswith(("/healthz/", "/readyz/", "/livez/")):
         return web.Response(text="ok", content_type="text/plain")
     if path == "/":
+        groups = [g for g in discovery.group_versions() if g]
+        if st.metrics is not None and st.metrics.served:
+            groups.append(metrics.GROUP)
         return json_response({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version",
-                                        *sorted(f"/apis/{g}" for g in discovery.group_versions() if g)]})
+                                        *sorted(f"/apis/{g}" for g in groups)]})
     static = _static(path, st)
     if static is False:
         raise _not_found()
@@ -179,18 +196,27 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
         return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
     if len(segs) >= 5 and segs[:3] == ["api", "v1", "nodes"] and segs[4] == "proxy":
         return _proxy_node(request, st, segs[3], "/".join(segs[5:]))
+    if segs[:3] == ["apis", metrics.GROUP, metrics.VERSION] and st.metrics is not None and st.metrics.served:
+        rt, ns, name = metrics.target(segs)
+        _refuse_unbound(request, rt.group, rt.plural, ns, name)
+        return metrics.serve(request, st.metrics, rt, ns, name)
     target = parse_resource_path(segs)
-    user = request.get(_UNBOUND_USER)
-    if user:
-        from console.lab.kubeapi.authz import forbidden, request_verb
-
-        watching = target.legacy_watch or request.query.get("watch") in ("true", "1")
-        raise forbidden(user, request_verb(request.method, target.name, watching), target.rt.group,
-                        target.rt.plural, target.sub, target.namespace, target.name)
+    _refuse_unbound(request, target.rt.group, target.rt.plural, target.namespace, target.name, target.sub,
+                    target.legacy_watch)
     try:
         return await _resource(request, st, target)
     except StoreError as err:
         raise from_store_error(err, target.rt, target.name) from None
+
+
+def _refuse_unbound(request: web.Request, group: str, plural: str, namespace: str | None, name: str | None,
+                    sub: str | None = None, legacy_watch: bool = False) -> None:
+    user = request.get(_UNBOUND_USER)
+    if user:
+        from console.lab.kubeapi.authz import forbidden, request_verb
+
+        watching = legacy_watch or request.query.get("watch") in ("true", "1")
+        raise forbidden(user, request_verb(request.method, name, watching), group, plural, sub, namespace, name)
 
 
 def _proxy_node(request: web.Request, st: _State, node: str, path: str) -> web.StreamResponse:
@@ -209,6 +235,7 @@ def _proxy_node(request: web.Request, st: _State, node: str, path: str) -> web.S
 @web.middleware
 async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     st: _State = request.app[_STATE]
+    st.request_log.append(f"{request.method} {request.path_qs}")
     if st.token is not None and request.path not in _OPEN_PATHS:
         auth = request.headers.get("Authorization", "")
         unbound = st.unbound.get(auth.removeprefix("Bearer ")) if auth.startswith("Bearer ") else None
@@ -237,8 +264,9 @@ class KubeAPI:
     """
 
     def __init__(self, runner: web.AppRunner, host: str, port: int, ca_pem: bytes | None,
-                 ssl_context: Any = None) -> None:
+                 ssl_context: Any = None, state: _State | None = None) -> None:
         self._runner = runner
+        self._state = state
         self._ssl_context = ssl_context
         self.host = host
         self.port = port
@@ -247,6 +275,16 @@ class KubeAPI:
 
     async def stop(self) -> None:
         await self._runner.cleanup()
+
+    @property
+    def metrics(self) -> metrics.Metrics | None:
+        """The metrics.k8s.io backend (None when started without it); `metrics.served = False` unregisters it."""
+        return self._state.metrics if self._state else None
+
+    def requests(self, prefix: str = "") -> list[str]:
+        """The requests served so far ("GET /api/v1/nodes?limit=500"), oldest first, those starting with `prefix`."""
+        log = list(self._state.request_log) if self._state else []
+        return [r for r in log if r.startswith(prefix)]
 
     async def close_port(self) -> None:
         """As a stopped API server: the port refuses connections and the open ones (watches) drop."""
@@ -270,17 +308,20 @@ async def start_kube_api(
     tls: bool | None = None,
     node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None,
     unbound: dict[str, str] | None = None,
+    metrics_server: bool = True,
 ) -> KubeAPI:
     """Start serving `store` on the running asyncio loop; port 0 picks a free port.
 
     `tls` defaults to on when a token is set: kubectl never sends a bearer token
     to a plain-http server. The CA to trust is `KubeAPI.ca_pem`. `unbound`: {token: user name} of users
     that authenticate but may do nothing (403 on every resource request, lab/kubeapi/authz.py).
+    `metrics_server`: serve metrics.k8s.io (lab/kubeapi/metrics.py) as a cluster with metrics-server does.
     """
     use_tls = token is not None if tls is None else tls
     cert = make_serving_cert(host) if use_tls else None
     app = web.Application(middlewares=[_guard], client_max_size=64 * 1024 * 1024)
-    state = _State(store, logs, token, node_proxy=node_proxy, unbound=dict(unbound or {}))
+    state = _State(store, logs, token, node_proxy=node_proxy, unbound=dict(unbound or {}),
+                   metrics=metrics.Metrics(store) if metrics_server else None)
     app[_STATE] = state
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     # open watches end within a second of stop() instead of at their timeoutSeconds
@@ -292,4 +333,4 @@ async def start_kube_api(
     sockets = site._server.sockets if site._server else []  # the bound port when port=0
     bound = sockets[0].getsockname()[1] if sockets else port
     state.address = f"{host}:{bound}"
-    return KubeAPI(runner, host, bound, cert.ca_pem if cert else None, ssl_context)
+    return KubeAPI(runner, host, bound, cert.ca_pem if cert else None, ssl_context, state)
