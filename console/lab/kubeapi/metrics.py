@@ -54,8 +54,8 @@ def _stamp(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _fraction(uid: str, t: float, base: float, swing: float) -> float:
-    phase = (zlib.crc32(uid.encode()) % 1000) / 1000 * 2 * math.pi
+def _fraction(key: str, t: float, base: float, swing: float) -> float:
+    phase = (zlib.crc32(key.encode()) % 1000) / 1000 * 2 * math.pi
     return base + swing * math.sin(2 * math.pi * t / PERIOD + phase)
 
 
@@ -64,12 +64,12 @@ def _ready(node: Obj) -> bool:
                for c in (node.get("status") or {}).get("conditions") or [])
 
 
-def _container_usage(pod_uid: str, container: Obj, t: float) -> tuple[int, int]:
+def _container_usage(pod_key: str, container: Obj, t: float) -> tuple[int, int]:
     """(nanocores, bytes) a container uses at scrape time `t`."""
     req = (container.get("resources") or {}).get("requests") or {}
     cpu_m = quantity("cpu", str(req["cpu"])) if "cpu" in req else 10
     mem = quantity("memory", str(req["memory"])) if "memory" in req else 32 * 1024 * 1024
-    key = f"{pod_uid}/{container.get('name', '')}"
+    key = f"{pod_key}/{container.get('name', '')}"
     cpu_n = int(cpu_m * 1_000_000 * _fraction(key, t, 0.45, 0.3))
     mem_b = int(mem * _fraction(key + "m", t, 0.6, 0.15))
     return cpu_n, mem_b // 1024 * 1024
@@ -97,8 +97,8 @@ class Metrics:
             spec, status = pod.get("spec") or {}, pod.get("status") or {}
             if status.get("phase") != "Running" or spec.get("nodeName") not in nodes:
                 continue
-            uid = pod["metadata"].get("uid", pod["metadata"]["name"])
-            out.append((pod, [(c.get("name", ""), *_container_usage(uid, c, t)) for c in spec.get("containers") or []]))
+            key = f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"  # same phase in every run
+            out.append((pod, [(c.get("name", ""), *_container_usage(key, c, t)) for c in spec.get("containers") or []]))
         return out
 
     def node_metrics(self) -> list[Obj]:
