@@ -10,7 +10,7 @@ Hooks and feature files sit behind one protocol (`HookStore`) with two backends:
 
 `RuleStore` reads and writes NodeFeatureRules (cluster-scoped) through CustomObjectsApi, with
 server-side dry-run and resourceVersion on every write. `list_node_features` and `list_nodes`
-feed previews. Blocking calls: run them in thread workers.
+feed previews; `cluster_nfd_version` reads the version from one NodeFeature. Blocking calls: run them in thread workers.
 
 Every write (save, delete; a rule's create, replace, delete unless it is a server-side dry-run) goes through
 the `guard` the store was built with (console/guard.py): read-only refuses it, the audit intent is on disk
@@ -537,6 +537,23 @@ def list_node_features(api_client: Any, node: str | None = None) -> dict[str, li
         if node:
             out.setdefault(node, []).append(nf)
     return out
+
+
+def cluster_nfd_version(api_client: Any) -> str | None:
+    """The NFD version the cluster runs, from ONE NodeFeature: a single `limit=1` list of those nfd-worker
+    writes (they carry its node-name label and, since v0.12, its version annotation), not every NodeFeature of
+    the cluster. None when there is none or it carries no version."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    custom = client.CustomObjectsApi(api_client)
+    try:
+        items = _json(custom.list_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL, limit=1,
+                                                        label_selector=NODE_NAME_LABEL,
+                                                        _preload_content=False)).get("items") or []
+    except ApiException as e:
+        raise _api_error(e, "NodeFeatures") from e
+    return detect_nfd_version({"": items[:1]})
 
 
 def list_nodes(api_client: Any) -> dict[str, dict[str, Any]]:

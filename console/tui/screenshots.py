@@ -63,6 +63,9 @@ async def _node(pilot: Any) -> None:
     pilot.app.screen.query_one("#nodes-table").move_to("kube-worker03")
     await pilot.press("enter")
     await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "NodeDetailScreen")
+    events = pilot.app.screen.events_watch
+    if events is not None:
+        await wait_until(pilot, events.cache.synced.is_set, what="the node's events")
     metrics = pilot.app.metrics
     if metrics is not None and metrics.snapshot().state == "live":  # the screen asks for the pods' usage
         await wait_until(pilot, lambda: metrics.snapshot().pods and pilot.app.view.generation[3] == metrics.generation,

@@ -60,6 +60,7 @@ class NodeDetailScreen(ConsoleScreen):
         super().__init__()
         self.node_name = node
         self._events_gen = -1
+        self.events_watch: Any = None  # this node's events, field-selected (console/kube/events.EventWatch)
         self._node_rv = ""
         self._rule_keys: frozenset[str] = frozenset()
         self._labels_seen: frozenset[str] | None = None
@@ -75,6 +76,8 @@ class NodeDetailScreen(ConsoleScreen):
     def on_mount(self) -> None:
         self.ready = True
         self.query_one("#node-body").focus()
+        if self.app.events is not None:
+            self.events_watch = self.app.events.watch_object("Node", self.node_name)
         self.view_changed(self.app.view)
         self.set_interval(1.0, self._refresh_events)
         if getattr(self.app, "metrics", None) is not None:
@@ -237,7 +240,7 @@ class NodeDetailScreen(ConsoleScreen):
             self._section("labels", self._labels(node, theme_colors(self.app)))
 
     def _refresh_events(self, force: bool = False) -> None:
-        events = self.app.events
+        events = self.events_watch
         if events is None or not self.ready:
             return
         gen = events.cache.generation
@@ -245,7 +248,7 @@ class NodeDetailScreen(ConsoleScreen):
             return
         self._events_gen = gen
         colors = theme_colors(self.app)
-        evs = events.for_object("Node", self.node_name)
+        evs = events.recent()
         out = self._heading(f"Events ({len(evs)} recent)", colors)
         now = self.app.clock()
         for e in evs:
@@ -273,6 +276,8 @@ class NodeDetailScreen(ConsoleScreen):
 
     def on_unmount(self) -> None:
         self._events_gen = -1
+        if self.events_watch is not None:
+            self.events_watch.stop()
         if getattr(self.app, "metrics", None) is not None:
             self.app.metrics.want_pods(False)
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 import secrets
 import shutil
 import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
 from console.kube.metrics import MetricsReader
+from console.kube.model import fmt_cpu, fmt_mem
 
 KubeLab = Any  # the kube_lab fixture's type, from conftest.py
 FROZEN = 1_800_000_000.0
@@ -98,6 +101,19 @@ async def _until(pilot: Any, predicate: Any, what: str) -> None:
     await wait_until(pilot, predicate, timeout=30, what=what)
 
 
+@asynccontextmanager
+async def _with_usage(lab: KubeLab, size: tuple[int, int]) -> AsyncIterator[tuple[Any, Any]]:
+    """The console open on the lab until worker-1's usage is in the rows."""
+    app = _app(lab)
+    try:
+        async with app.run_test(size=size) as pilot:
+            await _until(pilot, lambda: app.view.rows and app.view.rows_by_name["worker-1"].usage, "usage in rows")
+            await pilot.pause()
+            yield app, pilot
+    finally:
+        app.kube.stop()
+
+
 def _cells(app: Any, node: str) -> dict[str, str]:
     table = app.screen.query_one("#nodes-table")
     i = table.keys.index(node)
@@ -106,31 +122,31 @@ def _cells(app: Any, node: str) -> dict[str, str]:
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 async def test_nodes_table_and_detail_show_usage_next_to_requests(frozen: KubeLab) -> None:
-    app = _app(frozen)
     top = _top_nodes(frozen)
-    try:
-        async with app.run_test(size=(80, 24)) as pilot:
-            await _until(pilot, lambda: app.view.rows and app.view.rows_by_name["worker-1"].usage, "usage in rows")
-            await pilot.pause()
-            table = app.screen.query_one("#nodes-table")
-            shown = [c.key for c in table.visible_columns]
-            assert shown[:6] == ["name", "status", "cpu", "mem", "cpu_use", "mem_use"]  # readable at 80×24
-            cells = _cells(app, "worker-1")
-            assert cells["cpu_use"] == top["worker-1"][1] and cells["mem_use"] == top["worker-1"][3]  # "28%"
-            assert cells["cpu"].endswith("1.5/4")  # requested/allocatable beside it
-            table.move_to("worker-1")
-            await pilot.press("enter")
-            await _until(pilot, lambda: type(app.screen).__name__ == "NodeDetailScreen", "node detail")
-            await _until(pilot, lambda: app.metrics.snapshot().pods, "pod usage")
-            await pilot.pause(0.3)
-            resources = str(app.screen.query_one("#node-resources").render())
-            assert "in use" in resources
-            cpu_line = next(ln for ln in resources.splitlines() if ln.strip().startswith("cpu"))
-            assert cpu_line.rstrip().endswith(f"{int(top['worker-1'][1].rstrip('%')):>3}%")
+    async with _with_usage(frozen, (80, 24)) as (app, pilot):
+        table = app.screen.query_one("#nodes-table")
+        shown = [c.key for c in table.visible_columns]
+        assert shown[:6] == ["name", "status", "cpu", "mem", "cpu_use", "mem_use"]  # readable at 80×24
+        cells = _cells(app, "worker-1")
+        assert cells["cpu_use"] == top["worker-1"][1] and cells["mem_use"] == top["worker-1"][3]  # "28%"
+        assert cells["cpu"].endswith("1.5/4")  # requested/allocatable beside it
+        table.move_to("worker-1")
+        await pilot.press("enter")
+        await _until(pilot, lambda: type(app.screen).__name__ == "NodeDetailScreen", "node detail")
+        await _until(pilot, lambda: app.metrics.snapshot().pods, "pod usage")
+        web = app.metrics.snapshot().pod("default", "web-1")
+        assert web is not None and 0 < web.cpu_m < 500  # part of its 500m request
+        want = f"use {fmt_cpu(web.cpu_m):>4} {fmt_mem(web.memory):>7}"
+
+        def web_line() -> str:
             pods = str(app.screen.query_one("#node-pods").render())
-            assert "use" in next(ln for ln in pods.splitlines() if "web-1" in ln)
-    finally:
-        app.kube.stop()
+            return next((ln for ln in pods.splitlines() if "web-1" in ln), "")
+
+        await _until(pilot, lambda: web_line().rstrip().endswith(want), "web-1's usage in the pods section")
+        resources = str(app.screen.query_one("#node-resources").render())
+        assert "in use" in resources
+        cpu_line = next(ln for ln in resources.splitlines() if ln.strip().startswith("cpu"))
+        assert cpu_line.rstrip().endswith(f"{int(top['worker-1'][1].rstrip('%')):>3}%")
 
 
 async def test_nodes_table_shows_absent_usage_when_not_served(kube_lab: KubeLab) -> None:
@@ -147,3 +163,20 @@ async def test_nodes_table_shows_absent_usage_when_not_served(kube_lab: KubeLab)
             assert "usage n/a: metrics.k8s.io is not served" in status
     finally:
         app.kube.stop()
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+async def test_wide_table_prints_usage_as_kubectl_top_and_rules_read_the_nfd_version_once(frozen: KubeLab) -> None:
+    top = _top_nodes(frozen)
+    async with _with_usage(frozen, (120, 30)) as (app, pilot):
+        cells = _cells(app, "worker-1")
+        cpu, cpu_pct, mem, mem_pct = top["worker-1"]
+        assert cells["cpu_use"] == f"{cpu} {cpu_pct}" and cells["mem_use"] == f"{mem} {mem_pct}"
+        seen = len(frozen.api.requests())
+        app.run_command_text("rules")
+        await _until(pilot, lambda: type(app.screen).__name__ == "RulesScreen", "rules screen")
+        await _until(pilot, lambda: any("nodefeaturerules" in r for r in frozen.api.requests()[seen:]),
+                     "rules listed")
+        await app.workers.wait_for_complete()
+        reads = [r for r in frozen.api.requests()[seen:] if "/nodefeatures?" in r or r.endswith("/nodefeatures")]
+        assert len(reads) == 1 and "limit=1" in reads[0]  # the version from one NodeFeature
