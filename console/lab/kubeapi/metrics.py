@@ -86,11 +86,21 @@ class Metrics:
         self.store = store
         self.served = served
         self.clock = clock
+        # one scrape per resolution and store state: the scale world's 150,000 pods are not redone per request
+        self._last: tuple[tuple[float, int], list[tuple[Obj, list[tuple[str, int, int]]]]] | None = None
 
     def _scrape_time(self) -> float:
         return math.floor(self.clock() / RESOLUTION) * RESOLUTION
 
     def _scraped_pods(self, t: float) -> list[tuple[Obj, list[tuple[str, int, int]]]]:
+        key = (t, self.store.resource_version)
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        out = self._scrape_pods(t)
+        self._last = (key, out)
+        return out
+
+    def _scrape_pods(self, t: float) -> list[tuple[Obj, list[tuple[str, int, int]]]]:
         nodes = {n["metadata"]["name"] for n in self.store.list("nodes", None, None)[0] if _ready(n)}
         out = []
         for pod in self.store.list("pods", None, None)[0]:
