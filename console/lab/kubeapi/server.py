@@ -197,26 +197,32 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     if len(segs) >= 5 and segs[:3] == ["api", "v1", "nodes"] and segs[4] == "proxy":
         return _proxy_node(request, st, segs[3], "/".join(segs[5:]))
     if segs[:3] == ["apis", metrics.GROUP, metrics.VERSION] and st.metrics is not None and st.metrics.served:
-        rt, ns, name = metrics.target(segs)
-        _refuse_unbound(request, rt.group, rt.plural, ns, name)
-        return metrics.serve(request, st.metrics, rt, ns, name)
+        return _metrics(request, st, segs)
     target = parse_resource_path(segs)
-    _refuse_unbound(request, target.rt.group, target.rt.plural, target.namespace, target.name, target.sub,
-                    target.legacy_watch)
+    user = request.get(_UNBOUND_USER)
+    if user:
+        from console.lab.kubeapi.authz import forbidden, request_verb
+
+        watching = target.legacy_watch or request.query.get("watch") in ("true", "1")
+        raise forbidden(user, request_verb(request.method, target.name, watching), target.rt.group,
+                        target.rt.plural, target.sub, target.namespace, target.name)
     try:
         return await _resource(request, st, target)
     except StoreError as err:
         raise from_store_error(err, target.rt, target.name) from None
 
 
-def _refuse_unbound(request: web.Request, group: str, plural: str, namespace: str | None, name: str | None,
-                    sub: str | None = None, legacy_watch: bool = False) -> None:
+def _metrics(request: web.Request, st: _State, segs: list[str]) -> web.StreamResponse:
+    """/apis/metrics.k8s.io/v1beta1/...: authorized like any resource (the aggregator checks RBAC first)."""
+    assert st.metrics is not None
+    rt, ns, name = metrics.target(segs)
     user = request.get(_UNBOUND_USER)
     if user:
         from console.lab.kubeapi.authz import forbidden, request_verb
 
-        watching = legacy_watch or request.query.get("watch") in ("true", "1")
-        raise forbidden(user, request_verb(request.method, name, watching), group, plural, sub, namespace, name)
+        raise forbidden(user, request_verb(request.method, name, request.query.get("watch") in ("true", "1")),
+                        rt.group, rt.plural, None, ns, name)
+    return metrics.serve(request, st.metrics, rt, ns, name)
 
 
 def _proxy_node(request: web.Request, st: _State, node: str, path: str) -> web.StreamResponse:
