@@ -518,17 +518,30 @@ def _rule_body(obj: dict[str, Any]) -> dict[str, Any]:
 # -- inputs for previews ---------------------------------------------------------------------------------------
 
 
+NF_PAGE = 500  # NodeFeatures per list page (each carries a node's features: tens of KB at scale)
+
+
 def list_node_features(api_client: Any, node: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """NodeFeature objects in all namespaces, grouped by the node they target (one list call;
-    with `node`, only that node's, selected by NFD's node-name label)."""
+    """NodeFeature objects in all namespaces, grouped by the node they target, read in pages of `NF_PAGE`
+    (limit + continue, one consistent snapshot); with `node`, only that node's, selected by NFD's node-name
+    label."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
     custom = client.CustomObjectsApi(api_client)
     selector = {"label_selector": f"{NODE_NAME_LABEL}={node}"} if node else {}
+    items: list[dict[str, Any]] = []
+    token = ""
     try:
-        items = _json(custom.list_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL,
-                                                        _preload_content=False, **selector)).get("items") or []
+        while True:
+            more = {"_continue": token} if token else {}
+            page = _json(custom.list_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL,
+                                                           limit=NF_PAGE, _preload_content=False, **selector,
+                                                           **more))
+            items.extend(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if not token:
+                break
     except ApiException as e:
         raise _api_error(e, "NodeFeatures") from e
     out: dict[str, list[dict[str, Any]]] = {}

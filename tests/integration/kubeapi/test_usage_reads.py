@@ -16,7 +16,7 @@ from typing import Any
 from labtools import kube_raw, wait_for
 
 from console.kube.events import Events
-from console.kube.nfdstore import WORKER_VERSION_ANNOTATION, cluster_nfd_version
+from console.kube.nfdstore import NF_PAGE, WORKER_VERSION_ANNOTATION, cluster_nfd_version, list_node_features
 from console.nfd.model import NODE_NAME_LABEL
 
 KubeLab = Any  # the kube_lab fixture's type, from conftest.py
@@ -38,6 +38,19 @@ def test_nfd_version_is_one_limit_1_read(kube_lab: KubeLab, kube: Any) -> None:
     reads = [r for r in kube_lab.api.requests()[seen:] if "nodefeatures" in r]
     assert len(reads) == 1 and reads[0].startswith(f"GET {NF_PATH}?")
     assert _params(reads[0]) == {"limit": "1", "labelSelector": NODE_NAME_LABEL}
+
+
+def test_all_node_features_are_read_in_pages(kube_lab: KubeLab, kube: Any) -> None:
+    """The rule dry-run previews every node, so it reads every NodeFeature — in pages, not one huge list."""
+    kube_lab.store.bulk_load("nodefeatures.nfd.k8s-sigs.io", [
+        {"metadata": {"name": f"n{i:04d}", "namespace": "nfd", "labels": {NODE_NAME_LABEL: f"n{i:04d}"}},
+         "spec": {"features": {}, "labels": {}}} for i in range(2 * NF_PAGE + 1)])
+    seen = len(kube_lab.api.requests())
+    nfs = list_node_features(kube)
+    assert len(nfs) == 2 * NF_PAGE + 2 and nfs["n0000"][0]["metadata"]["name"] == "n0000"  # + the seed's worker-1
+    reads = [_params(r) for r in kube_lab.api.requests()[seen:] if "nodefeatures" in r]
+    assert len(reads) == 3 and all(p["limit"] == str(NF_PAGE) for p in reads)
+    assert "continue" not in reads[0] and all("continue" in p for p in reads[1:])
 
 
 def test_node_events_are_a_field_selected_list_and_watch(kube_lab: KubeLab, kube: Any) -> None:
