@@ -141,15 +141,16 @@ class MetricsReader:
                 pstatus, pbody = self._list("pods")
                 if pstatus == 200:
                     pods = dict(pod_usage(o) for o in json.loads(pbody).get("items") or [])
-        except (HTTPError, OSError) as e:
-            snap = MetricsSnapshot("failing", f"reading {GROUP} failed: {e}", at=now)
-        else:
             if status == 200:
                 nodes = dict(node_usage(o) for o in json.loads(body).get("items") or [])
                 snap = MetricsSnapshot("live", "", nodes, pods, now)
             else:
                 state, reason = _why(status, body, "nodes")
                 snap = MetricsSnapshot(state, reason, at=now)
+        except (HTTPError, OSError) as e:
+            snap = MetricsSnapshot("failing", f"reading {GROUP} failed: {e}", at=now)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:  # not what metrics-server sends
+            snap = MetricsSnapshot("failing", f"{GROUP} sent an unreadable answer: {e!r}", at=now)
         with self._lock:
             changed = (snap.state, snap.reason, snap.nodes, snap.pods) != \
                 (self._snap.state, self._snap.reason, self._snap.nodes, self._snap.pods)

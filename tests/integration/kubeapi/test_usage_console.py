@@ -84,6 +84,19 @@ def test_reader_forbidden_says_so_with_the_servers_message(kube_lab: KubeLab) ->
                            'group "metrics.k8s.io" at the cluster scope')
 
 
+def test_reader_failing_when_the_api_server_is_unreachable(kube_lab: KubeLab) -> None:
+    from kubernetes import client
+
+    url = kube_lab.api.url
+    kube_lab.loop.run(kube_lab.api.close_port())
+    cfg = client.Configuration()
+    cfg.host, cfg.retries = url.replace("https", "http"), False
+    with client.ApiClient(cfg) as api_client:
+        snap = MetricsReader(api_client).poll()
+    assert snap.state == "failing" and snap.reason.startswith("reading metrics.k8s.io failed")
+    assert snap.node("worker-1") is None
+
+
 def _app(lab: KubeLab) -> Any:
     from console.config import Settings
     from console.kube.cluster import Cluster
