@@ -145,7 +145,7 @@ class NodeDetailScreen(ConsoleScreen):
         note = usage_note(getattr(self.app, "metrics", None))
         if note or (row is not None and usage is None and getattr(self.app, "metrics", None) is not None
                     and self.app.metrics.snapshot().state == "live"):
-            out.append(f"  {note or 'usage n/a: metrics.k8s.io has no metrics for this node (NotReady?)'}\n",
+            out.append(f"  {note or 'usage n/a: no metrics for this node (not Ready, or not scraped yet)'}\n",
                        style="dim")
         return out
 
