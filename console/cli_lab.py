@@ -35,6 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "compaction; default off. SIGUSR1 stops the Kubernetes API server, SIGUSR2 restarts it")
     p.add_argument("--token-ttl", type=float, default=300, metavar="SECONDS",
                    help="lifetime of the tokens the lab-exec context's exec plugin returns (default 300)")
+    p.add_argument("--no-metrics", action="store_true",
+                   help="do not serve metrics.k8s.io (as a cluster without metrics-server)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"console lab: cannot create the state directory {state_dir}: {e.strerror}; pass --state-dir",
               file=sys.stderr)
         return 2
-    lab = Lab(scenario, state_dir, libvirt=args.libvirt, watch_expiry=args.watch_expiry, token_ttl=args.token_ttl)
+    lab = Lab(scenario, state_dir, libvirt=args.libvirt, watch_expiry=args.watch_expiry, token_ttl=args.token_ttl,
+              metrics=not args.no_metrics)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

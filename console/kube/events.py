@@ -1,7 +1,8 @@
-"""Events, cached by list+watch: recent events per node and the latest FailedScheduling per pod."""
+"""Events through field-selected list+watch: one object's recent events, and the latest FailedScheduling per pod."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 from datetime import datetime
@@ -50,33 +51,75 @@ def _order(e: EventInfo) -> float:
     return e.last_seen.timestamp() if e.last_seen else 0.0
 
 
-class Events:
-    """All events in the cluster (watched), with the two lookups the UI needs."""
+# core/v1 Event field selectors the API server supports (k8s pkg/apis/core/v1/conversion.go, Event field label
+# conversion; pkg/registry/core/event/strategy.go ToSelectableFields): involvedObject.{kind,namespace,name,uid,
+# apiVersion,resourceVersion,fieldPath}, reason, reportingComponent, source, type, metadata.{name,namespace}
+SCHEDULING_SELECTOR = "involvedObject.kind=Pod,reason=FailedScheduling"
 
-    def __init__(self, core_api: Any) -> None:
+
+def object_selector(kind: str, name: str, namespace: str = "") -> str:
+    """The fieldSelector of one object's events (what `kubectl describe` asks for)."""
+    sel = f"involvedObject.kind={kind},involvedObject.name={name}"
+    return f"{sel},involvedObject.namespace={namespace}" if namespace else sel
+
+
+class EventWatch:
+    """The events one fieldSelector selects, kept current by list+watch: the API server filters them, so only
+    what a screen shows crosses the wire and stays in memory."""
+
+    def __init__(self, core_api: Any, field_selector: str, name: str = "events") -> None:
+        self.field_selector = field_selector
         self.cache: ResourceCache[EventInfo] = ResourceCache(
-            core_api.list_event_for_all_namespaces, JsonCodec(EventInfo.from_api), name="events")
+            functools.partial(core_api.list_event_for_all_namespaces, field_selector=field_selector),
+            JsonCodec(EventInfo.from_api), name=name)
         self._stop = threading.Event()
+        self._name = name
 
-    def start(self) -> None:
-        threading.Thread(target=self.cache.run, args=(self._stop,), name="watch-events", daemon=True).start()
+    def start(self) -> EventWatch:
+        threading.Thread(target=self.cache.run, args=(self._stop,), name=f"watch-{self._name}", daemon=True).start()
+        return self
 
     def stop(self) -> None:
         self._stop.set()
 
-    def for_object(self, kind: str, name: str, namespace: str = "", limit: int = 20) -> list[EventInfo]:
-        evs = [
-            e for e in self.cache.snapshot().values()
-            if e.kind == kind and e.object_name == name and (not namespace or e.object_namespace == namespace)
-        ]
-        return sorted(evs, key=_order, reverse=True)[:limit]
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def recent(self, limit: int = 20) -> list[EventInfo]:
+        """Newest first."""
+        return sorted(self.cache.snapshot().values(), key=_order, reverse=True)[:limit]
+
+
+class Events:
+    """The events the screens show, each through its own field-selected watch: pods' FailedScheduling for the
+    session (the Pending screen's reasons), and one object's events while a screen shows them (`watch_object`)."""
+
+    def __init__(self, core_api: Any) -> None:
+        self._core = core_api
+        self.scheduling = EventWatch(core_api, SCHEDULING_SELECTOR, "events-scheduling")
+        self.cache = self.scheduling.cache
+        self._open: list[EventWatch] = []
+
+    def start(self) -> None:
+        self.scheduling.start()
+
+    def stop(self) -> None:
+        self.scheduling.stop()
+        for w in self._open:
+            w.stop()
+        self._open.clear()
+
+    def watch_object(self, kind: str, name: str, namespace: str = "") -> EventWatch:
+        """A started watch of one object's events; the caller stops it when its screen closes."""
+        w = EventWatch(self._core, object_selector(kind, name, namespace), f"events-{kind.lower()}").start()
+        self._open = [o for o in self._open if not o.stopped] + [w]
+        return w
 
     def failed_scheduling(self) -> dict[tuple[str, str], EventInfo]:
         """The latest FailedScheduling event per (namespace, pod)."""
         out: dict[tuple[str, str], EventInfo] = {}
-        for e in self.cache.snapshot().values():
-            if e.kind != "Pod" or e.reason != "FailedScheduling":
-                continue
+        for e in self.scheduling.cache.snapshot().values():
             key = (e.object_namespace or e.namespace, e.object_name)
             cur = out.get(key)
             if cur is None or _order(e) >= _order(cur):

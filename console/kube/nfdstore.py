@@ -10,7 +10,7 @@ Hooks and feature files sit behind one protocol (`HookStore`) with two backends:
 
 `RuleStore` reads and writes NodeFeatureRules (cluster-scoped) through CustomObjectsApi, with
 server-side dry-run and resourceVersion on every write. `list_node_features` and `list_nodes`
-feed previews. Blocking calls: run them in thread workers.
+feed previews; `cluster_nfd_version` reads the version from one NodeFeature. Blocking calls: run them in thread workers.
 
 Every write (save, delete; a rule's create, replace, delete unless it is a server-side dry-run) goes through
 the `guard` the store was built with (console/guard.py): read-only refuses it, the audit intent is on disk
@@ -547,17 +547,30 @@ def _rule_body(obj: dict[str, Any]) -> dict[str, Any]:
 # -- inputs for previews ---------------------------------------------------------------------------------------
 
 
+NF_PAGE = 500  # NodeFeatures per list page (each carries a node's features: tens of KB at scale)
+
+
 def list_node_features(api_client: Any, node: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """NodeFeature objects in all namespaces, grouped by the node they target (one list call;
-    with `node`, only that node's, selected by NFD's node-name label)."""
+    """NodeFeature objects in all namespaces, grouped by the node they target, read in pages of `NF_PAGE`
+    (limit + continue, one consistent snapshot); with `node`, only that node's, selected by NFD's node-name
+    label."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
     custom = client.CustomObjectsApi(api_client)
     selector = {"label_selector": f"{NODE_NAME_LABEL}={node}"} if node else {}
+    items: list[dict[str, Any]] = []
+    token = ""
     try:
-        items = _json(custom.list_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL,
-                                                        _preload_content=False, **selector)).get("items") or []
+        while True:
+            more = {"_continue": token} if token else {}
+            page = _json(custom.list_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL,
+                                                           limit=NF_PAGE, _preload_content=False, **selector,
+                                                           **more))
+            items.extend(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if not token:
+                break
     except ApiException as e:
         raise _api_error(e, "NodeFeatures") from e
     out: dict[str, list[dict[str, Any]]] = {}
@@ -566,6 +579,23 @@ def list_node_features(api_client: Any, node: str | None = None) -> dict[str, li
         if node:
             out.setdefault(node, []).append(nf)
     return out
+
+
+def cluster_nfd_version(api_client: Any) -> str | None:
+    """The NFD version the cluster runs, from ONE NodeFeature: a single `limit=1` list of those nfd-worker
+    writes (they carry its node-name label and, since v0.12, its version annotation), not every NodeFeature of
+    the cluster. None when there is none or it carries no version."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    custom = client.CustomObjectsApi(api_client)
+    try:
+        items = _json(custom.list_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL, limit=1,
+                                                        label_selector=NODE_NAME_LABEL,
+                                                        _preload_content=False)).get("items") or []
+    except ApiException as e:
+        raise _api_error(e, "NodeFeatures") from e
+    return detect_nfd_version({"": items[:1]})
 
 
 def list_nodes(api_client: Any) -> dict[str, dict[str, Any]]:

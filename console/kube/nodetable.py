@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from console.infra.vms import Staleness, VmView
 from console.kube.cluster import ClusterSnapshot
+from console.kube.metrics import MetricsSnapshot, Usage
 from console.kube.model import NodeInfo, PodInfo, Resources
 from console.kube.nodelabels import nfd_label_count
 
@@ -18,6 +19,7 @@ class NodeRow:
     nfd_labels: int
     vm: VmView | None = None
     stale: Staleness = field(default_factory=Staleness)  # who disagrees with what runs: kubelet, Nova flavor
+    usage: Usage | None = None  # in use now (metrics.k8s.io); None when not known — never shown as 0
 
     @property
     def name(self) -> str:
@@ -28,6 +30,15 @@ class NodeRow:
 
     def mem_ratio(self) -> float:
         return self.requested.memory / self.node.allocatable.memory if self.node.allocatable.memory else 0.0
+
+    def cpu_use_ratio(self) -> float | None:
+        """Usage over allocatable, as kubectl top node's CPU(%); None when usage is not known."""
+        alloc = self.node.allocatable.cpu_m
+        return self.usage.cpu_m / alloc if self.usage is not None and alloc else None
+
+    def mem_use_ratio(self) -> float | None:
+        alloc = self.node.allocatable.memory
+        return self.usage.memory / alloc if self.usage is not None and alloc else None
 
     def search_text(self) -> str:
         """What `/text` matches against (lower case)."""
@@ -50,8 +61,10 @@ def requests_by_node(pods: Mapping[object, PodInfo]) -> dict[str, Resources]:
     return {n: Resources(c, m, k) for n, (c, m, k) in acc.items()}
 
 
-def node_rows(snap: ClusterSnapshot, vms: Mapping[str, VmView] | None = None) -> list[NodeRow]:
-    """Rows sorted by name; `vms` maps node name to its backing VM (when a cloud or libvirt is configured)."""
+def node_rows(snap: ClusterSnapshot, vms: Mapping[str, VmView] | None = None,
+              metrics: MetricsSnapshot | None = None) -> list[NodeRow]:
+    """Rows sorted by name; `vms` maps node name to its backing VM (when a cloud or libvirt is configured);
+    `metrics` gives each node's usage where metrics.k8s.io knows it."""
     used = requests_by_node(snap.pods)
     vms = vms or {}
     empty = Resources()
@@ -60,7 +73,8 @@ def node_rows(snap: ClusterSnapshot, vms: Mapping[str, VmView] | None = None) ->
         n = snap.nodes[name]
         vm = vms.get(name)
         rows.append(NodeRow(n, used.get(name, empty), nfd_label_count(n.labels), vm,
-                            vm.staleness(n.capacity) if vm else Staleness()))
+                            vm.staleness(n.capacity) if vm else Staleness(),
+                            metrics.node(name) if metrics is not None else None))
     return rows
 
 
@@ -70,5 +84,8 @@ SORT_KEYS = {
     "cpu": lambda r: (-r.cpu_ratio(), r.node.name),
     "mem": lambda r: (-r.mem_ratio(), r.node.name),
     "pods": lambda r: (-r.requested.pods, r.node.name),
+    # unknown usage sorts last, not as 0% (which would put it among the idle nodes)
+    "cpu-use": lambda r: (r.cpu_use_ratio() is None, -(r.cpu_use_ratio() or 0.0), r.node.name),
+    "mem-use": lambda r: (r.mem_use_ratio() is None, -(r.mem_use_ratio() or 0.0), r.node.name),
     "nfd": lambda r: (-r.nfd_labels, r.node.name),
 }

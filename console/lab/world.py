@@ -41,6 +41,7 @@ class Lab:
         nova_timing: Any = None,
         watch_expiry: float | None = None,
         token_ttl: float = 300,
+        metrics: bool = True,
     ) -> None:
         self.scenario = scenario
         self.state = StateDir(Path(state_dir))
@@ -48,6 +49,7 @@ class Lab:
         self.nova_timing = nova_timing
         self.watch_expiry = watch_expiry  # seconds: watches end with 410 and etcd-like compaction (kubeapi)
         self.token_ttl = token_ttl  # seconds the `lab-exec` context's exec-plugin tokens live
+        self.metrics = metrics  # serve metrics.k8s.io, as metrics-server does
         self.store = Store()
         self.logs = PodLogs()
         self.vms = seed.vm_specs(scenario)
@@ -222,7 +224,8 @@ class Lab:
                                                        unbound={self._nobody_token: NOBODY_USER},
                                                        watch_expiry=self.watch_expiry,
                                                        exec_key=self._exec_key,
-                                                       users={t: u for u, t in self.rbac_users.values()}))
+                                                       users={t: u for u, t in self.rbac_users.values()},
+                                                       metrics_server=self.metrics))
         self._stack.append(lambda: self._loop.call(self.kube_api.stop()))
         seed(self.store, lab_users())
         write_kubeconfig(self.state.kubeconfig, self.kube_api.url, self._token, ca_pem=self.kube_api.ca_pem)

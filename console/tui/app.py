@@ -18,6 +18,7 @@ from console.guard import Guard
 from console.infra.inventory import VmListError
 from console.infra.vms import VmView, match_nodes
 from console.kube.events import Events
+from console.kube.metrics import MetricsReader
 from console.kube.nodetable import node_rows
 from console.tui.command_grammar import Command, CommandError, parse_command
 from console.tui.commands import ConsoleCommands
@@ -82,6 +83,7 @@ class ConsoleApp(App[None]):
         self.vm_refresh = vm_refresh
         self.view = ClusterView.empty()
         self.events: Events | None = None
+        self.metrics: MetricsReader | None = None  # usage from metrics.k8s.io, polled (absent: not served)
         self.servers: dict[str, VmView] = {}
         self.vm_problems: list[str] = []
         self.flavors: list[Any] = []
@@ -109,6 +111,7 @@ class ConsoleApp(App[None]):
             self.set_keymap(dict(self.settings.key_overrides))
         self._update_subtitle()
         self._start_events()
+        self._start_metrics()
         self._watch_health()
         self.probe_api()
         self.set_interval(self.refresh_interval, self.maybe_recompute)
@@ -151,6 +154,12 @@ class ConsoleApp(App[None]):
             self.events = Events(core)
             self.events.start()
 
+    def _start_metrics(self) -> None:
+        api_client = getattr(self.kube, "api_client", None)
+        if api_client is not None:
+            self.metrics = MetricsReader(api_client)
+            self.metrics.start()
+
     def _explain(self, error: BaseException) -> str:
         """console/tui/errors.explain with what the connection points at (kubeconfig, context, server)."""
         target = self.kube.target
@@ -190,10 +199,13 @@ class ConsoleApp(App[None]):
     def on_unmount(self) -> None:
         if self.events is not None:
             self.events.stop()
+        if self.metrics is not None:
+            self.metrics.stop()
 
     # -- data, off the UI thread -----------------------------------------
     def maybe_recompute(self) -> None:
-        gen = (self.kube.nodes.generation, self.kube.pods.generation, self._vm_generation, id(self.kube))
+        metrics = self.metrics.generation if self.metrics is not None else -1
+        gen = (self.kube.nodes.generation, self.kube.pods.generation, self._vm_generation, metrics, id(self.kube))
         if gen == self._last_generation or self._computing or not self.kube.nodes.synced.is_set():
             return
         self._computing = True
@@ -204,7 +216,7 @@ class ConsoleApp(App[None]):
         try:
             snap = self.kube.snapshot()
             vms = match_nodes(snap.nodes.values(), self.servers) if self.servers else None
-            rows = node_rows(snap, vms)
+            rows = node_rows(snap, vms, self.metrics.snapshot() if self.metrics is not None else None)
             by_node = snap.pods_by_node()
             pending = sorted(
                 (p for p in by_node.get("", ()) if p.phase == "Pending"), key=lambda p: (p.namespace, p.name)
@@ -326,6 +338,8 @@ class ConsoleApp(App[None]):
         old = self.kube
         if self.events is not None:
             self.events.stop()
+        if self.metrics is not None:
+            self.metrics.stop()
         self.kube = message.kube
         self.label = ""
         self.stale = self.loading_note = None
@@ -339,6 +353,7 @@ class ConsoleApp(App[None]):
             # read-only is the session's: the new context's setting holds below the UI too
             self.guard = Guard(read_only=self.settings.read_only, audit=self.guard.audit)
         self._start_events()
+        self._start_metrics()
         self._watch_health()
         self._last_generation = None
         self.view = ClusterView.empty()

@@ -42,6 +42,9 @@ async def loaded(pilot: Any) -> None:
     await wait_until(pilot, lambda: app.view.generation[2] == app._vm_generation, what="VM columns")
     if app.events is not None:
         await wait_until(pilot, app.events.cache.synced.is_set, what="events")
+    if app.metrics is not None:  # the first read of metrics.k8s.io is in the rows (usage or its absence)
+        await wait_until(pilot, lambda: app.metrics.snapshot().state != "loading"
+                         and app.view.generation[3] == app.metrics.generation, what="usage")
     await app.workers.wait_for_complete()
     await pilot.pause()
 
@@ -61,6 +64,13 @@ async def _node(pilot: Any) -> None:
     pilot.app.screen.query_one("#nodes-table").move_to("kube-worker03")
     await pilot.press("enter")
     await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "NodeDetailScreen")
+    events = pilot.app.screen.events_watch
+    if events is not None:
+        await wait_until(pilot, events.cache.synced.is_set, what="the node's events")
+    metrics = pilot.app.metrics
+    if metrics is not None and metrics.snapshot().state == "live":  # the screen asks for the pods' usage
+        await wait_until(pilot, lambda: metrics.snapshot().pods and pilot.app.view.generation[3] == metrics.generation,
+                         what="pod usage")
     await pilot.press("l")
     await pilot.pause()
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from console.tui.screenshots import SCREENS, make_app
+from console.tui.screenshots import FROZEN_CLOCK, SCREENS, make_app
 
 MAIN = ["nodes", "nodes-filter-avx512", "node-detail", "compare", "pending", "pending-plan", "help"]
 
@@ -18,6 +18,7 @@ MAIN = ["nodes", "nodes-filter-avx512", "node-detail", "compare", "pending", "pe
 @pytest.mark.parametrize("name", MAIN)
 def test_screen_snapshot(lab: Any, snap_compare: Any, name: str) -> None:
     steps = SCREENS[name]
+    lab.kube_api.metrics.clock = lambda: FROZEN_CLOCK  # the simulated usage of one scrape, in every run
     app = make_app(lab)
     try:
         assert snap_compare(app, terminal_size=(80, 24), run_before=steps)

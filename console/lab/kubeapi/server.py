@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
-from console.lab.kubeapi import authz, discovery, listing, objects, pods, reviews
+from console.lab.kubeapi import authz, discovery, listing, metrics, objects, pods, reviews
 from console.lab.kubeapi.encoding import json_response
 from console.lab.kubeapi.listing import Snapshots
 from console.lab.kubeapi.rbac import AUTHENTICATED, MASTERS, Attributes, Rules, User
@@ -92,6 +93,10 @@ class _State:
     # the node proxy to the kubelets: (node, path) -> (HTTP status, body, content type)
     node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None
     watch_expiry: float | None = None  # end watches older than this with a 410 (listing.watch_objects)
+    # metrics.k8s.io as metrics-server serves it through the aggregator (None: not installed)
+    metrics: metrics.Metrics | None = None
+    # the last requests as "METHOD /path?query", like the API server's audit log, for tests to count calls
+    request_log: deque[str] = field(default_factory=lambda: deque(maxlen=10_000))
 
 
 _STATE = web.AppKey("state", _State)
@@ -147,8 +152,12 @@ def _static(path: str, st: _State) -> Any:
     """Non-resource endpoints: discovery, version, health. None when not one of them."""
     if path == "/api":
         return discovery.api_versions(st.address)
+    served = st.metrics is not None and st.metrics.served
     if path == "/apis":
-        return discovery.api_group_list()
+        groups = discovery.api_group_list()
+        if served:  # the aggregator adds the APIService's group to discovery
+            groups = {**groups, "groups": [*groups["groups"], metrics.group()]}
+        return groups
     if path == "/version":
         return discovery.VERSION
     segs = path.strip("/").split("/")
@@ -158,6 +167,11 @@ def _static(path: str, st: _State) -> Any:
         return discovery.openapi_v3_doc(path[len("/openapi/v3/"):]) or False
     if path == "/api/v1":
         return discovery.resource_list("", "v1")
+    if segs[:2] == ["apis", metrics.GROUP] and len(segs) <= 3:
+        if not served or (len(segs) == 3 and segs[2] != metrics.VERSION):
+            return False
+        return {"kind": "APIGroup", "apiVersion": "v1", **metrics.group()} if len(segs) == 2 else \
+            metrics.resource_list()
     if segs[0] == "apis" and len(segs) == 2:
         return discovery.api_group(segs[1]) or False
     if segs[0] == "apis" and len(segs) == 3:
@@ -171,8 +185,11 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     if path in _OPEN_PATHS or path.startswith(("/healthz/", "/readyz/", "/livez/")):
         return web.Response(text="ok", content_type="text/plain")
     if path == "/":
+        groups = [g for g in discovery.group_versions() if g]
+        if st.metrics is not None and st.metrics.served:
+            groups.append(metrics.GROUP)
         return json_response({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version",
-                                        *sorted(f"/apis/{g}" for g in discovery.group_versions() if g)]})
+                                        *sorted(f"/apis/{g}" for g in groups)]})
     user = request.get(_USER)
     rbac = user is not None and MASTERS not in user.groups
     static = _static(path, st)
@@ -192,6 +209,8 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
             verb = authz.request_verb(request.method, segs[3], False)
             authz.check(Rules(st.store), user, Attributes(verb, "nodes", "", "proxy", "", segs[3]))
         return _proxy_node(request, st, segs[3], "/".join(segs[5:]))
+    if segs[:3] == ["apis", metrics.GROUP, metrics.VERSION] and st.metrics is not None and st.metrics.served:
+        return _metrics(request, st, segs)
     target = parse_resource_path(segs)
     if rbac:
         watching = target.legacy_watch or request.query.get("watch") in ("true", "1")
@@ -206,6 +225,18 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
         return await _resource(request, st, target)
     except StoreError as err:
         raise from_store_error(err, target.rt, target.name) from None
+
+
+def _metrics(request: web.Request, st: _State, segs: list[str]) -> web.StreamResponse:
+    """/apis/metrics.k8s.io/v1beta1/...: authorized like any resource (the aggregator checks RBAC first)."""
+    assert st.metrics is not None
+    rt, ns, name = metrics.target(segs)
+    user = request.get(_USER)
+    if user is not None and MASTERS not in user.groups:
+        authz.check(Rules(st.store), user, authz.resource_attributes(
+            request.method, rt.group, rt.plural, None, ns, name, request.query.get("watch") in ("true", "1"),
+            request.query))
+    return metrics.serve(request, st.metrics, rt, ns, name)
 
 
 def _proxy_node(request: web.Request, st: _State, node: str, path: str) -> web.StreamResponse:
@@ -236,6 +267,7 @@ def _signed_token_user(st: _State, auth: str) -> str | None:
 @web.middleware
 async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     st: _State = request.app[_STATE]
+    st.request_log.append(f"{request.method} {request.path_qs}")
     if st.token is not None and request.path not in _OPEN_PATHS:
         auth = request.headers.get("Authorization", "")
         user = st.users.get(auth.removeprefix("Bearer ")) if auth.startswith("Bearer ") else None
@@ -268,9 +300,11 @@ class KubeAPI:
     """
 
     def __init__(self, runner: web.AppRunner, host: str, port: int, ca_pem: bytes | None,
-                 ssl_context: Any = None, compactor: asyncio.Task[None] | None = None) -> None:
+                 ssl_context: Any = None, compactor: asyncio.Task[None] | None = None,
+                 state: _State | None = None) -> None:
         self._runner = runner
         self._compactor = compactor
+        self._state = state
         self._ssl_context = ssl_context
         self.host = host
         self.port = port
@@ -281,6 +315,16 @@ class KubeAPI:
         if self._compactor is not None:
             self._compactor.cancel()
         await self._runner.cleanup()
+
+    @property
+    def metrics(self) -> metrics.Metrics | None:
+        """The metrics.k8s.io backend (None when started without it); `metrics.served = False` unregisters it."""
+        return self._state.metrics if self._state else None
+
+    def requests(self, prefix: str = "") -> list[str]:
+        """The requests served so far ("GET /api/v1/nodes?limit=500"), oldest first, those starting with `prefix`."""
+        log = list(self._state.request_log) if self._state else []
+        return [r for r in log if r.startswith(prefix)]
 
     async def close_port(self) -> None:
         """As a stopped API server: the port refuses connections and the open ones (watches) drop."""
@@ -307,6 +351,7 @@ async def start_kube_api(
     watch_expiry: float | None = None,
     exec_key: bytes | None = None,
     users: dict[str, str] | None = None,
+    metrics_server: bool = True,
 ) -> KubeAPI:
     """Start serving `store` on the running asyncio loop; port 0 picks a free port.
 
@@ -318,6 +363,7 @@ async def start_kube_api(
     `watch_expiry`: watches end after that many seconds with a 410 ERROR event, and the store is compacted
     every that many seconds (list/watch from before the compaction: 410), see `_compact`. `exec_key`
     signs the short-lived tokens of the exec plugin (lab/kubeapi/authn.py), accepted until they expire.
+    `metrics_server`: serve metrics.k8s.io (lab/kubeapi/metrics.py) as a cluster with metrics-server does.
     """
     from console.lab.rbac_policy import bootstrap, seed
 
@@ -327,7 +373,8 @@ async def start_kube_api(
     app = web.Application(middlewares=[_guard], client_max_size=64 * 1024 * 1024)
     known = {**(unbound or {}), **(users or {})}
     state = _State(store, logs, token, node_proxy=node_proxy, users={t: User(n) for t, n in known.items()},
-                   watch_expiry=watch_expiry or None, exec_key=exec_key)
+                   watch_expiry=watch_expiry or None, exec_key=exec_key,
+                   metrics=metrics.Metrics(store) if metrics_server else None)
     app[_STATE] = state
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     # open watches end within a second of stop() instead of at their timeoutSeconds
@@ -340,7 +387,7 @@ async def start_kube_api(
     bound = sockets[0].getsockname()[1] if sockets else port
     state.address = f"{host}:{bound}"
     compactor = asyncio.get_running_loop().create_task(_compact(store, watch_expiry)) if watch_expiry else None
-    return KubeAPI(runner, host, bound, cert.ca_pem if cert else None, ssl_context, compactor)
+    return KubeAPI(runner, host, bound, cert.ca_pem if cert else None, ssl_context, compactor, state)
 
 
 async def _compact(store: Store, every: float) -> None:

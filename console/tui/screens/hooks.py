@@ -24,9 +24,8 @@ from console.kube.nfdstore import (
     NfdStoreError,
     StoreConflict,
     StoredFile,
-    detect_nfd_version,
+    cluster_nfd_version,
     hook_store,
-    list_node_features,
 )
 from console.nfd import versions as V
 from console.nfd_preview import (
@@ -173,7 +172,7 @@ class HooksScreen(EditorScreen):
             return
         try:
             if not self.settings.nfd_version and self.kube is not None:
-                version, text = resolve_version(None, detect_nfd_version(list_node_features(self.kube.api_client)))
+                version, text = resolve_version(None, cluster_nfd_version(self.kube.api_client))
             files, groups = self.store.list(), self.store.groups()
         except NfdStoreError as e:
             files, groups, error = [], [self.group], str(e)

@@ -21,7 +21,7 @@ from console.nfd_preview import resolve_version, rule_label_keys
 from console.tui.messages import ClusterView
 from console.tui.safety import dangerous
 from console.tui.screens.base import ConsoleScreen
-from console.tui.widgets.cells import bar, status_text, theme_colors
+from console.tui.widgets.cells import ABSENT, bar, status_text, theme_colors, usage_note
 
 SECTIONS = ("resources", "labels", "taints", "conditions", "pods", "events", "annotations")
 
@@ -60,6 +60,7 @@ class NodeDetailScreen(ConsoleScreen):
         super().__init__()
         self.node_name = node
         self._events_gen = -1
+        self.events_watch: Any = None  # this node's events, field-selected (console/kube/events.EventWatch)
         self._node_rv = ""
         self._rule_keys: frozenset[str] = frozenset()
         self._labels_seen: frozenset[str] | None = None
@@ -75,8 +76,12 @@ class NodeDetailScreen(ConsoleScreen):
     def on_mount(self) -> None:
         self.ready = True
         self.query_one("#node-body").focus()
+        if self.app.events is not None:
+            self.events_watch = self.app.events.watch_object("Node", self.node_name)
         self.view_changed(self.app.view)
         self.set_interval(1.0, self._refresh_events)
+        if getattr(self.app, "metrics", None) is not None:
+            self.app.metrics.want_pods(True)  # this screen shows the pods' usage: list PodMetrics while it is open
 
     def view_changed(self, view: ClusterView) -> None:
         if not self.ready:
@@ -119,15 +124,29 @@ class NodeDetailScreen(ConsoleScreen):
     def _resources(self, node: NodeInfo, view: ClusterView, colors: dict[str, str]) -> Text:
         row = view.rows_by_name.get(node.name)
         req = row.requested if row else None
-        out = self._heading("Resources        capacity  allocatable  requested", colors)
-        for kind, cap, alloc, used, fmt in (
-            ("cpu", node.capacity.cpu_m, node.allocatable.cpu_m, req.cpu_m if req else 0, fmt_cpu),
-            ("memory", node.capacity.memory, node.allocatable.memory, req.memory if req else 0, fmt_mem),
-            ("pods", node.capacity.pods * 1000, node.allocatable.pods * 1000, (req.pods if req else 0) * 1000, fmt_cpu),
+        usage = row.usage if row else None
+        out = self._heading("Resources        capacity  allocatable  requested     in use", colors)
+        for kind, cap, alloc, used, fmt, now in (
+            ("cpu", node.capacity.cpu_m, node.allocatable.cpu_m, req.cpu_m if req else 0, fmt_cpu,
+             usage.cpu_m if usage else None),
+            ("memory", node.capacity.memory, node.allocatable.memory, req.memory if req else 0, fmt_mem,
+             usage.memory if usage else None),
+            ("pods", node.capacity.pods * 1000, node.allocatable.pods * 1000, (req.pods if req else 0) * 1000, fmt_cpu,
+             -1),
         ):
             out.append(f"  {kind:<8} ")
             out.append_text(bar(used / alloc if alloc else 0.0, 5, colors))
-            out.append(f" {fmt(cap):>9}  {fmt(alloc):>11}  {fmt(used):>9}\n")
+            out.append(f" {fmt(cap):>9}  {fmt(alloc):>11}  {fmt(used):>9}")
+            if now is None:  # not known: absent, never 0
+                out.append(f"  {ABSENT:>9}", style="dim")
+            elif now >= 0:  # kubectl top node: usage and its share of allocatable
+                out.append(f"  {fmt(now):>9} {int(now / alloc * 100) if alloc else 0:>3}%")
+            out.append("\n")
+        note = usage_note(getattr(self.app, "metrics", None))
+        if note or (row is not None and usage is None and getattr(self.app, "metrics", None) is not None
+                    and self.app.metrics.snapshot().state == "live"):
+            out.append(f"  {note or 'usage n/a: no metrics for this node (not Ready, or not scraped yet)'}\n",
+                       style="dim")
         return out
 
     def _labels(self, node: NodeInfo, colors: dict[str, str]) -> Text:
@@ -173,10 +192,18 @@ class NodeDetailScreen(ConsoleScreen):
 
     def _pods(self, view: ClusterView) -> Text:
         pods = sorted(view.pods_by_node.get(self.node_name, ()), key=lambda p: (p.namespace, p.name))
-        out = self._heading(f"Pods ({len(pods)})", theme_colors(self.app))
+        out = self._heading(f"Pods ({len(pods)})  requests, in use", theme_colors(self.app))
+        metrics = getattr(self.app, "metrics", None)
+        snap = metrics.snapshot() if metrics is not None else None
         for p in pods[:200]:
             out.append(f"  {p.namespace}/{p.name:<28} {p.phase:<10} cpu {fmt_cpu(p.requests.cpu_m):>4}"
-                       f"  mem {fmt_mem(p.requests.memory):>7}\n")
+                       f"  mem {fmt_mem(p.requests.memory):>7}")
+            used = snap.pod(p.namespace, p.name) if snap is not None else None
+            if used is not None:
+                out.append(f"  use {fmt_cpu(used.cpu_m):>4} {fmt_mem(used.memory):>7}")
+            else:
+                out.append(f"  use {ABSENT:>4}", style="dim")
+            out.append("\n")
         if len(pods) > 200:
             out.append(f"  … and {len(pods) - 200} more\n")
         return out
@@ -213,7 +240,7 @@ class NodeDetailScreen(ConsoleScreen):
             self._section("labels", self._labels(node, theme_colors(self.app)))
 
     def _refresh_events(self, force: bool = False) -> None:
-        events = self.app.events
+        events = self.events_watch
         if events is None or not self.ready:
             return
         gen = events.cache.generation
@@ -221,7 +248,7 @@ class NodeDetailScreen(ConsoleScreen):
             return
         self._events_gen = gen
         colors = theme_colors(self.app)
-        evs = events.for_object("Node", self.node_name)
+        evs = events.recent()
         out = self._heading(f"Events ({len(evs)} recent)", colors)
         now = self.app.clock()
         for e in evs:
@@ -249,6 +276,10 @@ class NodeDetailScreen(ConsoleScreen):
 
     def on_unmount(self) -> None:
         self._events_gen = -1
+        if self.events_watch is not None:
+            self.events_watch.stop()
+        if getattr(self.app, "metrics", None) is not None:
+            self.app.metrics.want_pods(False)
 
     @property
     def node(self) -> Any:

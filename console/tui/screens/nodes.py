@@ -23,7 +23,7 @@ from console.tui.filter import Filter, SelectorError, parse_filter
 from console.tui.messages import ClusterView
 from console.tui.safety import dangerous
 from console.tui.screens.base import ConsoleScreen
-from console.tui.widgets.cells import capacity_cell, status_text, theme_colors
+from console.tui.widgets.cells import capacity_cell, status_text, theme_colors, usage_cell, usage_note
 from console.tui.widgets.table import Cell, Column, VirtualTable
 
 WIDE = 110  # from this width on, CPU/MEM show capacity/allocatable/requested
@@ -40,18 +40,22 @@ class HeldRunsRead(Message):
 
 
 def columns(show_vm: bool, wide: bool) -> list[Column]:
+    """At 80 columns: name, status, requested/allocatable, in use (% of allocatable, as kubectl top) and the VM;
+    pods, NFD labels, roles and version fold first. Wide: capacity too, and usage in cores/Mi like kubectl top."""
     cols = [
-        Column("name", "NAME", 19),
+        Column("name", "NAME", 17),
         Column("status", "STATUS", 8),
         Column("cpu", "CPU cap/alloc/req" if wide else "CPU req/alloc", 19 if wide else 13),
         Column("mem", "MEM cap/alloc/req" if wide else "MEM req/alloc", 25 if wide else 17),
-        Column("pods", "PODS", 4, priority=1, right=True),
-        Column("nfd", "NFD", 3, priority=2, right=True),
-        Column("roles", "ROLES", 13, priority=4),
-        Column("version", "VERSION", 8, priority=5),
+        Column("cpu_use", "CPU use" if wide else "CPU%", 9 if wide else 4, priority=1, right=True),
+        Column("mem_use", "MEM use" if wide else "MEM%", 10 if wide else 4, priority=1, right=True),
+        Column("pods", "PODS", 4, priority=3, right=True),
+        Column("nfd", "NFD", 3, priority=4, right=True),
+        Column("roles", "ROLES", 13, priority=5),
+        Column("version", "VERSION", 8, priority=6),
     ]
     if show_vm:
-        cols.append(Column("vm", "VM", 18 if wide else 10, priority=3))
+        cols.append(Column("vm", "VM", 18 if wide else 10, priority=2))
     return cols
 
 
@@ -105,6 +109,8 @@ class RowCells(Sequence[Sequence[Cell]]):
             status_text(n, c, short=True),
             capacity_cell("cpu", n.capacity.cpu_m, n.allocatable.cpu_m, r.requested.cpu_m, c, wide=self.wide),
             capacity_cell("mem", n.capacity.memory, n.allocatable.memory, r.requested.memory, c, wide=self.wide),
+            usage_cell("cpu", r.usage.cpu_m if r.usage else None, n.allocatable.cpu_m, c, wide=self.wide),
+            usage_cell("mem", r.usage.memory if r.usage else None, n.allocatable.memory, c, wide=self.wide),
             str(r.requested.pods),
             Text(str(r.nfd_labels), style=c.get("label-nfd", "")) if r.nfd_labels else "0",
             ",".join(n.roles) or "<none>",
@@ -115,7 +121,8 @@ class RowCells(Sequence[Sequence[Cell]]):
 
 class NodesScreen(ConsoleScreen):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
-    HELP = ("Every node with its status, CPU and memory (bar = requested / allocatable), pods, NFD labels "
+    HELP = ("Every node with its status, CPU and memory (bar = requested / allocatable), in use (CPU%/MEM% of "
+            "allocatable from metrics.k8s.io, as kubectl top node; – when not known), pods, NFD labels "
             "and backing VM: its flavor, or what the hypervisor runs where that differs from the flavor. "
             f"VM markers: {legend(long=True)}. Filter with / (text, !text inverts, -l label selector).")
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -130,8 +137,10 @@ class NodesScreen(ConsoleScreen):
         dangerous(Binding("R", "resume_run", "Resume run", show=False, id="nodes-resume-run")),
         Binding("N", "sort('name')", "Sort by name", show=False, id="sort-name"),
         Binding("T", "sort('status')", "Sort by status", show=False, id="sort-status"),
-        Binding("C", "sort('cpu')", "Sort by CPU use", show=False, id="sort-cpu"),
-        Binding("M", "sort('mem')", "Sort by memory use", show=False, id="sort-mem"),
+        Binding("C", "sort('cpu')", "Sort by CPU requested", show=False, id="sort-cpu"),
+        Binding("M", "sort('mem')", "Sort by memory requested", show=False, id="sort-mem"),
+        Binding("U", "sort('cpu-use')", "Sort by CPU in use", show=False, id="sort-cpu-use"),
+        Binding("W", "sort('mem-use')", "Sort by memory in use", show=False, id="sort-mem-use"),
         Binding("O", "sort('pods')", "Sort by pod count", show=False, id="sort-pods"),
         Binding("F", "sort('nfd')", "Sort by NFD label count", show=False, id="sort-nfd"),
     ]
@@ -238,6 +247,9 @@ class NodesScreen(ConsoleScreen):
             if view.pending:
                 text.append(f" · {len(view.pending)} Pending",
                             style=theme_colors(self.app).get("status-pending", "yellow"))
+            usage = usage_note(getattr(self.app, "metrics", None))
+            if usage:
+                text.append(f" · {usage}", style="dim")
             if self.table.marked:
                 text.append(f" · marked {', '.join(sorted(self.table.marked))}")
             if self.sort_key != "name":

@@ -25,7 +25,7 @@ from console.kube.nfdstore import (
     NfdStoreError,
     RuleStore,
     StoreConflict,
-    detect_nfd_version,
+    cluster_nfd_version,
     list_node_features,
     list_nodes,
 )
@@ -176,7 +176,7 @@ class RulesScreen(EditorScreen):
         assert self.store is not None and self.kube is not None
         try:
             if not self.settings.nfd_version:
-                version, text = resolve_version(None, detect_nfd_version(list_node_features(self.kube.api_client)))
+                version, text = resolve_version(None, cluster_nfd_version(self.kube.api_client))
             rules = self.store.list()
         except NfdStoreError as e:
             rules, error = [], str(e)

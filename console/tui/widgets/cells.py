@@ -58,3 +58,26 @@ def capacity_cell(kind: str, cap: int, alloc: int, req: int, colors: dict[str, s
     text.append(" ")
     text.append(f"{fmt(cap)}/{fmt(alloc)}/{fmt(req)}" if wide else f"{fmt(req)}/{fmt(alloc)}")
     return text
+
+
+ABSENT = "–"  # usage not known (no metrics-server, no permission, no metrics for this node): never shown as 0
+
+
+def usage_cell(kind: str, used: int | None, alloc: int, colors: dict[str, str], *, wide: bool) -> Text:
+    """What `kubectl top node` prints: `1125m 28%` / `1888Mi 11%` (wide) or `28%` (narrow); `–` when unknown."""
+    if used is None:
+        return Text(ABSENT, style="dim")
+    pct = int(used / alloc * 100) if alloc else 0  # kubectl top: usage over allocatable, truncated
+    text = Text()
+    if wide:
+        text.append(f"{used}m " if kind == "cpu" else f"{used // (1024 * 1024)}Mi ")
+    text.append(f"{pct}%", style=ratio_color(used / alloc if alloc else 0.0, colors))
+    return text
+
+
+def usage_note(metrics: Any) -> str:
+    """Why the usage columns show `–` (one line), or "" while usage is known or still loading."""
+    snap = metrics.snapshot() if metrics is not None else None
+    if snap is None:
+        return "usage n/a"
+    return f"usage n/a: {snap.reason}" if snap.state not in ("live", "loading") else ""

@@ -44,6 +44,13 @@ def test_lab_serves_until_ctrl_c_and_cleans_up(tmp_path):
     try:
         assert {"kubeconfig", "clouds.yaml", "env", "ready"} <= {p.name for p in state.iterdir()}
         assert "kube-worker02" in run(["kubectl", "get", "nodes"], env).stdout
+        # metrics.k8s.io as metrics-server serves it (lab/kubeapi/metrics.py): kubectl top works
+        top = run(["kubectl", "top", "node"], env).stdout.splitlines()
+        assert top[0].split() == ["NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)"]
+        assert "kube-worker02" in {ln.split()[0] for ln in top[1:]}
+        # the scenario's only pod is Pending: no metrics for it, and kubectl top says so (top_pod.go)
+        pods = run(["kubectl", "top", "pod", "-A"], env, check=False)
+        assert pods.returncode == 1 and "metrics not available yet" in pods.stderr
         uri = env["CONSOLE_LIBVIRT_URI"]
         listed = run(["virsh", "-c", uri, "list", "--name"], env).stdout.split()
         assert sorted(listed) == ["instance-00003358", "instance-0000335a", "instance-0000335c"]
@@ -56,10 +63,12 @@ def test_lab_serves_until_ctrl_c_and_cleans_up(tmp_path):
 
 
 def test_test_driver_fallback_runs_the_offline_field_report(tmp_path):
-    proc, state = _serve(tmp_path, "--scenario", "seed-resize", "--libvirt", "test")
+    proc, state = _serve(tmp_path, "--scenario", "seed-resize", "--libvirt", "test", "--no-metrics")
     env = env_from_file(state / "env")
     try:
         assert env["CONSOLE_LIBVIRT_URI"].startswith("test")
+        no_top = run(["kubectl", "top", "node"], env, check=False)  # as a cluster without metrics-server
+        assert no_top.returncode != 0 and "Metrics API not available" in no_top.stderr
         run(["openstack", "server", "resize", "--flavor", "m1.large", "--wait", "kube-worker02"], env, timeout=120)
         run(["openstack", "server", "resize", "confirm", "kube-worker02"], env)
 
