@@ -62,15 +62,12 @@ def run_tui(args: argparse.Namespace) -> int:
 
 
 def open_console(settings: Any, *, label: str = "") -> int:
-    from console.guard import Guard
-    from console.infra.inventory import vm_inventory
-    from console.infra.libvirt import libvirt_uris
-    from console.kube.cluster import Cluster
+    from console.gateways import Gateways, vm_inventory_for
     from console.kube.connection import KubeConfigError
     from console.tui.app import ConsoleApp
 
     try:
-        cluster = Cluster(settings.kubeconfig, settings.context)
+        gateways = Gateways.connect(settings, vms=vm_inventory_for(settings), label=label)
     except KubeConfigError as e:
         print(f"console: {e}", file=sys.stderr)
         return 2  # a bad kubeconfig (README: exit codes)
@@ -80,11 +77,10 @@ def open_console(settings: Any, *, label: str = "") -> int:
     if theme_error:
         print(f"console: theme {settings.theme}: {theme_error}", file=sys.stderr)
         return 2
-    cluster.start()
-    vms = vm_inventory(settings.cloud, libvirt_uris(settings.libvirt_uris))
-    app = ConsoleApp(cluster, None, settings, vms=vms, label=label, guard=Guard.from_settings(settings))
+    gateways.start()
+    app = ConsoleApp(gateways)
     try:
         app.run()
     finally:
-        cluster.stop()
+        app.gateways.stop()  # the bundle in use at the end (a context switch replaced the first one)
     return app.return_code or 0  # Textual sets 1 when the app died of an exception

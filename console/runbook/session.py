@@ -43,13 +43,16 @@ def journal_fault(e: JournalError) -> SessionError:
 
 
 class Session:
-    def __init__(self, settings: Any, *, guard: Guard | None = None) -> None:
+    def __init__(self, settings: Any, *, guard: Guard | None = None,
+                 connection: tuple[Any, Any] | None = None) -> None:
+        """`connection`: (ApiClient, KubeTarget) already open (the TUI's, console/gateways.py); else one is made
+        from the settings' kubeconfig and context."""
         from console.kube.connection import KubeConfigError, connect
         from console.kube.nodeaccess import node_access
 
         self.settings = settings
         try:
-            self.api, self.target = connect(settings.kubeconfig, settings.context)
+            self.api, self.target = connection or connect(settings.kubeconfig, settings.context)
         except KubeConfigError as e:
             raise SessionError(str(e)) from e
         # every change the runbooks make goes through it (read-only, audit intent before, outcome after)

@@ -63,14 +63,22 @@ class CacheHealthChanged(Message):
 
 
 class ContextSwitched(Message):
-    """Connected to `context` (or `error`); `settings` are the ones resolved for it (console.config.for_context)."""
+    """Connected to `context`: `gateways` is its bundle, started (console/gateways.py); or `error`."""
 
-    def __init__(self, kube: Any, error: str | None = None, context: str = "", settings: Any = None) -> None:
+    def __init__(self, gateways: Any, error: str | None = None, context: str = "") -> None:
         super().__init__()
-        self.kube = kube
+        self.gateways = gateways
         self.error = error
         self.context = context
-        self.settings = settings
+
+
+class AccessReviewed(Message):
+    """What the user of `gateways`' context may do (console.kube.access.Access), asked in a worker."""
+
+    def __init__(self, gateways: Any, access: Any) -> None:
+        super().__init__()
+        self.gateways = gateways
+        self.access = access
 
 
 class ContextsListed(Message):

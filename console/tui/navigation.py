@@ -51,7 +51,7 @@ def run(app: Any, cmd: Command) -> None:
     elif name == "pending":
         show(app, PendingScreen)
     elif name in ("hooks", "rules"):
-        show(app, lazy_screen(name), app.kube, app.settings)
+        show(app, lazy_screen(name), app.gateways, app.settings)
     elif name == "scale-up":
         start_scale_up(app, cmd.arg)
     elif name == "ctx":

@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widgets import Footer, Header, Static
 
 from console.kube.model import NodeInfo, fmt_cpu, fmt_mem
-from console.kube.nfdstore import NfdStoreError, RuleStore, detect_nfd_version, list_node_features
+from console.kube.nfdstore import NfdStoreError, detect_nfd_version
 from console.kube.nodelabels import group_labels
 from console.nfd.labels import FEATURE_NS
 from console.nfd_preview import resolve_version, rule_label_keys
@@ -53,7 +53,7 @@ class NodeDetailScreen(ConsoleScreen):
         Binding("a", "jump('annotations')", "Annotations", show=False, id="node-annotations"),
         Binding("j,down", "scroll(1)", "Scroll down", show=False, id="node-scroll-down"),
         Binding("k,up", "scroll(-1)", "Scroll up", show=False, id="node-scroll-up"),
-        dangerous(Binding("s", "scale_up", "Scale up", id="node-scale-up")),
+        dangerous(Binding("s", "scale_up", "Scale up", id="node-scale-up"), needs="scale-up"),
     ]
 
     def __init__(self, node: str) -> None:
@@ -193,12 +193,12 @@ class NodeDetailScreen(ConsoleScreen):
     @work(thread=True, exclusive=True, group="node-rule-keys", exit_on_error=False)
     def load_rule_keys(self) -> None:
         """Two list calls for this node: its NodeFeatures and the cluster's NodeFeatureRules."""
-        api = getattr(getattr(self.app, "kube", None), "api_client", None)
-        if api is None:
+        gateways = getattr(self.app, "gateways", None)
+        if gateways is None:
             return
         try:
-            nfs = list_node_features(api, self.node_name).get(self.node_name, [])
-            rules = RuleStore(api).list() if nfs else []
+            nfs = gateways.node_features(self.node_name).get(self.node_name, [])
+            rules = gateways.rule_store().list() if nfs else []
         except NfdStoreError:
             return  # no NFD CRDs (NFD < v0.10) or no access: group labels by namespace alone
         version, _ = resolve_version(self.app.settings.nfd_version, detect_nfd_version({self.node_name: nfs}))

@@ -49,7 +49,7 @@ class PendingScreen(ConsoleScreen):
             "smallest VM size (and flavor, when the cloud is known) that makes it fit.")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("tab", "switch", "Pods/nodes", id="pending-switch"),
-        dangerous(Binding("s", "scale_up", "Scale up", id="pending-scale-up")),
+        dangerous(Binding("s", "scale_up", "Scale up", id="pending-scale-up"), needs="scale-up"),
         Binding("enter", "plan", "Plan", id="pending-plan"),
     ]
 
