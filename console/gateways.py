@@ -89,6 +89,21 @@ class Gateways:
         """"" when the data set `what` ("nodes", "pods", …) may be read (or it is unknown), else why not."""
         return self.access.cannot_read(what) if self.access is not None else ""
 
+    def unreadable(self, what: str) -> str:
+        """Why the data set `what` ("nodes", "pods", "events") is not shown ("" when it is): the review says it
+        may not be read, or the API server refused its cache's list or watch (403)."""
+        why = self.cannot_read(what)
+        if why:
+            return why
+        cache = {"nodes": getattr(self.cluster, "nodes", None), "pods": getattr(self.cluster, "pods", None),
+                 "events": getattr(self.events, "cache", None)}.get(what)
+        error = getattr(cache, "last_error", None)
+        if getattr(error, "status", None) != 403:
+            return ""
+        from console.faults import redact, status_message
+
+        return f"cannot list {what}: {redact(status_message(error)) or 'forbidden'} (403 Forbidden)"
+
     # -- what the screens used to build themselves ---------------------------------------------------------
     @property
     def api_client(self) -> Any:

@@ -214,6 +214,7 @@ class ConsoleApp(App[None]):
     @work(thread=True, exclusive=True, group="view", exit_on_error=False)
     def compute_view(self, gen: tuple[int, ...]) -> None:
         try:
+            unknown = frozenset(() if self.kube.pods.synced.is_set() else ("pods",))  # before the snapshot: no race
             snap = self.kube.snapshot()
             vms = match_nodes(snap.nodes.values(), self.servers) if self.servers else None
             rows = node_rows(snap, vms)
@@ -221,7 +222,7 @@ class ConsoleApp(App[None]):
             pending = sorted(
                 (p for p in by_node.get("", ()) if p.phase == "Pending"), key=lambda p: (p.namespace, p.name)
             )
-            view = ClusterView(snap, rows, {r.name: r for r in rows}, by_node, pending, gen)
+            view = ClusterView(snap, rows, {r.name: r for r in rows}, by_node, pending, gen, unknown)
         finally:
             self._computing = False
         self.post_message(NodesChanged(view))

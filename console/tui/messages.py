@@ -22,6 +22,9 @@ class ClusterView:
     pods_by_node: dict[str, list[PodInfo]]
     pending: list[PodInfo]
     generation: tuple[int, ...]
+    # data sets whose cache had not synced (or was refused) when the snapshot was taken: the screens say so
+    # instead of showing what is missing as fact (no pods listed is not "0 requested, nothing Pending")
+    unknown: frozenset[str] = frozenset()
 
     @classmethod
     def empty(cls) -> ClusterView:

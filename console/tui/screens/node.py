@@ -119,6 +119,7 @@ class NodeDetailScreen(ConsoleScreen):
     def _resources(self, node: NodeInfo, view: ClusterView, colors: dict[str, str]) -> Text:
         row = view.rows_by_name.get(node.name)
         req = row.requested if row else None
+        known = "pods" not in view.unknown  # the pods not listed: requested is unknown, not 0
         out = self._heading("Resources        capacity  allocatable  requested", colors)
         for kind, cap, alloc, used, fmt in (
             ("cpu", node.capacity.cpu_m, node.allocatable.cpu_m, req.cpu_m if req else 0, fmt_cpu),
@@ -126,8 +127,10 @@ class NodeDetailScreen(ConsoleScreen):
             ("pods", node.capacity.pods * 1000, node.allocatable.pods * 1000, (req.pods if req else 0) * 1000, fmt_cpu),
         ):
             out.append(f"  {kind:<8} ")
-            out.append_text(bar(used / alloc if alloc else 0.0, 5, colors))
-            out.append(f" {fmt(cap):>9}  {fmt(alloc):>11}  {fmt(used):>9}\n")
+            out.append_text(bar(used / alloc if alloc and known else 0.0, 5, colors))
+            out.append(f" {fmt(cap):>9}  {fmt(alloc):>11}  {fmt(used) if known else '?':>9}\n")
+        if not known:
+            out.append(f"  requested unknown: {self.app.gateways.unreadable('pods') or 'loading pods…'}\n")
         return out
 
     def _labels(self, node: NodeInfo, colors: dict[str, str]) -> Text:
@@ -172,6 +175,10 @@ class NodeDetailScreen(ConsoleScreen):
         return out
 
     def _pods(self, view: ClusterView) -> Text:
+        if "pods" in view.unknown:
+            out = self._heading("Pods", theme_colors(self.app))
+            out.append(f"  {self.app.gateways.unreadable('pods') or 'loading…'}\n")
+            return out
         pods = sorted(view.pods_by_node.get(self.node_name, ()), key=lambda p: (p.namespace, p.name))
         out = self._heading(f"Pods ({len(pods)})", theme_colors(self.app))
         for p in pods[:200]:
@@ -230,7 +237,8 @@ class NodeDetailScreen(ConsoleScreen):
             out.append(f"  {when:>4} {e.type:<7} {e.reason:<24} ", style=style)
             out.append(f"{e.message}\n")
         if not evs:
-            out.append("  <none>\n" if events.cache.synced.is_set() else "  loading…\n")
+            cannot = "" if events.cache.synced.is_set() else self.app.gateways.unreadable("events")
+            out.append("  <none>\n" if events.cache.synced.is_set() else f"  {cannot or 'loading…'}\n")
         self._section("events", out)
 
     def action_jump(self, section: str) -> None:

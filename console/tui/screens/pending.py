@@ -101,11 +101,16 @@ class PendingScreen(ConsoleScreen):
             keys.append(pod_key(p))
             cells.append((pod_key(p), fmt_cpu(p.requests.cpu_m), fmt_mem(p.requests.memory),
                           ev.message if ev else "(no FailedScheduling event yet)"))
+        if "pods" in view.unknown:  # not listed (yet, or refused): "No Pending pods" would be a false fact
+            cannot = self.app.gateways.unreadable("pods")
+            self.pods_table.empty_text = cannot or "Loading pods…"
+            status = cannot or "Loading pods…"
+        else:
+            self.pods_table.empty_text = "No Pending pods"
+            status = f"{len(view.pending)} Pending pods · fit analysis over {len(view.rows)} nodes"
         self.pods_table.set_rows(keys, cells)
         self.query_one("#pending-status", Static).update(
-            f"{len(view.pending)} Pending pods · fit analysis over {len(view.rows)} nodes"
-            + ("" if self.app.flavors else " · flavors unknown (no cloud configured)")
-        )
+            status + ("" if self.app.flavors else " · flavors unknown (no cloud configured)"))
         self.show_fit()
 
     def on_virtual_table_highlighted(self, event: VirtualTable.Highlighted) -> None:
