@@ -4,29 +4,16 @@ read-only per context). Against a lab (libvirt's test driver: no VMs are needed 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from tuitools import console_app
 
 from console.config import config_path, load
-from console.lab import scenarios
 from console.lab.world import Lab
 from console.tui.safety import allow_action, is_read_only
 from console.tui.screenshots import wait_until
-
-
-@pytest.fixture(scope="module")
-def kube_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    lab = Lab(scenarios.get("default"), tmp_path_factory.mktemp("ctx-lab"), libvirt="test")
-    try:
-        lab.start()
-        yield lab
-    finally:
-        lab.stop()
 
 
 def _two_contexts(lab: Lab, path: Path) -> tuple[Path, str]:

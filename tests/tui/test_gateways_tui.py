@@ -14,7 +14,6 @@ as "forbidden" rather than empty.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,21 +22,10 @@ import yaml
 from tuitools import console_app
 
 from console.config import Settings
-from console.lab import scenarios
 from console.lab.world import Lab
 from console.tui.screenshots import wait_until
 
 pytestmark = pytest.mark.lab
-
-
-@pytest.fixture(scope="module")
-def kube_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    lab = Lab(scenarios.get("default"), tmp_path_factory.mktemp("gateways-lab"), libvirt="test")
-    try:
-        lab.start()
-        yield lab
-    finally:
-        lab.stop()
 
 
 def _status(app: Any) -> str:
