@@ -17,9 +17,11 @@ Exit codes:
      it was read (409 Conflict: nothing was overwritten; run again to see the new diff)
   2  usage: bad file, bad config/kubeconfig; refused: read-only (`--read-only`, `read_only: true`), or the
      audit log cannot be written (nothing changed; or, status "error", the write was made and only its outcome
-     record is missing: the message says so)
+     record is missing: the message says so); missing RBAC permissions, found before any write (the API server's
+     SelfSubjectRulesReview: JSON "error": "forbidden", "missing": ["create nodefeaturerules.nfd.k8s-sigs.io",
+     ...]; a --dry-run reports them instead, exit 0)
   5  not confirmed (answered no, or stdin is not a terminal and --yes was not given)
-  6  the Kubernetes API could not be used (unreachable, TLS, 401, 403): nothing was changed
+  6  the Kubernetes API could not be used (unreachable, TLS, 401, a 403 met while writing): nothing was changed
 """
 
 from __future__ import annotations
@@ -140,6 +142,18 @@ def _unreachable(e: Exception, settings: Any) -> Stop:
                                        "server, the network and the CA; nothing was changed", "kube-unreachable")
 
 
+def _missing(api: Any, settings: Any, action: str) -> Stop | None:
+    """The refusal (exit 2, before any write) when this user may not do `action` (console/kube/access.py);
+    None when allowed or when the API server does not say."""
+    from console.kube.access import MissingPermissions, require, review
+
+    try:
+        require(review(api, settings), action, settings)
+    except MissingPermissions as e:
+        return Stop(EXIT_USAGE, "refused", str(e), "forbidden", missing=e.details()["missing"])
+    return None
+
+
 def _diff(before: str, after: str, old: str, new: str) -> str:
     return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                         fromfile=old, tofile=new))
@@ -229,7 +243,8 @@ def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     settings = _settings(args)
     docs = _rule_docs(args, settings)
     guard = Guard.from_settings(settings)
-    store = RuleStore(_connect(settings), guard=guard)
+    api = _connect(settings)
+    store = RuleStore(api, guard=guard)
     plan: list[dict[str, Any]] = []
     with _store_errors("reading NodeFeatureRules", settings):
         for doc in docs:
@@ -259,6 +274,14 @@ def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     preview = "\n".join(f"{p['action']} NodeFeatureRule {p['name']}"
                         f"{' (resourceVersion ' + p['resourceVersion'] + ')' if p['resourceVersion'] else ''}\n"
                         f"{p['diff']}" for p in changes)
+    if (refused := _missing(api, settings, "rule-apply")) is not None:
+        if not args.dry_run:
+            raise refused
+        # a server-side dry-run is authorized as the write itself: the API server would refuse it too
+        doc, _ = report("dry-run", f"dry run: {len(changes)} change(s), not checked by the API server: an apply "
+                                   f"would be {refused}")
+        doc |= {"error": "forbidden", **refused.extra}
+        return doc, preview + f"\n{doc['message']}"
     with _store_errors("server-side dry-run", settings):
         for p in changes:  # the server validates (admission, schema) without persisting anything
             if p["action"] == "create":
@@ -321,9 +344,15 @@ def _push(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     diff = _diff(current.content if current else "", content, f"{where} (store)" if current else "/dev/null",
                  args.file)
     action = "replace" if current else "create"
+    refused = _missing(api, settings, "hook-save") if api is not None else None
     if args.dry_run:
         message = f"dry run: would {action} {where}; nothing was changed"
-        return {**base, "status": "dry-run", "message": message, "diff": diff, "action": action}, diff + message
+        doc = {**base, "status": "dry-run", "message": message, "diff": diff, "action": action}
+        if refused is not None:
+            doc |= {"error": "forbidden", **refused.extra, "message": f"{message}; a push would be {refused}"}
+        return doc, diff + doc["message"]
+    if refused is not None:
+        raise refused
     with _store_errors(f"save of {where}", settings):
         guard.check(f"save of {where}")
     print(diff, file=sys.stderr)

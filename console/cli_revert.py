@@ -19,6 +19,19 @@ from console.runbook.engine import EXIT_USAGE
 from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
 
 
+def _dry_run_refusal(args: argparse.Namespace, session: Any) -> dict[str, Any]:
+    """For a dry run: what a revert would be refused for (the confirm callable's refused/missing)."""
+    from console.runbook.session import PermissionsMissing
+
+    if not args.dry_run:
+        return {}
+    try:
+        session.check_permissions("revert")
+    except PermissionsMissing as e:
+        return {"refused": str(e), "missing": e.details["missing"]}
+    return {}
+
+
 def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Namespace, dict, str], None],
         progress: Callable[[Any], None], interrupted: Callable[..., int], confirm: Callable[..., int | None],
         refusal: Callable[[argparse.Namespace, Any], int]) -> int:
@@ -31,7 +44,7 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
 
     try:
         plan, journal = plan_revert(session, args.node, resume=args.resume, node_timeout=args.node_timeout,
-                                    resize_timeout=args.resize_timeout)
+                                    resize_timeout=args.resize_timeout, dry_run=bool(args.dry_run))
     except (PlanRefused, SessionError) as e:  # SessionError: a journal of the node cannot be used
         if is_fault(e):
             raise  # cli.main: one line, the fault's exit code and JSON
@@ -46,7 +59,7 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
         except GuardRefusal as e:
             return refusal(args, e)
     stop_here = confirm(args, journal, plan.to_dict(), render(plan), plan.node,
-                        f"Revert the resize of {plan.server} ({plan.new_flavor})?")
+                        f"Revert the resize of {plan.server} ({plan.new_flavor})?", **_dry_run_refusal(args, session))
     if stop_here is not None:
         return stop_here
     stop = StopFlag()

@@ -16,13 +16,15 @@ Exit codes:
      by another run (its Lease names the holder and when it expires), or a journal fault (above); read-only
      (`--read-only`, `read_only: true`: the plan and --dry-run still work, nothing is changed); the audit log
      cannot be written (a step's intent record must be on disk before the step acts: nothing more is done;
-     resumable when a step was)
+     resumable when a step was); missing RBAC permissions found at plan time, before any change (JSON
+     "error": "forbidden", "missing": ["patch nodes", "create pods/eviction", ...]; --dry-run reports them, exit 0)
   3  verification failed: the VM grew but capacity or pods are not as planned (message says why)
   4  needs attention: failed in a state the runbook could not make safe (journal + message say where);
      or interrupted (Ctrl-C/SIGTERM): stopped before the next step, journal saved, one line names the
      resume command (a second Ctrl-C stops at once)
   5  not confirmed (answered no, or stdin is not a TTY and --yes was not given)
-  6  a backend could not be used (Kubernetes API, Keystone/Nova, libvirt: unreachable, TLS/CA, 401, 403);
+  6  a backend could not be used (Kubernetes API, Keystone/Nova, libvirt: unreachable, TLS/CA, 401, a 403 met
+     while running);
      nothing was changed. A bad kubeconfig, clouds.yaml or config file is 2. Both print one `console: ...`
      line and, with -o json, {"status": "error", "error": KIND, "message", "exit_code"} (console/faults.py)
 """
@@ -111,13 +113,18 @@ def interrupted(args: argparse.Namespace, node: str, run_id: str, stopped_at: st
 
 
 def preview_and_confirm(args: argparse.Namespace, journal: Any, plan_doc: dict[str, Any], text: str, node: str,
-                        question: str, warning: str | None = None) -> int | None:
+                        question: str, warning: str | None = None, refused: str = "",
+                        missing: list[str] | None = None) -> int | None:
     """Show the plan; the exit code when the run must not start (--dry-run: 0, not confirmed: 5), else None.
-    `warning` is said again right above the question (what the change means beyond this run)."""
+    `warning` is said again right above the question (what the change means beyond this run). A dry run reports
+    what a run would be refused for (`refused`, the `missing` permissions) instead of refusing."""
     if journal is not None:
         print(f"scale-up: resuming run {journal.run_id}", file=sys.stderr)
     if args.dry_run:
-        _out(args, {"dry_run": True, "plan": plan_doc}, text)
+        doc: dict[str, Any] = {"dry_run": True, "plan": plan_doc}
+        if missing:
+            doc |= {"error": "forbidden", "missing": missing, "message": f"a run would be {refused}"}
+        _out(args, doc, text + (f"\nwarning: a run would be {refused}" if missing else ""))
         return 0
     print(text, file=sys.stderr)
     if not args.yes:
@@ -129,6 +136,19 @@ def preview_and_confirm(args: argparse.Namespace, journal: Any, plan_doc: dict[s
             print("scale-up: not confirmed; nothing changed", file=sys.stderr)
             return EXIT_DECLINED
     return None
+
+
+def dry_run_refusal(args: argparse.Namespace, session: Any, action: str) -> dict[str, Any]:
+    """For a dry run: what a run of `action` would be refused for (preview_and_confirm's refused/missing)."""
+    from console.runbook.session import PermissionsMissing
+
+    if not args.dry_run:
+        return {}
+    try:
+        session.check_permissions(action)
+    except PermissionsMissing as e:
+        return {"refused": str(e), "missing": e.details["missing"]}
+    return {}
 
 
 def refusal(args: argparse.Namespace, e: Any) -> int:
@@ -185,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from console.config import load as load_settings
     from console.runbook.scaleup import DRAIN_TIMEOUT_S, DrainRefused, PlanRefused, ScaleUpRequest, parse_memory_mib
-    from console.runbook.session import Session, SessionError
+    from console.runbook.session import Session, SessionError, plan_action
 
     def err(msg: str) -> None:
         print(f"scale-up: {msg}", file=sys.stderr)
@@ -215,7 +235,7 @@ def _run(args: argparse.Namespace) -> int:
             drain_timeout=DRAIN_TIMEOUT_S if args.drain_timeout is None else args.drain_timeout,
         )
         session = Session(settings)
-        plan, journal = session.plan(request, resume=args.resume, new=args.new)
+        plan, journal = session.plan(request, resume=args.resume, new=args.new, dry_run=bool(args.dry_run))
     except (PlanRefused, SessionError) as e:
         if is_fault(e):
             raise  # cli.main: one line, the fault's exit code and JSON
@@ -239,7 +259,8 @@ def _run(args: argparse.Namespace) -> int:
         return refused
     stop_here = preview_and_confirm(args, journal, plan.to_dict(), render_plan(plan), plan.node.name,
                                     f"Scale {plan.node.name} ({plan.vm.name}) to {plan.target}?",
-                                    warning=nova_regeneration_warning(plan))
+                                    warning=nova_regeneration_warning(plan),
+                                    **dry_run_refusal(args, session, plan_action(plan)))
     if stop_here is not None:
         return stop_here
 

@@ -46,3 +46,18 @@ def write_kubeconfig(
     with os.fdopen(fd, "w") as fh:
         yaml.safe_dump(doc, fh, default_flow_style=False, sort_keys=False)
     os.chmod(target, 0o600)  # an existing file keeps its old mode through O_CREAT
+
+
+def add_contexts(path: str | os.PathLike[str], users: dict[str, tuple[str, str]], cluster: str = "lab") -> None:
+    """Add a context per {context: (user, token)} to the kubeconfig at `path`, on its cluster, next to the others."""
+    import yaml
+
+    target = Path(path)
+    doc = yaml.safe_load(target.read_text())
+    for context, (user, token) in users.items():
+        doc["users"].append({"name": user, "user": {"token": token}})
+        doc["contexts"].append({"name": context, "context": {"cluster": cluster, "user": user,
+                                                             "namespace": "default"}})
+    fd = os.open(target, os.O_WRONLY | os.O_TRUNC)
+    with os.fdopen(fd, "w") as fh:
+        yaml.safe_dump(doc, fh, default_flow_style=False, sort_keys=False)

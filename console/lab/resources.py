@@ -46,6 +46,9 @@ class ResourceType:
 
 NFD_GROUP = "nfd.k8s-sigs.io"
 COORDINATION_GROUP = "coordination.k8s.io"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+AUTHORIZATION_GROUP = "authorization.k8s.io"
+AUTHENTICATION_GROUP = "authentication.k8s.io"
 
 RESOURCES: dict[str, ResourceType] = {
     r.key: r
@@ -74,6 +77,18 @@ RESOURCES: dict[str, ResourceType] = {
                      singular="nodefeature"),
         ResourceType("nodefeaturerules", "NodeFeatureRule", NFD_GROUP, "v1alpha1", False,
                      ("nfr",), singular="nodefeaturerule"),
+        # RBAC (console/lab/kubeapi/rbac.py evaluates them) and the reviews that ask it (kubeapi/reviews.py)
+        ResourceType("clusterroles", "ClusterRole", RBAC_GROUP, "v1", False, (), singular="clusterrole"),
+        ResourceType("clusterrolebindings", "ClusterRoleBinding", RBAC_GROUP, "v1", False, (),
+                     singular="clusterrolebinding"),
+        ResourceType("roles", "Role", RBAC_GROUP, "v1", True, (), singular="role"),
+        ResourceType("rolebindings", "RoleBinding", RBAC_GROUP, "v1", True, (), singular="rolebinding"),
+        ResourceType("selfsubjectaccessreviews", "SelfSubjectAccessReview", AUTHORIZATION_GROUP, "v1", False, (),
+                     ("create",), singular="selfsubjectaccessreview"),
+        ResourceType("selfsubjectrulesreviews", "SelfSubjectRulesReview", AUTHORIZATION_GROUP, "v1", False, (),
+                     ("create",), singular="selfsubjectrulesreview"),
+        ResourceType("selfsubjectreviews", "SelfSubjectReview", AUTHENTICATION_GROUP, "v1", False, (),
+                     ("create",), singular="selfsubjectreview"),
     )
 }
 

@@ -63,6 +63,9 @@ class Lab:
         self.ssh_config: Path | None = None
         self._token = "lab-" + secrets.token_urlsafe(24)
         self._nobody_token = "lab-nobody-" + secrets.token_urlsafe(24)  # authenticated, no RBAC: 403
+        # RBAC users (console/lab/rbac_policy.py): context -> (user, token)
+        self.rbac_users = {"lab-viewer": ("viewer", "lab-viewer-" + secrets.token_urlsafe(24)),
+                           "lab-operator": ("operator", "lab-operator-" + secrets.token_urlsafe(24))}
         self._os_password = secrets.token_urlsafe(18)
         self._os_member_password = secrets.token_urlsafe(18)
 
@@ -203,16 +206,20 @@ class Lab:
         from console.lab.cloudsyaml import write_clouds_yaml, write_openrc
         from console.lab.faultfiles import NOBODY_USER, write_fault_files
         from console.lab.kubeapi.server import start_kube_api
-        from console.lab.kubeconfig import write_kubeconfig
+        from console.lab.kubeconfig import add_contexts, write_kubeconfig
         from console.lab.openstack.nova import Nova
         from console.lab.openstack.server import start_openstack
+        from console.lab.rbac_policy import lab_users, seed
 
         progress("starting the Kubernetes and OpenStack APIs")
         self.kube_api = self._loop.call(start_kube_api(self.store, self.logs, token=self._token,
                                                        node_proxy=self._kubelet_proxy,
-                                                       unbound={self._nobody_token: NOBODY_USER}))
+                                                       unbound={self._nobody_token: NOBODY_USER},
+                                                       users={t: u for u, t in self.rbac_users.values()}))
         self._stack.append(lambda: self._loop.call(self.kube_api.stop()))
+        seed(self.store, lab_users())
         write_kubeconfig(self.state.kubeconfig, self.kube_api.url, self._token, ca_pem=self.kube_api.ca_pem)
+        add_contexts(self.state.kubeconfig, {ctx: (user, token) for ctx, (user, token) in self.rbac_users.items()})
         if self.vms:
             self.nova = Nova(self.scenario.flavors, self.vms, self.hypervisor, self.nova_timing)
             self._stack.append(self.nova.close)

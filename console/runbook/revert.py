@@ -77,9 +77,18 @@ def _params(journal: Journal, node_timeout: float, resize_timeout: float) -> Rev
 
 
 def plan_revert(session: Any, node: str, *, resume: str | None = None, node_timeout: float = 180.0,
-                resize_timeout: float = 300.0) -> tuple[RevertPlan, Journal | None]:
+                resize_timeout: float = 300.0, dry_run: bool = False) -> tuple[RevertPlan, Journal | None]:
     """Read-only: the server must wait in VERIFY_RESIZE (or a revert run is resumed). PlanRefused says why not;
-    SessionError when a journal of the node cannot be used (Session.journal_to_resume)."""
+    SessionError when a journal of the node cannot be used (Session.journal_to_resume); PermissionsMissing (not
+    for a dry run) when this user may not do what a revert calls for."""
+    plan, journal = _plan_revert(session, node, resume, node_timeout, resize_timeout)
+    if not dry_run:
+        session.check_permissions(KIND)
+    return plan, journal
+
+
+def _plan_revert(session: Any, node: str, resume: str | None, node_timeout: float,
+                 resize_timeout: float) -> tuple[RevertPlan, Journal | None]:
     from console.runbook.session import journal_fault
 
     journal = session.journal_to_resume(KIND, node, resume)
@@ -206,6 +215,7 @@ def run_revert(session: Any, plan: RevertPlan, journal: Journal | None = None, *
     from console.runbook.journal import new_run_id
 
     run_id = journal.run_id if journal is not None else new_run_id(KIND, plan.node)
+    session.check_permissions(KIND)  # below any UI: before the Lease or a journal
     session.guard.check(f"revert of the resize of {plan.server}")  # ReadOnly before the Lease or a journal
     superseded: tuple[Journal, str, str] | None = None
     with session.node_lock(plan.node, run_id, journal, on_event) as lock:

@@ -37,6 +37,11 @@ class SessionError(Exception):
         self.details = details or {}
 
 
+class PermissionsMissing(SessionError):
+    """The API server would refuse part of the run to this user: refused at plan time, before any change (exit 2;
+    `details`: {"error": "forbidden", "missing": ["patch nodes", ...]})."""
+
+
 def journal_fault(e: JournalError) -> SessionError:
     """A journal that cannot be used, as the session reports it (exit 2; `-o json`: status error, kind journal)."""
     return SessionError(str(e), {"status": "error", "error": "journal", "journal": str(e.path or "")})
@@ -62,6 +67,31 @@ class Session:
         self._libvirt: Any = None
         self._cluster: dict[str, Any] | None = None
         self._infra: dict[tuple[str, str], dict[str, Any]] = {}
+        self._permissions: Any = None
+
+    @property
+    def permissions(self) -> Any:
+        """What this user may do (console/kube/access.py Access), asked once per session."""
+        if self._permissions is None:
+            from console.kube.access import review
+
+            self._permissions = review(self.api, self.settings)
+        return self._permissions
+
+    def missing(self, action: str) -> list[Any]:
+        """The permissions `action` needs that this user is known not to hold (access.Need)."""
+        from console.kube.access import action_needs
+
+        return self.permissions.missing(action_needs(action, self.settings))
+
+    def check_permissions(self, action: str) -> None:
+        """PermissionsMissing (exit 2, before any change) when the API server would refuse part of `action`."""
+        from console.kube.access import MissingPermissions, require
+
+        try:
+            require(self.permissions, action, self.settings)
+        except MissingPermissions as e:
+            raise PermissionsMissing(str(e), e.details()) from e
 
     @property
     def cluster(self) -> dict[str, Any]:
@@ -140,9 +170,12 @@ class Session:
         return {"api": self.api, "openstack": self.openstack, "libvirt": self.libvirt, "access": self.access,
                 "kubelet_unit": getattr(self.settings, "kubelet_unit", None)}
 
-    def plan(self, request: ScaleUpRequest, *, resume: str | None = None,
-             new: bool = False) -> tuple[ScaleUpPlan, Journal | None]:
-        """The plan, and the journal of the run to resume (explicit, or an unfinished run for this node)."""
+    def plan(self, request: ScaleUpRequest, *, resume: str | None = None, new: bool = False,
+             dry_run: bool = False) -> tuple[ScaleUpPlan, Journal | None]:
+        """The plan, and the journal of the run to resume (explicit, or an unfinished run for this node).
+
+        PermissionsMissing when this user may not do what the plan calls for (a dry run reports it instead:
+        `missing(plan_action(plan))`)."""
         from console.infra.protocol import InfraError
         from console.runbook.resume_params import ParamsDiffer, resume_request
 
@@ -163,6 +196,8 @@ class Session:
         if journal is not None:
             self.check_infra(journal, plan.method, plan.vm.ref)
             plan = resumed(plan, journal.doc["context"].get("plan") or {})
+        if not dry_run and not plan.nothing_to_do:
+            self.check_permissions(plan_action(plan))
         return plan, journal
 
     def run(self, plan: ScaleUpPlan, journal: Journal | None = None, *,
@@ -176,6 +211,7 @@ class Session:
 
         if plan.nothing_to_do:
             raise SessionError(plan.nothing_to_do)
+        self.check_permissions(plan_action(plan))  # below any UI: before the Lease or a journal exists
         self.guard.check(f"scale-up of {plan.node.name}")  # ReadOnly before the Lease or a journal exists
         run_id = journal.run_id if journal is not None else new_run_id("scale-up", plan.node.name)
         with self.node_lock(plan.node.name, run_id, journal, on_event) as lock:
@@ -208,3 +244,9 @@ class Session:
             yield lock
         finally:
             lock.release()
+
+
+def plan_action(plan: ScaleUpPlan) -> str:
+    """The access.py action a scale-up plan performs: without cordon, drain and VM change when only the kubelet
+    has to re-read the capacity."""
+    return "kubelet-restart" if plan.kubelet_only else "scale-up"

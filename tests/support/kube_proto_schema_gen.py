@@ -1,7 +1,8 @@
 """Regenerate console/lab/kubeapi/proto_schema.py: the field numbers, JSON names and types of the Kubernetes
 protobuf messages the lab's API server decodes (request bodies sent as application/vnd.kubernetes.protobuf).
 
-Input: the generated.proto files of k8s.io/api (core/v1, apps/v1, policy/v1, coordination/v1, batch/v1) and
+Input: the generated.proto files of k8s.io/api (core/v1, apps/v1, policy/v1, coordination/v1, batch/v1,
+authentication/v1, authorization/v1, rbac/v1) and
 k8s.io/apimachinery (pkg/apis/meta/v1, pkg/runtime, pkg/util/intstr, pkg/api/resource), copied into one
 directory as <path with / replaced by _>.proto, e.g. core_v1.proto, pkg_apis_meta_v1.proto. Run:
 
@@ -21,6 +22,9 @@ ROOTS = {
     "coordination.v1": ["Lease"],
     "batch.v1": ["Job"],
     "meta.v1": ["DeleteOptions"],
+    "authorization.v1": ["SelfSubjectAccessReview", "SelfSubjectRulesReview"],
+    "authentication.v1": ["SelfSubjectReview"],
+    "rbac.v1": ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"],
 }
 FIELD = re.compile(r"^\s*(optional|repeated)\s+([\w.]+)\s+(\w+)\s*=\s*(\d+);")
 MAP = re.compile(r"^\s*map<\s*(\w+)\s*,\s*([\w.]+)\s*>\s+(\w+)\s*=\s*(\d+);")

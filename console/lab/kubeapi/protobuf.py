@@ -26,7 +26,9 @@ CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 INLINE = {("core.v1.Volume", "volumeSource"), ("core.v1.PersistentVolumeSpec", "persistentVolumeSource"),
           ("core.v1.EphemeralContainer", "ephemeralContainerCommon")}
 _GROUPS = {"v1": "core.v1", "apps/v1": "apps.v1", "policy/v1": "policy.v1", "coordination.k8s.io/v1":
-           "coordination.v1", "batch/v1": "batch.v1"}
+           "coordination.v1", "batch/v1": "batch.v1", "authorization.k8s.io/v1": "authorization.v1",
+           "authentication.k8s.io/v1": "authentication.v1",
+           "rbac.authorization.k8s.io/v1": "rbac.v1"}
 
 
 class ProtobufError(ValueError):

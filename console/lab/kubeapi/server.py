@@ -10,9 +10,10 @@ from typing import Any
 
 from aiohttp import web
 
-from console.lab.kubeapi import discovery, listing, objects, pods
+from console.lab.kubeapi import authz, discovery, listing, objects, pods, reviews
 from console.lab.kubeapi.encoding import json_response
 from console.lab.kubeapi.listing import Snapshots
+from console.lab.kubeapi.rbac import AUTHENTICATED, MASTERS, Attributes, Rules, User
 from console.lab.kubeapi.status import ApiError, from_store_error, status_body
 from console.lab.kubeapi.tls import make_serving_cert
 from console.lab.podlogs import PodLogs
@@ -82,15 +83,16 @@ class _State:
     logs: PodLogs
     token: str | None
     address: str = ""
-    # tokens of users that authenticate but hold no RBAC binding: every resource request is 403 (authz.py)
-    unbound: dict[str, str] = field(default_factory=dict)
+    # tokens of the users RBAC decides for (kubeapi/rbac.py); the admin token is `system:masters`
+    users: dict[str, User] = field(default_factory=dict)
     snaps: Snapshots = field(default_factory=Snapshots)
     # the node proxy to the kubelets: (node, path) -> (HTTP status, body, content type)
     node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None
 
 
 _STATE = web.AppKey("state", _State)
-_UNBOUND_USER = web.RequestKey("unbound_user", str)
+_USER = web.RequestKey("user", User)
+ADMIN = User("lab-admin", (MASTERS, AUTHENTICATED))
 
 
 def _method_not_allowed(method: str) -> ApiError:
@@ -167,7 +169,11 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     if path == "/":
         return json_response({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version",
                                         *sorted(f"/apis/{g}" for g in discovery.group_versions() if g)]})
+    user = request.get(_USER)
+    rbac = user is not None and MASTERS not in user.groups
     static = _static(path, st)
+    if rbac and static is not None:
+        authz.check(Rules(st.store), user, Attributes(request.method.lower(), path=path, resource_request=False))
     if static is False:
         raise _not_found()
     if static is not None:
@@ -178,15 +184,20 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     if segs[0] not in ("api", "apis"):
         return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
     if len(segs) >= 5 and segs[:3] == ["api", "v1", "nodes"] and segs[4] == "proxy":
+        if rbac:
+            verb = authz.request_verb(request.method, segs[3], False)
+            authz.check(Rules(st.store), user, Attributes(verb, "nodes", "", "proxy", "", segs[3]))
         return _proxy_node(request, st, segs[3], "/".join(segs[5:]))
     target = parse_resource_path(segs)
-    user = request.get(_UNBOUND_USER)
-    if user:
-        from console.lab.kubeapi.authz import forbidden, request_verb
-
+    if rbac:
         watching = target.legacy_watch or request.query.get("watch") in ("true", "1")
-        raise forbidden(user, request_verb(request.method, target.name, watching), target.rt.group,
-                        target.rt.plural, target.sub, target.namespace, target.name)
+        authz.check(Rules(st.store), user, authz.resource_attributes(
+            request.method, target.rt.group, target.rt.plural, target.sub, target.namespace, target.name, watching,
+            request.query))
+    if target.rt.group in (reviews.AUTHORIZATION_GROUP, reviews.AUTHENTICATION_GROUP):
+        if request.method != "POST" or target.name is not None:
+            raise _method_not_allowed(request.method)
+        return await reviews.review(request, Rules(st.store), user or ADMIN, target.rt.plural)
     try:
         return await _resource(request, st, target)
     except StoreError as err:
@@ -211,10 +222,12 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     st: _State = request.app[_STATE]
     if st.token is not None and request.path not in _OPEN_PATHS:
         auth = request.headers.get("Authorization", "")
-        unbound = st.unbound.get(auth.removeprefix("Bearer ")) if auth.startswith("Bearer ") else None
-        if unbound:
-            request[_UNBOUND_USER] = unbound
-        elif not hmac.compare_digest(auth.encode(), f"Bearer {st.token}".encode()):
+        user = st.users.get(auth.removeprefix("Bearer ")) if auth.startswith("Bearer ") else None
+        if user is not None:
+            request[_USER] = user
+        elif hmac.compare_digest(auth.encode(), f"Bearer {st.token}".encode()):
+            request[_USER] = ADMIN
+        else:
             return json_response(status_body(401, "Unauthorized", "Unauthorized"), 401)
     try:
         return await handler(request)
@@ -270,17 +283,24 @@ async def start_kube_api(
     tls: bool | None = None,
     node_proxy: Callable[[str, str], tuple[int, str, str]] | None = None,
     unbound: dict[str, str] | None = None,
+    users: dict[str, str] | None = None,
 ) -> KubeAPI:
     """Start serving `store` on the running asyncio loop; port 0 picks a free port.
 
     `tls` defaults to on when a token is set: kubectl never sends a bearer token
     to a plain-http server. The CA to trust is `KubeAPI.ca_pem`. `unbound`: {token: user name} of users
-    that authenticate but may do nothing (403 on every resource request, lab/kubeapi/authz.py).
+    that authenticate but hold no RBAC binding (403 on every resource request, lab/kubeapi/authz.py); `users`:
+    {token: user name} of the users RBAC decides for (group system:authenticated). The bootstrap RBAC policy is
+    created in `store` when absent (console/lab/rbac_policy.py), as kube-apiserver reconciles it at start.
     """
+    from console.lab.rbac_policy import bootstrap, seed
+
+    seed(store, bootstrap())
     use_tls = token is not None if tls is None else tls
     cert = make_serving_cert(host) if use_tls else None
     app = web.Application(middlewares=[_guard], client_max_size=64 * 1024 * 1024)
-    state = _State(store, logs, token, node_proxy=node_proxy, unbound=dict(unbound or {}))
+    known = {**(unbound or {}), **(users or {})}
+    state = _State(store, logs, token, node_proxy=node_proxy, users={t: User(n) for t, n in known.items()})
     app[_STATE] = state
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     # open watches end within a second of stop() instead of at their timeoutSeconds

@@ -197,3 +197,44 @@ def kube(kube_lab: KubeLab) -> Iterator[Any]:
 def pod() -> Any:
     """The factory for realistic pod dicts: pod(name, namespace=, node_name=, cpu=, memory=, phase=, labels=)."""
     return make_pod
+
+
+@dataclass
+class RbacLab:
+    """The seeded API server with RBAC users: contexts `lab` (system:masters), `lab-viewer`, `lab-operator`,
+    `lab-nobody` (authenticated, no binding) in one kubeconfig, as the lab writes them."""
+
+    store: Store
+    api: KubeAPI
+    kubeconfig: Path
+
+    def env(self) -> dict[str, str]:
+        home = self.kubeconfig.parent
+        return {**os.environ, "KUBECONFIG": str(self.kubeconfig), "HOME": str(home),
+                "KUBECACHEDIR": str(home / "cache")}
+
+
+@pytest.fixture(scope="module")
+def rbac_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RbacLab]:
+    from console.lab.kubeconfig import add_contexts
+    from console.lab.rbac_policy import lab_users
+    from console.lab.rbac_policy import seed as seed_rbac
+
+    store, logs = Store(), PodLogs()
+    seed(store, logs)
+    loop = LoopThread()
+    token = secrets.token_urlsafe(24)
+    users = {"lab-viewer": ("viewer", secrets.token_urlsafe(24)),
+             "lab-operator": ("operator", secrets.token_urlsafe(24))}
+    nobody = secrets.token_urlsafe(24)
+    api = loop.run(start_kube_api(store, logs, token=token, unbound={nobody: "lab-nobody"},
+                                  users={t: u for u, t in users.values()}))
+    seed_rbac(store, lab_users())
+    kubeconfig = tmp_path_factory.mktemp("rbac") / "kubeconfig"
+    write_kubeconfig(kubeconfig, api.url, token, ca_pem=api.ca_pem)
+    add_contexts(kubeconfig, {**users, "lab-nobody": ("lab-nobody", nobody)})
+    try:
+        yield RbacLab(store, api, kubeconfig)
+    finally:
+        loop.run(api.stop())
+        loop.close()
