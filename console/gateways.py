@@ -145,7 +145,8 @@ class Gateways:
         guard = guard or self.guard
         if settings is not None and settings.read_only and not guard.read_only:  # a read-only screen stays so
             guard = Guard(read_only=True, audit=guard.audit)
-        return Session(settings or self.settings, guard=guard, connection=(self.api_client, self.cluster.target))
+        return Session(settings or self.settings, guard=guard, connection=(self.api_client, self.cluster.target),
+                       permissions=self.access)
 
 
 def vm_inventory_for(settings: Settings) -> Any:

@@ -189,12 +189,14 @@ class ConsoleApp(App[None]):
             target = message.kube.target
             where = faults.Where(target.kubeconfig, target.context, server=target.server)
             fault = faults.classify(health.error, where) if health.error is not None else None
-            state = "refusing us" if fault and fault.kind in ("kube-unauthorized", "kube-forbidden") else \
-                "unreachable"
-            data = f"data below is from {_hms(health.fresh_at)}" if health.fresh_at else "no data loaded yet"
-            self.stale = f"API server {state} since {_hms(health.down_since)} — {data}"
-            reason = fault.message if fault else explain(health.error) if health.error else ""
-            self.notify(f"{self.stale}. {reason}".strip(), title="Kubernetes API", severity="error", timeout=30)
+            # a 403 is RBAC, not an outage: the other data is current and the screens say what cannot be read
+            # and why (Gateways.unreadable), so it is not called stale
+            if fault is None or fault.kind != "kube-forbidden":
+                state = "refusing us" if fault and fault.kind == "kube-unauthorized" else "unreachable"
+                data = f"data below is from {_hms(health.fresh_at)}" if health.fresh_at else "no data loaded yet"
+                self.stale = f"API server {state} since {_hms(health.down_since)} — {data}"
+                reason = fault.message if fault else explain(health.error) if health.error else ""
+                self.notify(f"{self.stale}. {reason}".strip(), title="Kubernetes API", severity="error", timeout=30)
         self._update_subtitle()
         for screen in self.screen_stack:
             if hasattr(screen, "view_changed"):
