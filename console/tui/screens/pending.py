@@ -95,12 +95,13 @@ class PendingScreen(ConsoleScreen):
             return
         events = self.app.events
         latest = events.failed_scheduling() if events else {}
+        no_event = f"({self.app.gateways.unreadable('events') or 'no FailedScheduling event yet'})"
         keys, cells = [], []
         for p in view.pending:
             ev = latest.get((p.namespace, p.name))
             keys.append(pod_key(p))
             cells.append((pod_key(p), fmt_cpu(p.requests.cpu_m), fmt_mem(p.requests.memory),
-                          ev.message if ev else "(no FailedScheduling event yet)"))
+                          ev.message if ev else no_event))
         if "pods" in view.unknown:  # not listed (yet, or refused): "No Pending pods" would be a false fact
             cannot = self.app.gateways.unreadable("pods")
             self.pods_table.empty_text = cannot or "Loading pods…"
