@@ -123,6 +123,11 @@ async def test_viewer_reads_nodes_and_pods_every_mutation_disabled_with_its_reas
             await pilot.pause()
             help_text = str(app.screen.query_one("#help-text").render())
             assert "disabled: scale-up needs: " in help_text
+            await pilot.press("escape", "enter")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "NodeDetailScreen", what="node detail")
+            pods = str(app.screen.query_one("#node-pods").render())
+            assert pods.startswith("Pods (") and "cannot" not in pods  # the viewer reads the node's pods
+            assert app.screen.check_action("scale_up", ()) is None
             await pilot.press("escape", "p")
             await wait_until(pilot, lambda: type(app.screen).__name__ == "PendingScreen", what="the pending screen")
             assert "Pending pods" in str(app.screen.query_one("#pending-status").render())
