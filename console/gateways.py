@@ -18,27 +18,30 @@ from typing import TYPE_CHECKING, Any
 
 from console.config import Settings
 from console.guard import Guard
+from console.kube.access import Access
 
 if TYPE_CHECKING:
     from console.kube.events import Events
     from console.kube.nfdstore import HookStore, RuleStore
     from console.runbook.session import Session
 
+NOT_REVIEWED = "not reviewed yet"
 ClusterFactory = Callable[[str | None, str | None], Any]  # (kubeconfig, context) -> console.kube.cluster.Cluster
 
 
 @dataclass(frozen=True)
 class Gateways:
     """One context's gateways: `cluster` (connection + node/pod caches), `events`, `vms` (None hides the VM
-    columns), `guard` (every write goes through it), `access` (what this user may do: a
-    console.kube.access.Access, None until reviewed), the `settings` resolved for the context."""
+    columns), `guard` (every write goes through it), `access` (what this user may do, console/kube/access.py;
+    until the App's review answers it is unknown, and unknown refuses nothing), the `settings` resolved for the
+    context."""
 
     settings: Settings
     cluster: Any
     guard: Guard
     vms: Any = None
     events: Events | None = None
-    access: Any = None
+    access: Access = field(default_factory=lambda: Access(unknown=NOT_REVIEWED))
     label: str = ""  # what the header calls this context ("lab: default"); "" shows the context's name
     _why: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -67,27 +70,25 @@ class Gateways:
         self.cluster.stop()
 
     # -- what this user may do -----------------------------------------------------------------------------
-    def review_access(self) -> Any:
+    def review_access(self) -> Access:
         """Ask the API server what this user may do (SelfSubjectRulesReview/AccessReview); blocking: a worker's."""
         from console.kube.access import review
 
         return review(self.cluster.api_client, self.settings)
 
-    def with_access(self, access: Any) -> Gateways:
+    def with_access(self, access: Access) -> Gateways:
         """The same gateways, with the review's answer (the caches and threads are shared, not copied)."""
         return replace(self, access=access)
 
     def why_not(self, action: str) -> str:
         """"" when `action` ("scale-up", "rule-apply", …) is allowed or unknown, else what it needs."""
-        if self.access is None:
-            return ""
         if action not in self._why:  # asked on every footer refresh: the answer is fixed for the bundle
             self._why[action] = self.access.why_not(action, self.settings)
         return self._why[action]
 
     def cannot_read(self, what: str) -> str:
         """"" when the data set `what` ("nodes", "pods", …) may be read (or it is unknown), else why not."""
-        return self.access.cannot_read(what) if self.access is not None else ""
+        return self.access.cannot_read(what)
 
     def unreadable(self, what: str) -> str:
         """Why the data set `what` ("nodes", "pods", "events") is not shown ("" when it is): the review says it

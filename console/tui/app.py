@@ -378,7 +378,7 @@ class ConsoleApp(App[None]):
         if message.gateways.cluster is not self.kube:
             return  # reviewed for a context we left
         self.gateways = self.gateways.with_access(message.access)
-        unknown = getattr(message.access, "unknown", "")
+        unknown = message.access.unknown
         if unknown:
             self.notify(f"permissions unknown ({unknown}): actions stay offered; the API server decides",
                         title="RBAC", severity="warning", timeout=10)
