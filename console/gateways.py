@@ -146,8 +146,10 @@ class Gateways:
         guard = guard or self.guard
         if settings is not None and settings.read_only and not guard.read_only:  # a read-only screen stays so
             guard = Guard(read_only=True, audit=guard.audit)
+        # the App's review when it answered; else the session asks itself before it plans (a refusal at plan time)
+        permissions = None if self.access.unknown else self.access
         return Session(settings or self.settings, guard=guard, connection=(self.api_client, self.cluster.target),
-                       permissions=self.access)
+                       permissions=permissions)
 
 
 def vm_inventory_for(settings: Settings) -> Any:
