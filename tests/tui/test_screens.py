@@ -252,7 +252,7 @@ async def test_context_switch_reconnects(lab: Any, tmp_path: Any) -> None:
             await loaded(pilot)
             await pilot.press("colon", *"ctx", "enter")
             await wait_until(pilot, lambda: screen_name(pilot) == "ContextPicker")
-            await pilot.press("down", "enter")
+            await pilot.press("end", "enter")  # "second", appended after the lab's own contexts
             await wait_until(pilot, lambda: app.kube.target.context == "second", what="the context switch")
             assert app.gateways is not first and app.kube is not first.cluster
             await wait_until(pilot, lambda: len(app.view.rows) == 5, what="nodes from the new context")
