@@ -77,6 +77,6 @@ async def test_a_bad_config_refuses_the_switch(kube_lab: Lab, tmp_path: Path) ->
             await wait_until(pilot, lambda: any("not switched to prod" in m for m in _notes(app)), what="refusal")
             note = next(m for m in _notes(app) if "not switched to prod" in m)
             assert "config.yaml:3: contexts.prod.read_only: expected true or false, not 'ture'" in note
-            assert app.gateways is gateways and app.kube.target.context == first
+            assert app.kube is gateways.cluster and app.kube.target.context == first  # the same bundle
     finally:
         gateways.stop()
