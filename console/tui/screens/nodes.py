@@ -246,7 +246,7 @@ class NodesScreen(ConsoleScreen):
             if "pods" in view.unknown:  # requests and Pending pods are unknown, not zero
                 cannot = self.app.gateways.unreadable("pods")
                 text.append(f" · {cannot or 'loading pods…'}",
-                            style=theme_colors(self.app).get("error" if cannot else "text-muted", ""))
+                            style=theme_colors(self.app).get("error", "red") if cannot else "dim")
             else:
                 text.append(f" · {len(view.snapshot.pods)} pods")
             if view.pending:
