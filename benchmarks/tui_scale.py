@@ -39,15 +39,16 @@ def child(kubeconfig: str, out: str) -> None:
     """One console run: connect, paint, load everything, filter; write figures as JSON."""
     t0 = time.monotonic()
     from console.config import Settings
-    from console.kube.cluster import Cluster
+    from console.gateways import Gateways
     from console.tui.app import ConsoleApp
 
     figures: dict[str, float] = {}
 
     async def run() -> None:
-        cluster = Cluster(kubeconfig)
-        cluster.start()
-        app = ConsoleApp(cluster, None, Settings(kubeconfig=kubeconfig, theme="dark"))
+        gateways = Gateways.connect(Settings(kubeconfig=kubeconfig, theme="dark"))
+        gateways.start()
+        cluster = gateways.cluster
+        app = ConsoleApp(gateways)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = app.screen
             while not screen.table.keys:
@@ -93,7 +94,7 @@ def child(kubeconfig: str, out: str) -> None:
             figures["filter_p95_ms"] = latencies[int(len(latencies) * 0.95) - 1] * 1000
             figures["filter_max_ms"] = latencies[-1] * 1000
             figures["filtered_rows"] = len(screen.table.keys)
-        cluster.stop()
+        gateways.stop()
 
     asyncio.run(run())
     figures["peak_rss_mb"] = rss_mb("VmHWM")

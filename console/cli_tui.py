@@ -93,16 +93,13 @@ def suspended_runner(app: Any) -> Callable[[Callable[[], T]], T]:
 
 
 def open_console(settings: Any, *, label: str = "") -> int:
-    from console.guard import Guard
-    from console.infra.inventory import vm_inventory
-    from console.infra.libvirt import libvirt_uris
-    from console.kube.cluster import Cluster
+    from console.gateways import Gateways, vm_inventory_for
     from console.kube.connection import KubeConfigError
     from console.kube.execauth import terminal_owner
     from console.tui.app import ConsoleApp
 
     try:
-        cluster = Cluster(settings.kubeconfig, settings.context)
+        gateways = Gateways.connect(settings, vms=vm_inventory_for(settings), label=label)
     except KubeConfigError as e:  # a bad kubeconfig: 2; an exec plugin that could not log in: 6 (README)
         from console.faults import EXIT_BAD_FILE, classify
 
@@ -115,12 +112,11 @@ def open_console(settings: Any, *, label: str = "") -> int:
     if theme_error:
         print(f"console: theme {settings.theme}: {theme_error}", file=sys.stderr)
         return 2
-    cluster.start()
-    vms = vm_inventory(settings.cloud, libvirt_uris(settings.libvirt_uris))
-    app = ConsoleApp(cluster, None, settings, vms=vms, label=label, guard=Guard.from_settings(settings))
+    gateways.start()
+    app = ConsoleApp(gateways)
     try:
         with terminal_owner(suspended_runner(app)):  # an interactive exec plugin prompts with the TUI suspended
             app.run()
     finally:
-        cluster.stop()
+        app.gateways.stop()  # the bundle in use at the end (a context switch replaced the first one)
     return app.return_code or 0  # Textual sets 1 when the app died of an exception

@@ -30,8 +30,10 @@ class CacheHealth:
         """The header's words for every cache that is down, or None when all answer:
         "nodes: reconnecting since 14:02:11 — connection refused; pods: …". A cache still loading its first
         list is not stale (its screen says "Loading")."""
+        # a forbidden cache is RBAC, not an outage: its screen says what cannot be read and why
+        # (Gateways.unreadable) while the other data stays current, so it is not called stale
         parts = [f"{s.name}: {s.state} since {_hms(s.since)} — {s.reason}" for s in self.states
-                 if s.state in DOWN and s.since is not None]
+                 if s.state in DOWN and s.state != "forbidden" and s.since is not None]
         return "; ".join(parts) or None
 
     def loading_text(self) -> str | None:

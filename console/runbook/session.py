@@ -48,13 +48,17 @@ def journal_fault(e: JournalError) -> SessionError:
 
 
 class Session:
-    def __init__(self, settings: Any, *, guard: Guard | None = None) -> None:
+    def __init__(self, settings: Any, *, guard: Guard | None = None,
+                 connection: tuple[Any, Any] | None = None, permissions: Any = None) -> None:
+        """`connection`: (ApiClient, KubeTarget) already open (the TUI's, console/gateways.py); else one is made
+        from the settings' kubeconfig and context. `permissions`: that connection's access review when already
+        asked (else asked once, when first needed)."""
         from console.kube.connection import KubeConfigError, connect
         from console.kube.nodeaccess import node_access
 
         self.settings = settings
         try:
-            self.api, self.target = connect(settings.kubeconfig, settings.context)
+            self.api, self.target = connection or connect(settings.kubeconfig, settings.context)
         except KubeConfigError as e:
             raise SessionError(str(e)) from e
         # every change the runbooks make goes through it (read-only, audit intent before, outcome after)
@@ -64,7 +68,7 @@ class Session:
         self._libvirt: Any = None
         self._cluster: dict[str, Any] | None = None
         self._infra: dict[tuple[str, str], dict[str, Any]] = {}
-        self._permissions: Any = None
+        self._permissions: Any = permissions
 
     @property
     def permissions(self) -> Any:

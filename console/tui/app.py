@@ -10,10 +10,12 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.events import Key
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from console.config import Settings
+from console.gateways import Gateways, vm_inventory_for
 from console.guard import Guard
 from console.infra.inventory import VmListError
 from console.infra.vms import VmView, match_nodes
@@ -24,6 +26,7 @@ from console.tui.command_grammar import Command, CommandError, parse_command
 from console.tui.commands import ConsoleCommands
 from console.tui.errors import explain
 from console.tui.messages import (
+    AccessReviewed,
     ApiProbed,
     CacheHealthChanged,
     ClusterView,
@@ -57,33 +60,22 @@ class ConsoleApp(App[None]):
 
     def __init__(
         self,
-        kube: Any,
-        infra: Any = None,
-        settings: Settings | None = None,
+        gateways: Gateways,
         *,
-        vms: Any = None,
         clock: Callable[[], float] = time.time,
-        label: str = "",
         kube_factory: Callable[[str | None, str | None], Any] | None = None,
         refresh_interval: float = 0.25,
         vm_refresh: float = VM_REFRESH_SECONDS,
-        guard: Guard | None = None,
     ) -> None:
         super().__init__()
-        self.kube = kube
-        self.infra = infra
-        self.settings = settings or Settings()
-        # every write the screens' gateways make goes through it (console/guard.py)
-        self.guard = guard or Guard.from_settings(self.settings)
-        self.vms = vms  # VmInventory-like: list() -> VmListing, flavors(); None hides VM columns
+        # everything this context's screens talk to (console/gateways.py); a context switch replaces it whole
+        self.gateways = gateways
         self.clock = clock
-        self.label = label
-        self.kube_factory = kube_factory
+        self.label = gateways.label
+        self.kube_factory = kube_factory  # (kubeconfig, context) -> Cluster for a context switch
         self.refresh_interval = refresh_interval
         self.vm_refresh = vm_refresh
         self.view = ClusterView.empty()
-        self.events: Events | None = None
-        self.metrics: MetricsReader | None = None  # usage from metrics.k8s.io, polled (absent: not served)
         self.servers: dict[str, VmView] = {}
         self.vm_problems: list[str] = []
         self.flavors: list[Any] = []
@@ -95,6 +87,34 @@ class ConsoleApp(App[None]):
         self._computing = False
         self._last_generation: tuple[int, ...] | None = None
         self._theme_names: list[str] = []
+
+    # -- the gateways of the context in use (console/gateways.py) ---------
+    @property
+    def kube(self) -> Any:
+        return self.gateways.cluster
+
+    @property
+    def settings(self) -> Settings:
+        return self.gateways.settings
+
+    @property
+    def guard(self) -> Guard:
+        """Every write the screens' stores and sessions make goes through it (console/guard.py)."""
+        return self.gateways.guard
+
+    @property
+    def vms(self) -> Any:
+        """VmInventory-like: list() -> VmListing, flavors(); None hides the VM columns."""
+        return self.gateways.vms
+
+    @property
+    def events(self) -> Events | None:
+        return self.gateways.events
+
+    @property
+    def metrics(self) -> MetricsReader | None:
+        """Usage from metrics.k8s.io, polled (absent when not served or not allowed)."""
+        return self.gateways.metrics
 
     # -- lifecycle -------------------------------------------------------
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -110,14 +130,17 @@ class ConsoleApp(App[None]):
         if self.settings.key_overrides:
             self.set_keymap(dict(self.settings.key_overrides))
         self._update_subtitle()
-        self._start_events()
-        self._start_metrics()
         self._watch_health()
         self.probe_api()
+        self.review_access(self.gateways)
         self.set_interval(self.refresh_interval, self.maybe_recompute)
         if self.vms is not None:
             self.refresh_vms()
-            self.set_interval(self.vm_refresh, self.refresh_vms)
+        self.set_interval(self.vm_refresh, self._refresh_vms)  # a context switch may bring VMs along
+
+    def _refresh_vms(self) -> None:
+        if self.vms is not None:
+            self.refresh_vms()
 
     def _install_themes(self) -> None:
         found = load_themes(getattr(self, "theme_dirs", None))
@@ -147,18 +170,6 @@ class ConsoleApp(App[None]):
         if self.loading_note:  # a cache still on its first list: what is shown is not all there is yet
             parts.append(self.loading_note)
         self.sub_title = " · ".join(p for p in parts if p)
-
-    def _start_events(self) -> None:
-        core = getattr(self.kube, "core", None)
-        if core is not None:
-            self.events = Events(core)
-            self.events.start()
-
-    def _start_metrics(self) -> None:
-        api_client = getattr(self.kube, "api_client", None)
-        if api_client is not None:
-            self.metrics = MetricsReader(api_client)
-            self.metrics.start()
 
     def _explain(self, error: BaseException) -> str:
         """console/tui/errors.explain with what the connection points at (kubeconfig, context, server)."""
@@ -197,10 +208,7 @@ class ConsoleApp(App[None]):
                 screen.view_changed(self.view)
 
     def on_unmount(self) -> None:
-        if self.events is not None:
-            self.events.stop()
-        if self.metrics is not None:
-            self.metrics.stop()
+        self.gateways.stop()
 
     # -- data, off the UI thread -----------------------------------------
     def maybe_recompute(self) -> None:
@@ -214,6 +222,7 @@ class ConsoleApp(App[None]):
     @work(thread=True, exclusive=True, group="view", exit_on_error=False)
     def compute_view(self, gen: tuple[int, ...]) -> None:
         try:
+            unknown = frozenset(() if self.kube.pods.synced.is_set() else ("pods",))  # before the snapshot: no race
             snap = self.kube.snapshot()
             vms = match_nodes(snap.nodes.values(), self.servers) if self.servers else None
             rows = node_rows(snap, vms, self.metrics.snapshot() if self.metrics is not None else None)
@@ -221,7 +230,7 @@ class ConsoleApp(App[None]):
             pending = sorted(
                 (p for p in by_node.get("", ()) if p.phase == "Pending"), key=lambda p: (p.namespace, p.name)
             )
-            view = ClusterView(snap, rows, {r.name: r for r in rows}, by_node, pending, gen)
+            view = ClusterView(snap, rows, {r.name: r for r in rows}, by_node, pending, gen, unknown)
         finally:
             self._computing = False
         self.post_message(NodesChanged(view))
@@ -313,7 +322,6 @@ class ConsoleApp(App[None]):
     @work(thread=True, exclusive=True, group="contexts", exit_on_error=False)
     def switch_context(self, name: str) -> None:
         from console.config import ConfigError, for_context
-        from console.kube.cluster import Cluster
         from console.kube.connection import KubeConfigError
 
         try:  # the settings of the new context (read_only, theme, …), resolved as at start
@@ -321,39 +329,37 @@ class ConsoleApp(App[None]):
         except ConfigError as e:
             self.post_message(ContextSwitched(None, f"not switched to {name}: {e}", name))
             return
-        factory = self.kube_factory or Cluster
         self.call_from_thread(self.notify, f"connecting to context {name}…", timeout=3)
+        old = self.gateways
+        vms = old.vms if _infra(settings) == _infra(old.settings) else vm_inventory_for(settings)
         try:
-            new = factory(self.kube.target.kubeconfig, name)
+            # read-only is the session's: the new context's setting holds below the UI too (same audit log)
+            new = Gateways.connect(settings, kubeconfig=self.kube.target.kubeconfig, vms=vms,
+                                   guard=Guard(read_only=settings.read_only, audit=old.guard.audit),
+                                   cluster_factory=self.kube_factory)
         except KubeConfigError as e:
             self.post_message(ContextSwitched(None, explain(e), name))
             return
         new.start()
-        self.post_message(ContextSwitched(new, None, name, settings))
+        self.post_message(ContextSwitched(new, None, name))
+        self._review(new)  # this worker's thread: the footer shows the new context's permissions soon after
 
     def on_context_switched(self, message: ContextSwitched) -> None:
-        if message.error or message.kube is None:
+        if message.error or message.gateways is None:
             self.notify(message.error or "context switch failed", severity="error", timeout=15)
             return
-        old = self.kube
-        if self.events is not None:
-            self.events.stop()
-        if self.metrics is not None:
-            self.metrics.stop()
-        self.kube = message.kube
+        old, self.gateways = self.gateways, message.gateways
         self.label = ""
         self.stale = self.loading_note = None
-        old.stop()
-        if message.settings is not None:
-            previous, self.settings = self.settings, message.settings
-            if self.settings.theme != previous.theme:
-                self._use_theme(self.settings.theme)
-            if self.settings.key_overrides != previous.key_overrides:
-                self.set_keymap(dict(self.settings.key_overrides))
-            # read-only is the session's: the new context's setting holds below the UI too
-            self.guard = Guard(read_only=self.settings.read_only, audit=self.guard.audit)
-        self._start_events()
-        self._start_metrics()
+        old.stop()  # its caches and event watch end; a late message from them is dropped (not self.kube)
+        if self.settings.theme != old.settings.theme:
+            self._use_theme(self.settings.theme)
+        if self.settings.key_overrides != old.settings.key_overrides:
+            self.set_keymap(dict(self.settings.key_overrides))
+        if self.vms is not old.vms:
+            self.servers, self.flavors, self.vm_problems = {}, [], []
+            if self.vms is not None:
+                self.refresh_vms()
         self._watch_health()
         self._last_generation = None
         self.view = ClusterView.empty()
@@ -362,7 +368,41 @@ class ConsoleApp(App[None]):
             self.pop_screen()
         mode = "; read-only" if self.settings.read_only else ""
         self.notify(f"switched to context {message.context} ({self.kube.target.server}){mode}")
+        self.refresh_bindings()
         self.probe_api()
+
+    # -- what this user may do (console/kube/access.py) ------------------
+    @work(thread=True, exclusive=True, group="access", exit_on_error=False)
+    def review_access(self, gateways: Gateways) -> None:
+        self._review(gateways)
+
+    def _review(self, gateways: Gateways) -> None:
+        """In a worker: the review (a few SelfSubject*Reviews), posted for the bundle it was made for."""
+        self.post_message(AccessReviewed(gateways, gateways.review_access()))
+
+    def on_access_reviewed(self, message: AccessReviewed) -> None:
+        if message.gateways.cluster is not self.kube:
+            return  # reviewed for a context we left
+        self.gateways = self.gateways.with_access(message.access)
+        unknown = message.access.unknown
+        if unknown:
+            self.notify(f"permissions unknown ({unknown}): actions stay offered; the API server decides",
+                        title="RBAC", severity="warning", timeout=10)
+        self.refresh_bindings()
+        for screen in self.screen_stack:
+            if hasattr(screen, "view_changed"):
+                screen.view_changed(self.view)
+
+    def on_key(self, event: Key) -> None:
+        """A key bound to an action this user may not run: say why (the footer shows it dimmed)."""
+        from console.tui.safety import why_disabled
+
+        active = self.screen.active_bindings.get(event.key)
+        if active is None or active.enabled:
+            return
+        why = why_disabled(self, active.binding.action.split("(")[0])
+        if why:
+            self.notify(why, title=f"{active.binding.description}: not allowed", severity="warning", timeout=8)
 
     # -- navigation ------------------------------------------------------
     def action_command_bar(self) -> None:
@@ -397,6 +437,11 @@ class ConsoleApp(App[None]):
     def action_back(self) -> None:
         if len(self.screen_stack) > 1:
             self.pop_screen()
+
+
+def _infra(settings: Settings) -> tuple[Any, ...]:
+    """The settings that choose the VM backends (a context may have its own cloud)."""
+    return settings.cloud, settings.libvirt_uris
 
 
 def _hms(t: float) -> str:

@@ -22,6 +22,9 @@ class ClusterView:
     pods_by_node: dict[str, list[PodInfo]]
     pending: list[PodInfo]
     generation: tuple[int, ...]
+    # data sets whose cache had not synced (or was refused) when the snapshot was taken: the screens say so
+    # instead of showing what is missing as fact (no pods listed is not "0 requested, nothing Pending")
+    unknown: frozenset[str] = frozenset()
 
     @classmethod
     def empty(cls) -> ClusterView:
@@ -63,14 +66,22 @@ class CacheHealthChanged(Message):
 
 
 class ContextSwitched(Message):
-    """Connected to `context` (or `error`); `settings` are the ones resolved for it (console.config.for_context)."""
+    """Connected to `context`: `gateways` is its bundle, started (console/gateways.py); or `error`."""
 
-    def __init__(self, kube: Any, error: str | None = None, context: str = "", settings: Any = None) -> None:
+    def __init__(self, gateways: Any, error: str | None = None, context: str = "") -> None:
         super().__init__()
-        self.kube = kube
+        self.gateways = gateways
         self.error = error
         self.context = context
-        self.settings = settings
+
+
+class AccessReviewed(Message):
+    """What the user of `gateways`' context may do (console.kube.access.Access), asked in a worker."""
+
+    def __init__(self, gateways: Any, access: Any) -> None:
+        super().__init__()
+        self.gateways = gateways
+        self.access = access
 
 
 class ContextsListed(Message):

@@ -51,7 +51,7 @@ def run(app: Any, cmd: Command) -> None:
     elif name == "pending":
         show(app, PendingScreen)
     elif name in ("hooks", "rules"):
-        show(app, lazy_screen(name), app.kube, app.settings)
+        show(app, lazy_screen(name), app.gateways, app.settings)
     elif name == "scale-up":
         start_scale_up(app, cmd.arg)
     elif name == "ctx":
@@ -74,11 +74,15 @@ def run(app: Any, cmd: Command) -> None:
 
 def start_scale_up(app: Any, node: str, pod: Any = None) -> None:
     """The scale-up screen when it exists, else the plan (FitAdvice) in a modal."""
-    from console.tui.safety import is_read_only
+    from console.tui.safety import is_read_only, why_disabled
 
     if is_read_only(app):
         app.notify("read-only mode: scale-up is disabled (--read-only, CONSOLE_READ_ONLY, or read_only in the "
                    "config for this context)", severity="warning")
+        return
+    why = why_disabled(app, "scale_up")  # `:scale-up` from the command bar: the same answer as the `s` key
+    if why:
+        app.notify(why, title="Scale up: not allowed", severity="warning", timeout=8)
         return
     if node not in app.view.snapshot.nodes:
         app.notify(f"no node named {node!r}", severity="warning")

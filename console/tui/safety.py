@@ -3,8 +3,10 @@
 Stable API (the editors use it too):
 
 - `is_read_only(app)` — True when mutations must be hidden/disabled (`--read-only` or config).
-- `dangerous(binding)` — mark a `Binding` as a mutation; `check_action` hides it in read-only mode
-  when the screen's `check_action` calls `allow_action(app, action)` (see `DangerousActions`).
+- `dangerous(binding, needs=ACTION)` — mark a `Binding` as a mutation; `check_action` hides it in read-only
+  mode when the screen's `check_action` calls `allow_action(app, action)` (see `DangerousActions`), and
+  shows it disabled when the RBAC review says this user may not do ACTION ("scale-up", "rule-apply", … of
+  console/kube/access.py); `why_disabled(app, action)` is the reason (the toast on the key, the `?` help).
 - `ConfirmDanger(action, target, preview)` — a modal naming the target; dismisses with True
   (confirmed) or False. Use `app.push_screen(ConfirmDanger(...), callback)` or, in a worker,
   `await app.push_screen_wait(ConfirmDanger(...))`. The confirm button is focused last-resort:
@@ -22,6 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 DANGEROUS_ACTIONS: set[str] = set()  # action names registered through `dangerous()`
+ACTION_NEEDS: dict[str, str] = {}  # action name -> the access action it needs (console/kube/access.action_needs)
 
 
 def is_read_only(app: App[Any]) -> bool:
@@ -29,15 +32,31 @@ def is_read_only(app: App[Any]) -> bool:
     return bool(getattr(settings, "read_only", False))
 
 
-def dangerous(binding: Binding) -> Binding:
-    """Register a binding's action as a mutation (hidden in read-only mode)."""
-    DANGEROUS_ACTIONS.add(binding.action.split("(")[0])
+def dangerous(binding: Binding, needs: str = "") -> Binding:
+    """Register a binding's action as a mutation (hidden in read-only mode; disabled when RBAC says no to
+    `needs`)."""
+    action = binding.action.split("(")[0]
+    DANGEROUS_ACTIONS.add(action)
+    if needs:
+        assert ACTION_NEEDS.setdefault(action, needs) == needs, f"{action} registered with two needs"
     return binding
 
 
-def allow_action(app: App[Any], action: str) -> bool:
-    """False for a dangerous action in read-only mode; screens return this from `check_action`."""
-    return not (action in DANGEROUS_ACTIONS and is_read_only(app))
+def why_disabled(app: App[Any], action: str) -> str:
+    """Why this user may not run `action` here ("" when they may): what the RBAC review found missing."""
+    gateways = getattr(app, "gateways", None)
+    needs = ACTION_NEEDS.get(action)
+    return gateways.why_not(needs) if gateways is not None and needs else ""
+
+
+def allow_action(app: App[Any], action: str) -> bool | None:
+    """For `check_action`: False (hidden) for a dangerous action in read-only mode, None (shown disabled) when
+    the RBAC review says this user may not do it, True otherwise."""
+    if action not in DANGEROUS_ACTIONS:
+        return True
+    if is_read_only(app):
+        return False
+    return None if why_disabled(app, action) else True
 
 
 class DangerousActions:

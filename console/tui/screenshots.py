@@ -145,26 +145,19 @@ def make_app(lab: Any, clock: Callable[[], float] | None = None, **kw: Any) -> A
     """A ConsoleApp on a running lab, as `python -m console --lab` builds it (dark theme; frozen clock unless
     `clock` is given)."""
     from console.config import Settings
+    from console.gateways import Gateways
     from console.infra.inventory import vm_inventory
-    from console.kube.cluster import Cluster
     from console.tui.app import ConsoleApp
 
     os.environ["OS_CLIENT_CONFIG_FILE"] = str(lab.state.clouds_yaml)
     vms = kw.pop("vms", None) or vm_inventory("lab", [lab.libvirt_uri])
-    cluster = Cluster(str(lab.state.kubeconfig))
-    cluster.start()
     settings = kw.pop("settings", None) or Settings(
         kubeconfig=str(lab.state.kubeconfig), cloud="lab", theme="dark", libvirt_uris=(lab.libvirt_uri,)
     )
-    return ConsoleApp(
-        cluster,
-        None,
-        settings,
-        vms=vms,
-        clock=clock or (lambda: FROZEN_CLOCK),
-        label=f"lab: {lab.scenario.name}",
-        **kw,
-    )
+    gateways = Gateways.connect(settings, kubeconfig=str(lab.state.kubeconfig), vms=vms,
+                                label=f"lab: {lab.scenario.name}")
+    gateways.start()
+    return ConsoleApp(gateways, clock=clock or (lambda: FROZEN_CLOCK), **kw)
 
 
 async def capture(lab: Any, name: str, size: tuple[int, int], out: Path) -> Path:
@@ -177,7 +170,7 @@ async def capture(lab: Any, name: str, size: tuple[int, int], out: Path) -> Path
             await pilot.pause(0.2)
             path.write_text(app.export_screenshot(title=f"console — {name}"))
     finally:
-        app.kube.stop()
+        app.gateways.stop()
     return path
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from textual.app import App
 
 from console.config import Settings
+from console.gateways import Gateways
 from console.tui.themes import FALLBACK_COLORS, domain_defaults, load_themes
 from console.tui.widgets.diff_dialog import ConflictDialog
 
@@ -14,9 +15,10 @@ from console.tui.widgets.diff_dialog import ConflictDialog
 class Host(App[None]):
     """A bare app with the console's themes and settings that pushes one screen (the app helper wires the real one)."""
 
-    def __init__(self, screen: Any, settings: Settings) -> None:
+    def __init__(self, screen: Any, settings: Settings, gateways: Gateways | None = None) -> None:
         super().__init__()
         self.settings = settings
+        self.gateways = gateways  # what screens pushed without one use (ConsoleApp.gateways); None: no cluster
         self._screen = screen
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -27,6 +29,15 @@ class Host(App[None]):
             self.register_theme(theme)
         self.theme = "dark"
         self.push_screen(self._screen)
+
+
+def console_app(settings: Settings, **kw: Any) -> Any:
+    """A ConsoleApp on the gateways `settings` name (console/gateways.py), started, as cli_tui builds it."""
+    from console.tui.app import ConsoleApp
+
+    gateways = Gateways.connect(settings, guard=kw.pop("guard", None), vms=kw.pop("vms", None))
+    gateways.start()
+    return ConsoleApp(gateways, **kw)
 
 
 async def settle(pilot: Any) -> None:

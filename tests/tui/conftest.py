@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from labstart import start_lab
 
+from console.lab import scenarios
 from console.lab.world import Lab
 
 
@@ -31,3 +32,14 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 def default_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """The default lab, the process environment left alone (the NFD editor tests)."""
     yield from start_lab("default", tmp_path_factory.mktemp("lab-default"))
+
+
+@pytest.fixture(scope="module")
+def kube_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """The default lab on libvirt's test driver (no QEMU guests): for tests that need only Kubernetes."""
+    lab = Lab(scenarios.get("default"), tmp_path_factory.mktemp("kube-lab"), libvirt="test")
+    try:
+        lab.start()
+        yield lab
+    finally:
+        lab.stop()

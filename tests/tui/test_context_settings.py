@@ -4,28 +4,16 @@ read-only per context). Against a lab (libvirt's test driver: no VMs are needed 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
+from tuitools import console_app
 
 from console.config import config_path, load
-from console.lab import scenarios
 from console.lab.world import Lab
 from console.tui.safety import allow_action, is_read_only
 from console.tui.screenshots import wait_until
-
-
-@pytest.fixture(scope="module")
-def kube_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    lab = Lab(scenarios.get("default"), tmp_path_factory.mktemp("ctx-lab"), libvirt="test")
-    try:
-        lab.start()
-        yield lab
-    finally:
-        lab.stop()
 
 
 def _two_contexts(lab: Lab, path: Path) -> tuple[Path, str]:
@@ -42,17 +30,12 @@ def _notes(app: Any) -> list[str]:
 
 
 async def test_switch_into_a_read_only_context_makes_the_session_read_only(kube_lab: Lab, tmp_path: Path) -> None:
-    from console.kube.cluster import Cluster
-    from console.tui.app import ConsoleApp
-
     kubeconfig, first = _two_contexts(kube_lab, tmp_path / "kubeconfig")
     config_path().parent.mkdir(parents=True)
     config_path().write_text("theme: dark\ncontexts:\n  prod: {read_only: true, theme: light}\n")
     settings = load({"kubeconfig": str(kubeconfig)})  # as cli_tui resolves them: current-context = first
     assert settings.read_only is False
-    cluster = Cluster(str(kubeconfig))
-    cluster.start()
-    app = ConsoleApp(cluster, None, settings)
+    app = console_app(settings)
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_until(pilot, lambda: app.view.rows, what="nodes")
@@ -76,21 +59,16 @@ async def test_switch_into_a_read_only_context_makes_the_session_read_only(kube_
             assert not is_read_only(app) and app.theme == "dark" and "read-only" not in app.sub_title
             assert not app.guard.read_only
     finally:
-        app.kube.stop()
-        cluster.stop()
+        app.gateways.stop()
 
 
 async def test_a_bad_config_refuses_the_switch(kube_lab: Lab, tmp_path: Path) -> None:
     """The file was edited into a bad one since the start: the switch is refused, naming line and key."""
-    from console.kube.cluster import Cluster
-    from console.tui.app import ConsoleApp
-
     kubeconfig, first = _two_contexts(kube_lab, tmp_path / "kubeconfig")
     config_path().parent.mkdir(parents=True)
     config_path().write_text("contexts:\n  prod: {read_only: true}\n")
-    cluster = Cluster(str(kubeconfig))
-    cluster.start()
-    app = ConsoleApp(cluster, None, load({"kubeconfig": str(kubeconfig)}))
+    app = console_app(load({"kubeconfig": str(kubeconfig)}))
+    gateways = app.gateways
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_until(pilot, lambda: app.view.rows, what="nodes")
@@ -99,6 +77,6 @@ async def test_a_bad_config_refuses_the_switch(kube_lab: Lab, tmp_path: Path) ->
             await wait_until(pilot, lambda: any("not switched to prod" in m for m in _notes(app)), what="refusal")
             note = next(m for m in _notes(app) if "not switched to prod" in m)
             assert "config.yaml:3: contexts.prod.read_only: expected true or false, not 'ture'" in note
-            assert app.kube is cluster and app.kube.target.context == first
+            assert app.kube is gateways.cluster and app.kube.target.context == first  # the same bundle
     finally:
-        cluster.stop()
+        gateways.stop()

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from labstart import start_lab
+from tuitools import console_app
 
 from console.config import Settings, xdg_data_home
-from console.kube.cluster import Cluster
 from console.lab import scenarios
 from console.lab.world import Lab
 from console.tui.app import ConsoleApp
@@ -31,9 +31,7 @@ def scale_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 def _app(lab: Lab) -> ConsoleApp:
-    cluster = Cluster(str(lab.state.kubeconfig))
-    cluster.start()
-    return ConsoleApp(cluster, None, Settings(kubeconfig=str(lab.state.kubeconfig), theme="dark"), vms=None)
+    return console_app(Settings(kubeconfig=str(lab.state.kubeconfig), theme="dark"))
 
 
 def _toasts(app: ConsoleApp, text: str) -> list[str]:

@@ -12,7 +12,7 @@ from textual.widgets import TextArea
 from tuitools import Host, settle
 
 from console.config import Settings
-from console.kube.cluster import Cluster
+from console.gateways import Gateways
 from console.kube.nfdstore import RuleStore, StoreNotFound
 from console.lab.world import Lab
 from console.tui.safety import ConfirmDanger
@@ -83,10 +83,10 @@ async def test_read_only_hides_save_and_the_store_refuses_if_reached(hook_dir: P
 
 @pytest.mark.lab
 async def test_rule_apply_refused_when_the_audit_log_is_full(default_lab: Lab) -> None:
-    cluster = Cluster(str(default_lab.state.kubeconfig))
+    cluster = Gateways.connect(Settings(kubeconfig=str(default_lab.state.kubeconfig)))
     log = _full_audit_log()
     try:
-        screen = RulesScreen(kube=cluster, settings=Settings())
+        screen = RulesScreen(gateways=cluster, settings=Settings())
         app = Host(screen, screen.settings)
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)

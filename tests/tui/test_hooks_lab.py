@@ -19,7 +19,7 @@ from textual.widgets import OptionList, Static, TextArea
 from tuitools import Host, settle
 
 from console.config import Settings
-from console.kube.cluster import Cluster
+from console.gateways import Gateways
 from console.kube.nfdstore import list_nodes
 from console.lab.world import Lab
 from console.tui.safety import ConfirmDanger
@@ -34,12 +34,12 @@ def v08_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     yield from start_lab("seed-resize", tmp_path_factory.mktemp("lab-seed-resize-hooks"))
 
 
-def cluster_for(lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cluster:
+def cluster_for(lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Gateways:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    return Cluster(str(lab.state.kubeconfig))
+    return Gateways.connect(Settings(kubeconfig=str(lab.state.kubeconfig)))
 
 
-def wait_label(kube: Cluster, node: str, key: str, value: str, timeout: float = 20.0) -> None:
+def wait_label(kube: Gateways, node: str, key: str, value: str, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     labels: dict[str, str] = {}
     while time.monotonic() < deadline:
@@ -61,7 +61,7 @@ async def open_entry(pilot: Any, screen: HooksScreen, option_id: str) -> None:
 async def test_feature_file_edit_relabels_nodes(default_lab: Lab, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     kube = cluster_for(default_lab, tmp_path, monkeypatch)
-    screen = HooksScreen(kube=kube, settings=Settings())
+    screen = HooksScreen(gateways=kube, settings=Settings())
     app = Host(screen, screen.settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -115,7 +115,7 @@ async def test_feature_file_edit_relabels_nodes(default_lab: Lab, tmp_path: Path
 async def test_hook_edit_preview_save_relabels_on_v08(v08_lab: Lab, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     kube = cluster_for(v08_lab, tmp_path, monkeypatch)
-    screen = HooksScreen(kube=kube, settings=Settings())
+    screen = HooksScreen(gateways=kube, settings=Settings())
     app = Host(screen, screen.settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)

@@ -19,7 +19,7 @@ from textual.widgets import Static
 from tuitools import Host
 
 from console.config import Settings
-from console.kube.cluster import Cluster
+from console.gateways import Gateways
 from console.lab.world import Lab
 from console.tui.screens.rules import RulesScreen
 
@@ -39,9 +39,9 @@ PATHOLOGICAL = "\n".join([
 
 
 @pytest.fixture
-def kube(default_lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+def kube(default_lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Gateways]:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    cluster = Cluster(str(default_lab.state.kubeconfig))
+    cluster = Gateways.connect(Settings(kubeconfig=str(default_lab.state.kubeconfig)))
     yield cluster
     cluster.api_client.close()
 
@@ -54,8 +54,8 @@ async def wait_for(pilot: object, predicate: object, what: str, timeout: float =
         await pilot.pause(0.05)  # type: ignore[attr-defined]
 
 
-async def test_esc_cancels_a_running_dry_run(kube: Cluster) -> None:
-    screen = RulesScreen(kube=kube, settings=Settings())
+async def test_esc_cancels_a_running_dry_run(kube: Gateways) -> None:
+    screen = RulesScreen(gateways=kube, settings=Settings())
     app = Host(screen, screen.settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.workers.wait_for_complete()
@@ -81,8 +81,8 @@ async def test_esc_cancels_a_running_dry_run(kube: Cluster) -> None:
         assert app.screen is not screen  # esc again goes back
 
 
-async def test_ctrl_q_quits_while_a_dry_run_evaluates(kube: Cluster) -> None:
-    screen = RulesScreen(kube=kube, settings=Settings())
+async def test_ctrl_q_quits_while_a_dry_run_evaluates(kube: Gateways) -> None:
+    screen = RulesScreen(gateways=kube, settings=Settings())
     app = Host(screen, screen.settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.workers.wait_for_complete()

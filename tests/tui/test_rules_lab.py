@@ -15,8 +15,8 @@ from tuitools import Host, confirm_into_conflict, settle
 
 from console.audit import AuditLog
 from console.config import Settings
+from console.gateways import Gateways
 from console.guard import Guard
-from console.kube.cluster import Cluster
 from console.kube.nfdstore import RuleStore, list_nodes
 from console.lab.world import Lab
 from console.tui.safety import ConfirmDanger
@@ -26,9 +26,9 @@ pytestmark = pytest.mark.lab
 
 
 @pytest.fixture
-def kube(default_lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+def kube(default_lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Gateways]:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    cluster = Cluster(str(default_lab.state.kubeconfig))
+    cluster = Gateways.connect(Settings(kubeconfig=str(default_lab.state.kubeconfig)))
     yield cluster
     cluster.api_client.close()
 
@@ -43,8 +43,8 @@ def wait_until(predicate: Any, timeout: float = 15.0, what: str = "") -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-async def test_template_dry_run_apply_labels_nodes(kube: Cluster) -> None:
-    screen = RulesScreen(kube=kube, settings=Settings())
+async def test_template_dry_run_apply_labels_nodes(kube: Gateways) -> None:
+    screen = RulesScreen(gateways=kube, settings=Settings())
     app = Host(screen, screen.settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -100,7 +100,7 @@ async def test_template_dry_run_apply_labels_nodes(kube: Cluster) -> None:
             "example.dev/avx512") == "fast", what="relabel to fast")
 
 
-async def test_validation_messages_and_conflict(kube: Cluster) -> None:
+async def test_validation_messages_and_conflict(kube: Gateways) -> None:
     # someone else's writes (their own audit log)
     rules = RuleStore(kube.api_client, guard=Guard(read_only=False, audit=AuditLog(Path(os.environ["XDG_STATE_HOME"])
                                                                                  / "someone-else.log")))
@@ -110,7 +110,7 @@ async def test_validation_messages_and_conflict(kube: Cluster) -> None:
 
     obj = yaml.safe_load(RULE_TEMPLATES["kernel modules loaded"])
     rules.create(obj)
-    screen = RulesScreen(kube=kube, settings=Settings())
+    screen = RulesScreen(gateways=kube, settings=Settings())
     app = Host(screen, screen.settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -150,9 +150,9 @@ async def test_validation_messages_and_conflict(kube: Cluster) -> None:
         assert rules.get(name)["spec"]["rules"][0]["labels"] == {"example.dev/modules-mine": "true"}
 
 
-async def test_read_only_hides_apply(kube: Cluster) -> None:
+async def test_read_only_hides_apply(kube: Gateways) -> None:
     settings = Settings(read_only=True)
-    screen = RulesScreen(kube=kube, settings=settings)
+    screen = RulesScreen(gateways=kube, settings=settings)
     app = Host(screen, settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -169,16 +169,16 @@ async def test_read_only_hides_apply(kube: Cluster) -> None:
         assert screen.dry_run is None  # nothing ran on the apply key either
 
 
-async def test_screens_pushed_without_arguments_use_the_apps_gateway(kube: Cluster) -> None:
-    """`:rules` / `:hooks` push the screens with no arguments; they take the app's kube and settings."""
+async def test_screens_pushed_without_arguments_use_the_apps_gateway(kube: Gateways) -> None:
+    """`:rules` / `:hooks` push the screens with no arguments; they take the app's gateways and settings."""
     from console.tui.screens.hooks import HooksScreen
 
     rules_screen = RulesScreen()
     app = Host(rules_screen, Settings(nfd_version="v0.16.0"))
-    app.kube = kube  # type: ignore[attr-defined]
+    app.gateways = kube
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert rules_screen.kube is kube and rules_screen.version_text == "NFD v0.16.0 (from settings)"
+        assert rules_screen.gateways is kube and rules_screen.version_text == "NFD v0.16.0 (from settings)"
         assert rules_screen.store is not None
         hooks_screen = HooksScreen()
         app.push_screen(hooks_screen)

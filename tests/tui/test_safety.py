@@ -62,3 +62,32 @@ def test_dangerous_actions_are_filtered_in_read_only() -> None:
     assert allow_action(ro, "apply_rule") is False
     assert allow_action(rw, "apply_rule") is True
     assert allow_action(ro, "filter") is True
+
+
+def test_rbac_shows_a_dangerous_action_disabled_with_what_it_needs(tmp_path: Any) -> None:
+    """Read-only hides (False); an action the access review refuses is shown disabled (None: Textual dims it
+    in the footer and does not run it) with the reason; unknown permissions refuse nothing."""
+    from console.audit import AuditLog
+    from console.gateways import Gateways
+    from console.guard import Guard
+    from console.kube.access import Access
+    from console.tui.safety import why_disabled
+
+    dangerous(Binding("s", "scale_up_x", "Scale up", id="x-scale-up"), needs="scale-up")
+    read_all = {"verbs": ["get", "list", "watch"], "apiGroups": ["*"], "resources": ["*"]}
+    viewer = Access(user="viewer", rules={"": ((read_all,), True)})
+    app = _App(False)
+    gateways = Gateways(app.settings, None, Guard(read_only=False, audit=AuditLog(tmp_path / "audit.log")))
+    app.gateways = gateways.with_access(viewer)  # type: ignore[attr-defined]
+    assert allow_action(app, "scale_up_x") is None
+    assert why_disabled(app, "scale_up_x").startswith("scale-up needs: ")
+    why = why_disabled(app, "scale_up_x")
+    assert "patch nodes" in why and "create pods/eviction" in why
+    assert allow_action(app, "filter") is True
+    app.gateways = gateways.with_access(Access(unknown="the API server did not say"))  # type: ignore[attr-defined]
+    assert allow_action(app, "scale_up_x") is True and why_disabled(app, "scale_up_x") == ""
+    app.gateways = gateways  # type: ignore[attr-defined]  # not reviewed yet: nothing refused
+    assert allow_action(app, "scale_up_x") is True
+    ro = _App(True)
+    ro.gateways = gateways.with_access(viewer)  # type: ignore[attr-defined]
+    assert allow_action(ro, "scale_up_x") is False  # read-only still hides it

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from labtools import lab_env, run
+from tuitools import console_app
 
 from console.config import Settings
 from console.tui.screenshots import loaded, make_app, wait_until
@@ -245,34 +246,27 @@ async def test_context_switch_reconnects(lab: Any, tmp_path: Any) -> None:
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(kc))
     settings = Settings(kubeconfig=str(path), cloud="lab")
-    from console.kube.cluster import Cluster
-    from console.tui.app import ConsoleApp
-
-    cluster = Cluster(str(path))
-    cluster.start()
-    app = ConsoleApp(cluster, None, settings)
+    app = console_app(settings)
+    first = app.gateways
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             await loaded(pilot)
             await pilot.press("colon", *"ctx", "enter")
             await wait_until(pilot, lambda: screen_name(pilot) == "ContextPicker")
-            await pilot.press("down", "enter")
+            await pilot.press("end", "enter")  # "second", appended after the lab's own contexts
             await wait_until(pilot, lambda: app.kube.target.context == "second", what="the context switch")
-            assert app.kube is not cluster
+            assert app.gateways is not first and app.kube is not first.cluster
             await wait_until(pilot, lambda: len(app.view.rows) == 5, what="nodes from the new context")
             assert "second" in app.sub_title
     finally:
-        cluster.stop()
-        app.kube.stop()
+        first.stop()
+        app.gateways.stop()
 
 
 async def test_unreachable_api_server_gives_a_clear_message(lab: Any, tmp_path: Any) -> None:
     import socket
 
     import yaml
-
-    from console.kube.cluster import Cluster
-    from console.tui.app import ConsoleApp
 
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -281,9 +275,7 @@ async def test_unreachable_api_server_gives_a_clear_message(lab: Any, tmp_path: 
     kc["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(kc))
-    cluster = Cluster(str(path))
-    cluster.start()
-    app = ConsoleApp(cluster, None, Settings(kubeconfig=str(path)))
+    app = console_app(Settings(kubeconfig=str(path)))
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_until(pilot, lambda: app.api_error, what="the API probe")
@@ -295,7 +287,7 @@ async def test_unreachable_api_server_gives_a_clear_message(lab: Any, tmp_path: 
             status = str(app.screen.query_one("#nodes-status").render())
             assert "cannot reach" in status
     finally:
-        cluster.stop()
+        app.gateways.stop()
 
 
 async def test_broken_or_unknown_theme_falls_back_with_a_notification(lab: Any, tmp_path: Any) -> None:

@@ -6,7 +6,7 @@ so each screen keeps its own ids (tests, TCSS and users' key maps name them).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -16,9 +16,10 @@ from textual.widgets import Footer, Header, OptionList, Static, TextArea
 from textual.worker import Worker, WorkerState
 
 from console.config import Settings
+from console.gateways import Gateways
 from console.guard import Guard, GuardRefusal
 from console.nfd import versions as V
-from console.tui.safety import DANGEROUS_ACTIONS, is_read_only
+from console.tui.safety import DANGEROUS_ACTIONS, allow_action, is_read_only
 from console.tui.widgets.diff import DiffView
 from console.tui.widgets.editor import code_editor
 
@@ -34,9 +35,9 @@ class EditorScreen(Screen[None]):
     EDITOR_KIND: ClassVar[str] = "hook"
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
 
-    def __init__(self, kube: Any = None, settings: Settings | None = None) -> None:
+    def __init__(self, gateways: Gateways | None = None, settings: Settings | None = None) -> None:
         super().__init__()
-        self.kube = kube
+        self.gateways = gateways  # the cluster's (console/gateways.py); None: no cluster (a local hook directory)
         self.settings = settings or Settings()
         self._own_settings = settings is not None
         self.version: V.NfdVersion = V.CURRENT
@@ -67,9 +68,9 @@ class EditorScreen(Screen[None]):
         self.query_one(f"#{self.PREFIX}-list", OptionList).border_title = self.LIST_TITLE
         self.query_one(f"#{self.PREFIX}-output").border_title = self.OUTPUT_TITLE
         self.query_one(f"#{self.PREFIX}-diffview").display = False
-        # pushed without arguments (e.g. by `:hooks` or `:rules`): use the app's gateway and settings
-        if self.kube is None:
-            self.kube = getattr(self.app, "kube", None)
+        # pushed without arguments (e.g. by `:hooks` or `:rules`): use the app's gateways and settings
+        if self.gateways is None:
+            self.gateways = getattr(self.app, "gateways", None)
         if not self._own_settings:
             self.settings = getattr(self.app, "settings", None) or self.settings
         if self.settings.nfd_version:
@@ -84,8 +85,11 @@ class EditorScreen(Screen[None]):
         return self.settings.read_only or is_read_only(self.app)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # dangerous actions disappear in read-only mode (the app's settings or this screen's)
-        return not (action in DANGEROUS_ACTIONS and self.read_only)
+        # dangerous actions disappear in read-only mode (the app's settings or this screen's), and show disabled
+        # where RBAC says no (console/tui/safety.py)
+        if action in DANGEROUS_ACTIONS and self.read_only:
+            return False
+        return allow_action(self.app, action)
 
     @property
     def editor(self) -> TextArea:

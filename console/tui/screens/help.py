@@ -12,19 +12,22 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 from console.tui.command_grammar import COMMANDS
+from console.tui.safety import why_disabled
 
 HIDDEN_ACTIONS = {"screen.copy_text", "copy_text"}
 
 
 def binding_rows(screen: Screen[Any]) -> list[tuple[str, str, str]]:
     """(keys, description, id) for each enabled binding of `screen` (its focused widget and the app):
-    the screen's own first, then the focused widget's, then the app's."""
+    the screen's own first, then the focused widget's, then the app's. A binding shown disabled because this
+    user may not run it (RBAC) is listed with the reason (console/tui/safety.why_disabled)."""
     app = screen.app
     seen: dict[str, tuple[int, str, str, str]] = {}
     for active in screen.active_bindings.values():
         b, node = active.binding, active.node
         rank = 0 if node is screen else 2 if node is app else 1
-        if not active.enabled or b.action in HIDDEN_ACTIONS or (b.id is None and rank == 1):
+        why = "" if active.enabled else why_disabled(app, b.action.split("(")[0])
+        if (not active.enabled and not why) or b.action in HIDDEN_ACTIONS or (b.id is None and rank == 1):
             continue  # Textual's own scrolling keys on widgets carry no id: not ours to document
         ident = b.id or b.action
         display = app.get_key_display(b)
@@ -33,7 +36,8 @@ def binding_rows(screen: Screen[Any]) -> list[tuple[str, str, str]]:
             if display not in keys.split(", "):
                 seen[ident] = (r, f"{keys}, {display}", desc, ident)
             continue
-        seen[ident] = (rank, display, b.description or b.action, ident)
+        desc = b.description or b.action
+        seen[ident] = (rank, display, f"{desc} — disabled: {why}" if why else desc, ident)
     return [(k, d, i) for _, k, d, i in sorted(seen.values(), key=lambda r: (r[0], r[2].lower()))]
 
 

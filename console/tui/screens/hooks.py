@@ -16,6 +16,7 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from console.config import Settings
+from console.gateways import Gateways
 from console.guard import GuardRefusal
 from console.kube.nfdstore import (
     DEFAULT_GROUP,
@@ -24,7 +25,6 @@ from console.kube.nfdstore import (
     NfdStoreError,
     StoreConflict,
     StoredFile,
-    cluster_nfd_version,
     hook_store,
 )
 from console.nfd import versions as V
@@ -120,20 +120,20 @@ class HooksScreen(EditorScreen):
     LOADING = "Loading hooks and feature files…"
     HINT = "ctrl+r runs a preview of the file being edited."
     BINDINGS: ClassVar[list[BindingType]] = [
-        dangerous(Binding("ctrl+s", "save", "Save", id="hooks-save")),
+        dangerous(Binding("ctrl+s", "save", "Save", id="hooks-save"), needs="hook-save"),
         Binding("ctrl+r", "preview", "Preview", id="hooks-preview"),
         Binding("d", "diff", "Diff", id="hooks-diff"),
         Binding("v", "diff_mode", "Split/unified", id="hooks-diff-mode", show=False),
-        dangerous(Binding("n", "new_file", "New", id="hooks-new")),
-        dangerous(Binding("c", "convert", "To feature file", id="hooks-convert")),
+        dangerous(Binding("n", "new_file", "New", id="hooks-new"), needs="hook-save"),
+        dangerous(Binding("c", "convert", "To feature file", id="hooks-convert"), needs="hook-save"),
         Binding("g", "next_group", "Group", id="hooks-group", show=False),
         Binding("ctrl+l", "reload", "Reload", id="hooks-reload", show=False),
         Binding("escape", "back", "Back", id="hooks-back"),
     ]
 
-    def __init__(self, kube: Any = None, settings: Settings | None = None, *, group: str | None = None,
-                 preview_timeout: float = PREVIEW_TIMEOUT) -> None:
-        super().__init__(kube, settings)
+    def __init__(self, gateways: Gateways | None = None, settings: Settings | None = None, *,
+                 group: str | None = None, preview_timeout: float = PREVIEW_TIMEOUT) -> None:
+        super().__init__(gateways, settings)
         self.preview_timeout = preview_timeout
         self.group = group or DEFAULT_GROUP
         self.store: HookStore | None = None  # chosen on mount, from the settings
@@ -153,8 +153,10 @@ class HooksScreen(EditorScreen):
 
     def _open_store(self) -> None:
         try:
-            self.store = hook_store(self.settings, getattr(self.kube, "api_client", None), self.group,
-                                    guard=self.guard)
+            if self.gateways is not None:
+                self.store = self.gateways.hook_store(self.group, settings=self.settings, guard=self.guard)
+            else:  # no cluster: only a local directory can be the store (anything else says it needs one)
+                self.store = hook_store(self.settings, None, self.group, guard=self.guard)
         except NfdStoreError as e:
             self.store = None
             self.notify(str(e), title="no hook store", severity="error")
@@ -167,16 +169,16 @@ class HooksScreen(EditorScreen):
         if self.store is None:
             self.post_message(FilesLoaded([], version, text, [self.group], "no hook store configured"))
             return
-        if isinstance(self.store, ConfigMapHookStore) and self.kube is None:
+        if isinstance(self.store, ConfigMapHookStore) and self.gateways is None:
             self.post_message(FilesLoaded([], version, text, [self.group], "no cluster connection"))
             return
         try:
-            if not self.settings.nfd_version and self.kube is not None:
-                version, text = resolve_version(None, cluster_nfd_version(self.kube.api_client))
+            if not self.settings.nfd_version and self.gateways is not None:
+                version, text = resolve_version(None, self.gateways.nfd_version())
             files, groups = self.store.list(), self.store.groups()
         except NfdStoreError as e:
             files, groups, error = [], [self.group], str(e)
-        if not self.settings.nfd_version and self.kube is None:
+        if not self.settings.nfd_version and self.gateways is None:
             text = f"NFD {version} (no cluster; set nfd_version to choose)"
         self.post_message(FilesLoaded(files, version, text, groups, error))
 

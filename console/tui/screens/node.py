@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widgets import Footer, Header, Static
 
 from console.kube.model import NodeInfo, fmt_cpu, fmt_mem
-from console.kube.nfdstore import NfdStoreError, RuleStore, detect_nfd_version, list_node_features
+from console.kube.nfdstore import NfdStoreError, detect_nfd_version
 from console.kube.nodelabels import group_labels
 from console.nfd.labels import FEATURE_NS
 from console.nfd_preview import resolve_version, rule_label_keys
@@ -53,7 +53,7 @@ class NodeDetailScreen(ConsoleScreen):
         Binding("a", "jump('annotations')", "Annotations", show=False, id="node-annotations"),
         Binding("j,down", "scroll(1)", "Scroll down", show=False, id="node-scroll-down"),
         Binding("k,up", "scroll(-1)", "Scroll up", show=False, id="node-scroll-up"),
-        dangerous(Binding("s", "scale_up", "Scale up", id="node-scale-up")),
+        dangerous(Binding("s", "scale_up", "Scale up", id="node-scale-up"), needs="scale-up"),
     ]
 
     def __init__(self, node: str) -> None:
@@ -125,6 +125,7 @@ class NodeDetailScreen(ConsoleScreen):
         row = view.rows_by_name.get(node.name)
         req = row.requested if row else None
         usage = row.usage if row else None
+        known = "pods" not in view.unknown  # the pods not listed: requested is unknown, not 0
         out = self._heading("Resources        capacity  allocatable  requested     in use", colors)
         for kind, cap, alloc, used, fmt, now in (
             ("cpu", node.capacity.cpu_m, node.allocatable.cpu_m, req.cpu_m if req else 0, fmt_cpu,
@@ -135,13 +136,15 @@ class NodeDetailScreen(ConsoleScreen):
              -1),
         ):
             out.append(f"  {kind:<8} ")
-            out.append_text(bar(used / alloc if alloc else 0.0, 5, colors))
-            out.append(f" {fmt(cap):>9}  {fmt(alloc):>11}  {fmt(used):>9}")
+            out.append_text(bar(used / alloc if alloc and known else 0.0, 5, colors))
+            out.append(f" {fmt(cap):>9}  {fmt(alloc):>11}  {fmt(used) if known else '?':>9}")
             if now is None:  # not known: absent, never 0
                 out.append(f"  {ABSENT:>9}", style="dim")
             elif now >= 0:  # kubectl top node: usage and its share of allocatable
                 out.append(f"  {fmt(now):>9} {int(now / alloc * 100) if alloc else 0:>3}%")
             out.append("\n")
+        if not known:
+            out.append(f"  requested unknown: {self.app.gateways.unreadable('pods') or 'loading pods…'}\n")
         note = usage_note(getattr(self.app, "metrics", None))
         if note or (row is not None and usage is None and getattr(self.app, "metrics", None) is not None
                     and self.app.metrics.snapshot().state == "live"):
@@ -191,6 +194,10 @@ class NodeDetailScreen(ConsoleScreen):
         return out
 
     def _pods(self, view: ClusterView) -> Text:
+        if "pods" in view.unknown:
+            out = self._heading("Pods", theme_colors(self.app))
+            out.append(f"  {self.app.gateways.unreadable('pods') or 'loading…'}\n")
+            return out
         pods = sorted(view.pods_by_node.get(self.node_name, ()), key=lambda p: (p.namespace, p.name))
         out = self._heading(f"Pods ({len(pods)})  requests, in use", theme_colors(self.app))
         metrics = getattr(self.app, "metrics", None)
@@ -220,12 +227,12 @@ class NodeDetailScreen(ConsoleScreen):
     @work(thread=True, exclusive=True, group="node-rule-keys", exit_on_error=False)
     def load_rule_keys(self) -> None:
         """Two list calls for this node: its NodeFeatures and the cluster's NodeFeatureRules."""
-        api = getattr(getattr(self.app, "kube", None), "api_client", None)
-        if api is None:
+        gateways = getattr(self.app, "gateways", None)
+        if gateways is None:
             return
         try:
-            nfs = list_node_features(api, self.node_name).get(self.node_name, [])
-            rules = RuleStore(api).list() if nfs else []
+            nfs = gateways.node_features(self.node_name).get(self.node_name, [])
+            rules = gateways.rule_store().list() if nfs else []
         except NfdStoreError:
             return  # no NFD CRDs (NFD < v0.10) or no access: group labels by namespace alone
         version, _ = resolve_version(self.app.settings.nfd_version, detect_nfd_version({self.node_name: nfs}))
@@ -257,7 +264,8 @@ class NodeDetailScreen(ConsoleScreen):
             out.append(f"  {when:>4} {e.type:<7} {e.reason:<24} ", style=style)
             out.append(f"{e.message}\n")
         if not evs:
-            out.append("  <none>\n" if events.cache.synced.is_set() else "  loading…\n")
+            cannot = "" if events.cache.synced.is_set() else self.app.gateways.unreadable("events")
+            out.append("  <none>\n" if events.cache.synced.is_set() else f"  {cannot or 'loading…'}\n")
         self._section("events", out)
 
     def action_jump(self, section: str) -> None:

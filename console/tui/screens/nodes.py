@@ -78,9 +78,10 @@ class RowCells(Sequence[Sequence[Cell]]):
     """Cells rendered on demand, so only the rows on screen are ever formatted."""
 
     def __init__(self, rows: list[NodeRow], colors: dict[str, str], wide: bool,
-                 held: dict[str, list[HeldRun]] | None = None) -> None:
+                 held: dict[str, list[HeldRun]] | None = None, pods_known: bool = True) -> None:
         self.rows, self.colors, self.wide = rows, colors, wide
         self.held = held or {}
+        self.pods_known = pods_known  # False: the pods are not listed (yet, or refused): requests are unknown
         self._done: dict[int, tuple[Cell, ...]] = {}
 
     def __len__(self) -> int:
@@ -104,14 +105,17 @@ class RowCells(Sequence[Sequence[Cell]]):
         name: Cell = n.name
         if n.name in self.held:
             name = Text(n.name).append(HELD_MARK, style=f"bold {c.get('status-pending', 'yellow')}")
+        known = self.pods_known
         return (
             name,
             status_text(n, c, short=True),
-            capacity_cell("cpu", n.capacity.cpu_m, n.allocatable.cpu_m, r.requested.cpu_m, c, wide=self.wide),
-            capacity_cell("mem", n.capacity.memory, n.allocatable.memory, r.requested.memory, c, wide=self.wide),
+            capacity_cell("cpu", n.capacity.cpu_m, n.allocatable.cpu_m, r.requested.cpu_m if known else None, c,
+                          wide=self.wide),
+            capacity_cell("mem", n.capacity.memory, n.allocatable.memory, r.requested.memory if known else None, c,
+                          wide=self.wide),
             usage_cell("cpu", r.usage.cpu_m if r.usage else None, n.allocatable.cpu_m, c, wide=self.wide),
             usage_cell("mem", r.usage.memory if r.usage else None, n.allocatable.memory, c, wide=self.wide),
-            str(r.requested.pods),
+            str(r.requested.pods) if known else "?",
             Text(str(r.nfd_labels), style=c.get("label-nfd", "")) if r.nfd_labels else "0",
             ",".join(n.roles) or "<none>",
             n.kubelet_version,
@@ -133,8 +137,8 @@ class NodesScreen(ConsoleScreen):
         Binding("space", "mark", "Mark", id="nodes-mark"),
         Binding("c", "compare", "Compare", id="nodes-compare"),
         Binding("p", "pending", "Pending", id="nodes-pending"),
-        dangerous(Binding("s", "scale_up", "Scale up", show=False, id="nodes-scale-up")),
-        dangerous(Binding("R", "resume_run", "Resume run", show=False, id="nodes-resume-run")),
+        dangerous(Binding("s", "scale_up", "Scale up", show=False, id="nodes-scale-up"), needs="scale-up"),
+        dangerous(Binding("R", "resume_run", "Resume run", show=False, id="nodes-resume-run"), needs="scale-up"),
         Binding("N", "sort('name')", "Sort by name", show=False, id="sort-name"),
         Binding("T", "sort('status')", "Sort by status", show=False, id="sort-status"),
         Binding("C", "sort('cpu')", "Sort by CPU requested", show=False, id="sort-cpu"),
@@ -223,7 +227,8 @@ class NodesScreen(ConsoleScreen):
         if not f.empty:
             rows = [r for r in rows if f.matches(r.search_text(), r.node.labels)]
         self.shown = rows
-        table.set_rows([r.name for r in rows], RowCells(rows, theme_colors(self.app), wide, self.held))
+        table.set_rows([r.name for r in rows], RowCells(rows, theme_colors(self.app), wide, self.held,
+                                                        pods_known="pods" not in view.unknown))
         self.update_status(view)
 
     def update_status(self, view: ClusterView) -> None:
@@ -238,12 +243,21 @@ class NodesScreen(ConsoleScreen):
         elif self.app.api_error and not view.rows:
             text = Text(self.app.api_error, style=theme_colors(self.app).get("error", "red"))
         elif not self.app.kube.nodes.synced.is_set():
-            text = Text(f"Loading nodes from {self.app.kube.target.server}…")
+            cannot = self.app.gateways.unreadable("nodes")  # else "Loading nodes…" would stay for good
+            self.table.empty_text = cannot or "Loading nodes…"
+            self.table.refresh()
+            text = Text(cannot, style=theme_colors(self.app).get("error", "red")) if cannot else \
+                Text(f"Loading nodes from {self.app.kube.target.server}…")
         else:
             total = len(view.rows)
             count = f"{len(self.shown)}/{total} nodes" if not self.filter.empty else f"{total} nodes"
             text = Text(count, no_wrap=True, overflow="ellipsis")
-            text.append(f" · {len(view.snapshot.pods)} pods")
+            if "pods" in view.unknown:  # requests and Pending pods are unknown, not zero
+                cannot = self.app.gateways.unreadable("pods")
+                text.append(f" · {cannot or 'loading pods…'}",
+                            style=theme_colors(self.app).get("error", "red") if cannot else "dim")
+            else:
+                text.append(f" · {len(view.snapshot.pods)} pods")
             if view.pending:
                 text.append(f" · {len(view.pending)} Pending",
                             style=theme_colors(self.app).get("status-pending", "yellow"))

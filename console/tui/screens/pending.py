@@ -49,7 +49,7 @@ class PendingScreen(ConsoleScreen):
             "smallest VM size (and flavor, when the cloud is known) that makes it fit.")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("tab", "switch", "Pods/nodes", id="pending-switch"),
-        dangerous(Binding("s", "scale_up", "Scale up", id="pending-scale-up")),
+        dangerous(Binding("s", "scale_up", "Scale up", id="pending-scale-up"), needs="scale-up"),
         Binding("enter", "plan", "Plan", id="pending-plan"),
     ]
 
@@ -95,17 +95,23 @@ class PendingScreen(ConsoleScreen):
             return
         events = self.app.events
         latest = events.failed_scheduling() if events else {}
+        no_event = f"({self.app.gateways.unreadable('events') or 'no FailedScheduling event yet'})"
         keys, cells = [], []
         for p in view.pending:
             ev = latest.get((p.namespace, p.name))
             keys.append(pod_key(p))
             cells.append((pod_key(p), fmt_cpu(p.requests.cpu_m), fmt_mem(p.requests.memory),
-                          ev.message if ev else "(no FailedScheduling event yet)"))
+                          ev.message if ev else no_event))
+        if "pods" in view.unknown:  # not listed (yet, or refused): "No Pending pods" would be a false fact
+            cannot = self.app.gateways.unreadable("pods")
+            self.pods_table.empty_text = cannot or "Loading pods…"
+            status = cannot or "Loading pods…"
+        else:
+            self.pods_table.empty_text = "No Pending pods"
+            status = f"{len(view.pending)} Pending pods · fit analysis over {len(view.rows)} nodes"
         self.pods_table.set_rows(keys, cells)
         self.query_one("#pending-status", Static).update(
-            f"{len(view.pending)} Pending pods · fit analysis over {len(view.rows)} nodes"
-            + ("" if self.app.flavors else " · flavors unknown (no cloud configured)")
-        )
+            status + ("" if self.app.flavors else " · flavors unknown (no cloud configured)"))
         self.show_fit()
 
     def on_virtual_table_highlighted(self, event: VirtualTable.Highlighted) -> None:

@@ -20,15 +20,9 @@ from textual.widgets.option_list import Option
 
 from console.bounded import InputError, load_yaml
 from console.config import Settings
+from console.gateways import Gateways
 from console.guard import GuardRefusal
-from console.kube.nfdstore import (
-    NfdStoreError,
-    RuleStore,
-    StoreConflict,
-    cluster_nfd_version,
-    list_node_features,
-    list_nodes,
-)
+from console.kube.nfdstore import NfdStoreError, RuleStore, StoreConflict
 from console.nfd import versions as V
 from console.nfd.budget import Cancelled, cancellable
 from console.nfd.master import MasterConfig
@@ -133,7 +127,7 @@ class RulesScreen(EditorScreen):
     HINT = "ctrl+r: dry-run on every node · a/ctrl+s: apply · n: new from a template"
     EDITOR_KIND = "rule"
     BINDINGS: ClassVar[list[BindingType]] = [
-        dangerous(Binding("ctrl+s,a", "apply", "Apply", id="rules-apply")),
+        dangerous(Binding("ctrl+s,a", "apply", "Apply", id="rules-apply"), needs="rule-apply"),
         Binding("ctrl+r", "dry_run", "Dry-run", id="rules-dry-run"),
         Binding("d", "diff", "Diff", id="rules-diff"),
         Binding("v", "diff_mode", "Split/unified", id="rules-diff-mode", show=False),
@@ -142,8 +136,8 @@ class RulesScreen(EditorScreen):
         Binding("escape", "back", "Back", id="rules-back"),
     ]
 
-    def __init__(self, kube: Any = None, settings: Settings | None = None) -> None:
-        super().__init__(kube, settings)
+    def __init__(self, gateways: Gateways | None = None, settings: Settings | None = None) -> None:
+        super().__init__(gateways, settings)
         self.store: RuleStore | None = None  # built on mount, from the cluster gateway
         self.rules: list[dict[str, Any]] = []
         self.loaded: dict[str, Any] | None = None  # the cluster object being edited; None for a new rule
@@ -163,20 +157,20 @@ class RulesScreen(EditorScreen):
 
     def on_mount(self) -> None:
         self.mount_common()
-        if self.kube is None:
+        if self.gateways is None:
             self.query_one("#rules-status", Static).update("no cluster connection: NodeFeatureRules need one")
             return
-        self.store = RuleStore(self.kube.api_client, guard=self.guard)
+        self.store = self.gateways.rule_store(self.guard)
         self.load_rules()
 
     # -- loading ------------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="rules-load", exit_on_error=False)
     def load_rules(self) -> None:
         version, text, error = self.version, f"NFD {self.version} (from settings)", ""
-        assert self.store is not None and self.kube is not None
+        assert self.store is not None and self.gateways is not None
         try:
             if not self.settings.nfd_version:
-                version, text = resolve_version(None, cluster_nfd_version(self.kube.api_client))
+                version, text = resolve_version(None, self.gateways.nfd_version())
             rules = self.store.list()
         except NfdStoreError as e:
             rules, error = [], str(e)
@@ -317,10 +311,10 @@ class RulesScreen(EditorScreen):
 
     @work(thread=True, exclusive=True, group="rules-dry-run", exit_on_error=False)
     def run_dry_run(self, obj: dict[str, Any], content: str, cancel: threading.Event) -> None:
-        assert self.store is not None and self.kube is not None
+        assert self.store is not None and self.gateways is not None
         try:
-            api = self.kube.api_client
-            rules, nfs, nodes = self.store.list(), list_node_features(api), list_nodes(api)
+            gw = self.gateways
+            rules, nfs, nodes = self.store.list(), gw.node_features(), gw.node_objects()
         except NfdStoreError as e:
             self.post_message(RuleDryRunReady(None, content, str(e)))
             return

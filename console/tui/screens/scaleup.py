@@ -20,6 +20,7 @@ from textual.widgets import Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
 from console.config import Settings
+from console.gateways import Gateways
 from console.runbook.scaleup import ScaleUpPlan, ScaleUpRequest
 from console.tui.safety import ConfirmDanger, dangerous
 from console.tui.screens.base import ConsoleScreen
@@ -56,21 +57,21 @@ class ScaleUpScreen(ConsoleScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "pick_node", "Node", id="scale-up-pick-node"),
         Binding("t", "pick_target", "Target", id="scale-up-pick-target"),
-        dangerous(Binding("r", "run", "Run", id="scale-up-run")),
-        dangerous(Binding("v", "revert", "Revert", id="scale-up-revert")),
-        dangerous(Binding("f", "override_drain", "Override drain", id="scale-up-override-drain")),
+        dangerous(Binding("r", "run", "Run", id="scale-up-run"), needs="scale-up"),
+        dangerous(Binding("v", "revert", "Revert", id="scale-up-revert"), needs="revert"),
+        dangerous(Binding("f", "override_drain", "Override drain", id="scale-up-override-drain"), needs="drain"),
         Binding("l", "toggle_log", "Log", id="scale-up-toggle-log"),
         Binding("escape", "back", "Back", id="scale-up-back"),
     ]
 
     def __init__(self, node: str | None = None, pod: Any = None, *, settings: Settings | None = None,
-                 kube: Any = None) -> None:
+                 gateways: Gateways | None = None) -> None:
         super().__init__()
         self.node = node
         # a pod from the Pending screen: "namespace/name" or a PodInfo
         self.pod = pod if pod is None or isinstance(pod, str) else f"{pod.namespace}/{pod.name}"
         self.settings = settings
-        self.kube = kube
+        self.gateways = gateways  # the app's when None (console/gateways.py): its caches and its connection
         self.session: Any = None  # console.runbook.session.Session, made in a worker
         self.info: data.NodeTargets | None = None
         self._targets_only = False  # the next TargetsLoaded refreshes the picker's sizes, not the plan
@@ -103,8 +104,8 @@ class ScaleUpScreen(ConsoleScreen):
         self.ready = True
         if self.settings is None:
             self.settings = getattr(self.app, "settings", None) or Settings()
-        if self.kube is None:
-            self.kube = getattr(self.app, "kube", None)
+        if self.gateways is None:
+            self.gateways = getattr(self.app, "gateways", None)
         for wid, title in (("#su-plan", "plan"), ("#su-steps", "steps"), ("#su-pods", "Pending pods"),
                            ("#su-capacity", "capacity: before → after"), ("#su-log", "log")):
             self.query_one(wid).border_title = title
@@ -133,18 +134,19 @@ class ScaleUpScreen(ConsoleScreen):
         self.log_pane.add(f"[{stamp}] {text}")
 
     def _ensure_session(self) -> Any:
-        """Called in workers only: connecting reads the kubeconfig and may touch the network."""
+        """Called in workers only: the session's first reads touch the network. It runs on the gateways'
+        connection (no second ApiClient)."""
         if self.session is None:
-            from console.runbook.session import Session
-
-            self.session = Session(self.settings, guard=getattr(self.app, "guard", None))
+            if self.gateways is None:
+                raise data.LoadError("no cluster connection: a scale-up needs one")
+            self.session = self.gateways.scaleup_session(self.settings)
         return self.session
 
     # -- nodes --------------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="scale-up-load", exit_on_error=False)
     def list_nodes(self) -> None:
         try:
-            nodes = data.list_nodes(self.kube, self._ensure_session)
+            nodes = data.list_nodes(getattr(self.gateways, "cluster", None), self._ensure_session)
         except data.LoadError as e:
             self.post_message(NodesListed([], str(e)))
             return

@@ -50,13 +50,14 @@ def bar(ratio: float, width: int, colors: dict[str, str]) -> Text:
     return text
 
 
-def capacity_cell(kind: str, cap: int, alloc: int, req: int, colors: dict[str, str], *, wide: bool) -> Text:
-    """`▇▇░░░ req/alloc` (narrow) or `▇▇░░░ cap/alloc/req` (wide)."""
+def capacity_cell(kind: str, cap: int, alloc: int, req: int | None, colors: dict[str, str], *, wide: bool) -> Text:
+    """`▇▇░░░ req/alloc` (narrow) or `▇▇░░░ cap/alloc/req` (wide); `req` None: unknown (pods not listed), `?`."""
     fmt = fmt_cpu if kind == "cpu" else fmt_mem
-    ratio = req / alloc if alloc else 0.0
+    ratio = req / alloc if alloc and req is not None else 0.0
     text = bar(ratio, 5 if wide else 4, colors)
     text.append(" ")
-    text.append(f"{fmt(cap)}/{fmt(alloc)}/{fmt(req)}" if wide else f"{fmt(req)}/{fmt(alloc)}")
+    shown = "?" if req is None else fmt(req)
+    text.append(f"{fmt(cap)}/{fmt(alloc)}/{shown}" if wide else f"{shown}/{fmt(alloc)}")
     return text
 
 

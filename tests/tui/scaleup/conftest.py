@@ -1,6 +1,6 @@
 """Scale-up screen tests: one lab per scenario per module, a bare host App with the console's themes.
 
-The screen builds its own Session from Settings pointing at the lab (kubeconfig, cloud "lab", the
+The screen's Session runs on the Host's gateways, built from Settings pointing at the lab (kubeconfig, cloud "lab", the
 libvirt URI); openstacksdk finds clouds.yaml through OS_CLIENT_CONFIG_FILE, set for the module.
 XDG_STATE_HOME (journal, audit log) is a per-test tmp dir (tests/tui/conftest.py).
 """
@@ -16,6 +16,7 @@ from labstart import start_lab
 from tuitools import Host
 
 from console.config import Settings
+from console.gateways import Gateways
 from console.lab.world import Lab
 
 
@@ -39,8 +40,17 @@ def settings_for() -> Callable[..., Settings]:
 
 
 @pytest.fixture
-def host() -> Callable[[Any, Settings], Host]:
-    return Host
+def host() -> Iterator[Callable[[Any, Settings], Host]]:
+    """A Host whose gateways are the settings' (console/gateways.py): the screen's Session runs on them."""
+    made: list[Gateways] = []
+
+    def build(screen: Any, settings: Settings) -> Host:
+        made.append(Gateways.connect(settings))
+        return Host(screen, settings, made[-1])
+
+    yield build
+    for gateways in made:
+        gateways.stop()
 
 
 async def _until(pilot: Any, predicate: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:

@@ -23,12 +23,11 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from scaleuptui import log_text, open_screen, pick_flavor, text_of
+from tuitools import console_app
 
 from console.audit import AuditLog
 from console.guard import Guard
-from console.kube.cluster import Cluster
 from console.kube.connection import connect
-from console.tui.app import ConsoleApp
 from console.tui.safety import ConfirmDanger, allow_action
 from console.tui.screens.scaleup import ScaleUpScreen
 
@@ -105,9 +104,7 @@ async def test_read_only_guard_refuses_the_run_the_screen_lets_start(resize_lab,
     settings = settings_for(resize_lab)
     assert not settings.read_only
     audit = tmp_path / "guard-audit.log"
-    cluster = Cluster(str(resize_lab.state.kubeconfig))
-    cluster.start()
-    app = ConsoleApp(cluster, None, settings, vms=None, guard=Guard(read_only=True, audit=AuditLog(audit)))
+    app = console_app(settings, guard=Guard(read_only=True, audit=AuditLog(audit)))
     before = real_state(resize_lab)
     try:
         async with app.run_test(size=(80, 24)) as pilot:

@@ -1,0 +1,170 @@
+"""Everything the TUI talks to for ONE kube context, built in one place and handed to the App.
+
+    gateways = Gateways.connect(settings)          # reads the kubeconfig; no request yet
+    gateways.start()                               # the node/pod/event watches, in daemon threads
+    app = ConsoleApp(gateways)
+
+Screens take what they need from `app.gateways` (the caches, the guard, the access review) and ask it for
+the stores and sessions they use (`rule_store()`, `hook_store()`, `scaleup_session()`, …): they never build
+a client, so every request of one context goes through that context's one connection. A context switch
+builds a new bundle off the UI thread and replaces the old one whole (`stop()` ends its threads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from console.config import Settings
+from console.guard import Guard
+from console.kube.access import Access
+
+if TYPE_CHECKING:
+    from console.kube.events import Events
+    from console.kube.metrics import MetricsReader
+    from console.kube.nfdstore import HookStore, RuleStore
+    from console.runbook.session import Session
+
+NOT_REVIEWED = "not reviewed yet"
+ClusterFactory = Callable[[str | None, str | None], Any]  # (kubeconfig, context) -> console.kube.cluster.Cluster
+
+
+@dataclass(frozen=True)
+class Gateways:
+    """One context's gateways: `cluster` (connection + node/pod caches), `events`, `vms` (None hides the VM
+    columns), `guard` (every write goes through it), `access` (what this user may do, console/kube/access.py;
+    until the App's review answers it is unknown, and unknown refuses nothing), the `settings` resolved for the
+    context."""
+
+    settings: Settings
+    cluster: Any
+    guard: Guard
+    vms: Any = None
+    events: Events | None = None
+    metrics: MetricsReader | None = None  # usage from metrics.k8s.io (console/kube/metrics.py)
+    access: Access = field(default_factory=lambda: Access(unknown=NOT_REVIEWED))
+    label: str = ""  # what the header calls this context ("lab: default"); "" shows the context's name
+    _why: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @classmethod
+    def connect(cls, settings: Settings, *, kubeconfig: str | None = None, guard: Guard | None = None,
+                vms: Any = None, label: str = "", cluster_factory: ClusterFactory | None = None) -> Gateways:
+        """Read the kubeconfig and build the bundle (KubeConfigError when it cannot be used); nothing started."""
+        from console.kube.cluster import Cluster
+        from console.kube.events import Events
+        from console.kube.metrics import MetricsReader
+
+        cluster = (cluster_factory or Cluster)(kubeconfig or settings.kubeconfig, settings.context)
+        core = getattr(cluster, "core", None)
+        api_client = getattr(cluster, "api_client", None)
+        return cls(settings, cluster, guard or Guard.from_settings(settings), vms=vms,
+                   events=Events(core) if core is not None else None,
+                   metrics=MetricsReader(api_client) if api_client is not None else None, label=label)
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.cluster.start()
+        if self.events is not None:
+            self.events.start()
+        if self.metrics is not None:
+            self.metrics.start()
+
+    def stop(self) -> None:
+        """End this bundle's watch threads (a context switch, the app's exit); idempotent."""
+        if self.events is not None:
+            self.events.stop()
+        if self.metrics is not None:
+            self.metrics.stop()
+        self.cluster.stop()
+
+    # -- what this user may do -----------------------------------------------------------------------------
+    def review_access(self) -> Access:
+        """Ask the API server what this user may do (SelfSubjectRulesReview/AccessReview); blocking: a worker's."""
+        from console.kube.access import review
+
+        return review(self.cluster.api_client, self.settings)
+
+    def with_access(self, access: Access) -> Gateways:
+        """The same gateways, with the review's answer (the caches and threads are shared, not copied)."""
+        return replace(self, access=access)
+
+    def why_not(self, action: str) -> str:
+        """"" when `action` ("scale-up", "rule-apply", …) is allowed or unknown, else what it needs."""
+        if action not in self._why:  # asked on every footer refresh: the answer is fixed for the bundle
+            self._why[action] = self.access.why_not(action, self.settings)
+        return self._why[action]
+
+    def cannot_read(self, what: str) -> str:
+        """"" when the data set `what` ("nodes", "pods", …) may be read (or it is unknown), else why not."""
+        return self.access.cannot_read(what)
+
+    def unreadable(self, what: str) -> str:
+        """Why the data set `what` ("nodes", "pods", "events") is not shown ("" when it is): the review says it
+        may not be read, or the API server refused its cache's list or watch (403)."""
+        why = self.cannot_read(what)
+        if why:
+            return why
+        cache = {"nodes": getattr(self.cluster, "nodes", None), "pods": getattr(self.cluster, "pods", None),
+                 "events": getattr(self.events, "cache", None)}.get(what)
+        error = getattr(cache, "last_error", None)
+        if getattr(error, "status", None) != 403:
+            return ""
+        from console.faults import redact, status_message
+
+        return f"cannot list {what}: {redact(status_message(error)) or 'forbidden'} (403 Forbidden)"
+
+    # -- what the screens used to build themselves ---------------------------------------------------------
+    @property
+    def api_client(self) -> Any:
+        return self.cluster.api_client
+
+    def rule_store(self, guard: Guard | None = None) -> RuleStore:
+        from console.kube.nfdstore import RuleStore
+
+        return RuleStore(self.api_client, guard=guard or self.guard)
+
+    def hook_store(self, group: str, *, settings: Settings | None = None, guard: Guard | None = None) -> HookStore:
+        """The hook store `settings` choose (a directory, ConfigMaps, or the nodes' hostPath); NfdStoreError."""
+        from console.kube.nfdstore import hook_store
+
+        return hook_store(settings or self.settings, self.api_client, group, guard=guard or self.guard)
+
+    def node_features(self, node: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        """NodeFeature objects by node (one node's, or all); NfdStoreError."""
+        from console.kube.nfdstore import list_node_features
+
+        return list_node_features(self.api_client, node)
+
+    def node_objects(self) -> dict[str, dict[str, Any]]:
+        """Every Node as the API returns it, by name (what a rule dry-run evaluates); NfdStoreError."""
+        from console.kube.nfdstore import list_nodes
+
+        return list_nodes(self.api_client)
+
+    def nfd_version(self) -> Any:
+        """The NFD version the cluster's NodeFeatures say it runs: one `limit=1` read (nfdstore.cluster_nfd_version),
+        not every NodeFeature of the cluster."""
+        from console.kube.nfdstore import cluster_nfd_version
+
+        return cluster_nfd_version(self.cluster.api_client)
+
+    def scaleup_session(self, settings: Settings | None = None, guard: Guard | None = None) -> Session:
+        """A scale-up Session on this bundle's connection (no second ApiClient); blocking reads happen later."""
+        from console.runbook.session import Session
+
+        guard = guard or self.guard
+        if settings is not None and settings.read_only and not guard.read_only:  # a read-only screen stays so
+            guard = Guard(read_only=True, audit=guard.audit)
+        # the App's review when it answered; else the session asks itself before it plans (a refusal at plan time)
+        permissions = None if self.access.unknown else self.access
+        return Session(settings or self.settings, guard=guard, connection=(self.api_client, self.cluster.target),
+                       permissions=permissions)
+
+
+def vm_inventory_for(settings: Settings) -> Any:
+    """What fills the VM columns for `settings` (None: no cloud or hypervisor configured); no I/O yet."""
+    from console.infra.inventory import vm_inventory
+    from console.infra.libvirt import libvirt_uris
+
+    return vm_inventory(settings.cloud, libvirt_uris(settings.libvirt_uris))
