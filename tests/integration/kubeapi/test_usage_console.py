@@ -98,14 +98,11 @@ def test_reader_failing_when_the_api_server_is_unreachable(kube_lab: KubeLab) ->
 
 
 def _app(lab: KubeLab) -> Any:
-    from console.config import Settings
-    from console.kube.cluster import Cluster
-    from console.tui.app import ConsoleApp
+    from tuitools import console_app
 
-    cluster = Cluster(str(lab.kubeconfig))
-    cluster.start()
-    return ConsoleApp(cluster, None, Settings(kubeconfig=str(lab.kubeconfig), theme="dark"),
-                      clock=lambda: FROZEN)
+    from console.config import Settings
+
+    return console_app(Settings(kubeconfig=str(lab.kubeconfig), theme="dark"), clock=lambda: FROZEN)
 
 
 async def _until(pilot: Any, predicate: Any, what: str) -> None:
