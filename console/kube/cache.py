@@ -1,8 +1,10 @@
 """List+watch caches: one list, then a watch that resumes from its resourceVersion.
 
-A 410 Gone (history compacted) relists; other errors back off and retry. Raw
-JSON is projected straight into domain objects (see model.py), so 150,000 pods
-never become client model objects.
+A 410 Gone (history compacted) relists; other errors back off and retry. List pages
+and watch lines are bytes a codec (console/kube/codec.py, fastcodec.py) decodes straight
+into domain objects, so 150,000 pods never become client model objects. During the first
+list each page is published as it arrives (`loading` until the last one), so a screen
+paints from the first page.
 
 Health: while the API server cannot be reached (or refuses us), `down_since` is when that started and
 `fresh_at` when the cache last knew its data current (a list, an event, a watch that ended normally);
@@ -11,14 +13,14 @@ Health: while the API server cannot be reached (or refuses us), `down_since` is 
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from console.kube.codec import Codec, Event, Key
+
 T = TypeVar("T")
-Key = tuple[str, str]
 PAGE = 500
 
 
@@ -28,12 +30,12 @@ class ResourceCache(Generic[T]):
     def __init__(
         self,
         list_fn: Callable[..., Any],
-        project: Callable[[dict[str, Any]], T],
+        codec: Codec[T],
         on_change: Callable[[], None] = lambda: None,
         on_health: Callable[[], None] = lambda: None,
     ) -> None:
         self._list_fn = list_fn
-        self._project = project
+        self._codec = codec
         self._on_change = on_change
         self._lock = threading.Lock()
         self._items: dict[Key, T] = {}
@@ -57,58 +59,61 @@ class ResourceCache(Generic[T]):
             self.down_since = time.time()
             self._on_health()
 
-    @staticmethod
-    def _key(obj: dict[str, Any]) -> Key:
-        meta = obj["metadata"]
-        return meta.get("namespace", ""), meta["name"]
+    @property
+    def loading(self) -> bool:
+        """True until the first full list has arrived (the items so far are its first pages)."""
+        return not self.synced.is_set()
 
     def snapshot(self) -> dict[Key, T]:
         with self._lock:
             return dict(self._items)
 
     def relist(self) -> None:
+        first = not self.synced.is_set()
         items: dict[Key, T] = {}
         token = None
         while True:
             kwargs: dict[str, Any] = {"limit": PAGE, "_preload_content": False}
             if token:
                 kwargs["_continue"] = token
-            body = json.loads(self._list_fn(**kwargs).data)
-            for obj in body.get("items") or []:
-                items[self._key(obj)] = self._project(obj)
-            token = (body.get("metadata") or {}).get("continue")
+            page = self._codec.page(self._list_fn(**kwargs).data)
+            items.update(page.items)
+            token = page.continue_token
             if not token:
                 break
+            if first:  # nothing to show yet: show what has arrived (a relist keeps the old data until done)
+                with self._lock:
+                    self._items = dict(items)
+                    self.generation += 1
+                self._on_change()
         with self._lock:
             self._items = items
-            self.resource_version = body["metadata"].get("resourceVersion", "")
+            self.resource_version = page.resource_version
             self.generation += 1
         self.synced.set()
         self._fresh()
         self._on_change()
 
-    def apply(self, event: dict[str, Any]) -> bool:
+    def apply(self, event: Event[T]) -> bool:
         """Apply one watch event; False when the watch must restart with a relist (410)."""
-        kind, obj = event.get("type"), event.get("object") or {}
-        if kind == "ERROR":
-            return obj.get("code") != 410
-        if kind == "BOOKMARK":
-            self.resource_version = obj["metadata"]["resourceVersion"]
+        if event.type == "ERROR":
+            return (event.status or {}).get("code") != 410
+        if event.type == "BOOKMARK":
+            self.resource_version = event.resource_version
             return True
-        key = self._key(obj)
+        assert event.key is not None
         with self._lock:
-            if kind == "DELETED":
-                self._items.pop(key, None)
-            else:
-                self._items[key] = self._project(obj)
-            self.resource_version = obj["metadata"].get("resourceVersion", self.resource_version)
+            if event.type == "DELETED":
+                self._items.pop(event.key, None)
+            elif event.obj is not None:
+                self._items[event.key] = event.obj
+            self.resource_version = event.resource_version or self.resource_version
             self.generation += 1
         self._on_change()
         return True
 
     def run(self, stop: threading.Event, *, timeout_seconds: int = 30, backoff: float = 1.0) -> None:
         """List, then watch until `stop` is set; survives API errors with backoff."""
-        from kubernetes import watch
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
@@ -121,24 +126,23 @@ class ResourceCache(Generic[T]):
                 if need_list:
                     self.relist()
                     need_list = False
-                w = watch.Watch()
-                for event in w.stream(
-                    self._list_fn,
-                    resource_version=self.resource_version,
-                    timeout_seconds=timeout_seconds,
-                    allow_watch_bookmarks=True,
-                    deserialize=False,
-                ):
-                    if stop.is_set():
-                        w.stop()
-                        return
-                    if not self.apply(event):
-                        need_list = True
-                        w.stop()
-                        break
-                    self._fresh()
-                else:
-                    self._fresh()  # the watch ran its timeoutSeconds: nothing was missed
+                resp = self._list_fn(watch=True, resource_version=self.resource_version,
+                                     timeout_seconds=timeout_seconds, allow_watch_bookmarks=True,
+                                     _preload_content=False, _request_timeout=(10, timeout_seconds + 30))
+                try:
+                    for line in resp:  # urllib3 yields the newline-delimited events one line each
+                        if stop.is_set():
+                            return
+                        if not line.strip():
+                            continue
+                        if not self.apply(self._codec.event(line)):
+                            need_list = True
+                            break
+                        self._fresh()
+                    else:
+                        self._fresh()  # the watch ran its timeoutSeconds: nothing was missed
+                finally:
+                    resp.release_conn()
                 delay = 0.0
             except ApiException as e:
                 need_list = need_list or e.status == 410
@@ -147,4 +151,8 @@ class ResourceCache(Generic[T]):
                 delay = min(max(delay * 2, backoff), 30.0)
             except (HTTPError, OSError) as e:
                 self._failed(e)
+                delay = min(max(delay * 2, backoff), 30.0)
+            except ValueError as e:  # a response the codec could not read (fastcodec.MalformedResponse)
+                self._failed(e)
+                need_list = True
                 delay = min(max(delay * 2, backoff), 30.0)

@@ -6,8 +6,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from console.kube.cache import Key, ResourceCache
+from console.kube.cache import ResourceCache
+from console.kube.codec import Key
 from console.kube.connection import connect
+from console.kube.fastcodec import NODE_CODEC, POD_CODEC
 from console.kube.model import NodeInfo, PodInfo
 
 
@@ -46,10 +48,10 @@ class Cluster:
         self._health_listeners: list[Callable[[CacheHealth], None]] = []
         self._health_lock = threading.Lock()
         self._last_health: bool | None = None
-        self.nodes: ResourceCache[NodeInfo] = ResourceCache(self.core.list_node, NodeInfo.from_api, self._changed,
+        self.nodes: ResourceCache[NodeInfo] = ResourceCache(self.core.list_node, NODE_CODEC, self._changed,
                                                             self._health_changed)
         self.pods: ResourceCache[PodInfo] = ResourceCache(
-            self.core.list_pod_for_all_namespaces, PodInfo.from_api, self._changed, self._health_changed
+            self.core.list_pod_for_all_namespaces, POD_CODEC, self._changed, self._health_changed
         )
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []

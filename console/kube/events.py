@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from console.kube.cache import ResourceCache
+from console.kube.codec import JsonCodec
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,8 @@ class Events:
     """All events in the cluster (watched), with the two lookups the UI needs."""
 
     def __init__(self, core_api: Any) -> None:
-        self.cache: ResourceCache[EventInfo] = ResourceCache(core_api.list_event_for_all_namespaces, EventInfo.from_api)
+        self.cache: ResourceCache[EventInfo] = ResourceCache(core_api.list_event_for_all_namespaces,
+                                                              JsonCodec(EventInfo.from_api))
         self._stop = threading.Event()
 
     def start(self) -> None:
