@@ -62,25 +62,27 @@ def run_tui(args: argparse.Namespace) -> int:
 
 
 def open_console(settings: Any, *, label: str = "") -> int:
-    from console.guard import Guard
-    from console.infra.inventory import vm_inventory
-    from console.infra.libvirt import libvirt_uris
     from console.kube.cluster import Cluster
     from console.kube.connection import KubeConfigError
-    from console.tui.app import ConsoleApp
 
     try:
         cluster = Cluster(settings.kubeconfig, settings.context)
     except KubeConfigError as e:
         print(f"console: {e}", file=sys.stderr)
         return 2  # a bad kubeconfig (README: exit codes)
+    # the first node page is on its way while Textual and the cloud SDKs import (a second or more)
+    cluster.start()
+    from console.guard import Guard
+    from console.infra.inventory import vm_inventory
+    from console.infra.libvirt import libvirt_uris
+    from console.tui.app import ConsoleApp
     from console.tui.themes import broken_theme
 
     theme_error = broken_theme(settings.theme)
     if theme_error:
+        cluster.stop()
         print(f"console: theme {settings.theme}: {theme_error}", file=sys.stderr)
         return 2
-    cluster.start()
     vms = vm_inventory(settings.cloud, libvirt_uris(settings.libvirt_uris))
     app = ConsoleApp(cluster, None, settings, vms=vms, label=label, guard=Guard.from_settings(settings))
     try:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 from console.kube.cache import ResourceCache
 from console.kube.codec import Key
 from console.kube.connection import connect
 from console.kube.fastcodec import NODE_CODEC, POD_CODEC
+from console.kube.lister import Lister
 from console.kube.model import NodeInfo, PodInfo
 
 
@@ -40,21 +43,26 @@ class Cluster:
     """Connection plus list+watch caches; `start()` runs them in daemon threads."""
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None) -> None:
-        from kubernetes import client
-
         self.api_client, self.target = connect(kubeconfig, context)
-        self.core = client.CoreV1Api(self.api_client)
         self._listeners: list[Callable[[], None]] = []
         self._health_listeners: list[Callable[[CacheHealth], None]] = []
         self._health_lock = threading.Lock()
         self._last_health: bool | None = None
-        self.nodes: ResourceCache[NodeInfo] = ResourceCache(self.core.list_node, NODE_CODEC, self._changed,
-                                                            self._health_changed)
+        self.nodes: ResourceCache[NodeInfo] = ResourceCache(
+            Lister(self.api_client, "/api/v1/nodes"), NODE_CODEC, self._changed, self._health_changed
+        )
         self.pods: ResourceCache[PodInfo] = ResourceCache(
-            self.core.list_pod_for_all_namespaces, POD_CODEC, self._changed, self._health_changed
+            Lister(self.api_client, "/api/v1/pods"), POD_CODEC, self._changed, self._health_changed
         )
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+
+    @cached_property
+    def core(self) -> Any:
+        """CoreV1Api, built on first use: importing it takes seconds, the caches do not need it (lister.py)."""
+        from kubernetes import client
+
+        return client.CoreV1Api(self.api_client)
 
     def on_change(self, callback: Callable[[], None]) -> None:
         self._listeners.append(callback)

@@ -142,11 +142,22 @@ class ConsoleApp(App[None]):
             parts.append(f"STALE: {self.stale}")
         self.sub_title = " · ".join(p for p in parts if p)
 
+    @work(thread=True, group="events", exit_on_error=False)
     def _start_events(self) -> None:
-        core = getattr(self.kube, "core", None)
+        """Off the UI thread: building CoreV1Api imports hundreds of client models, which would hold the first
+        paint of the node table for seconds."""
+        kube = self.kube
+        core = getattr(kube, "core", None)
         if core is not None:
-            self.events = Events(core)
-            self.events.start()
+            events = Events(core)
+            events.start()
+            self.call_from_thread(self._events_started, kube, events)
+
+    def _events_started(self, kube: Any, events: Events) -> None:
+        if kube is not self.kube:  # the context changed meanwhile
+            events.stop()
+            return
+        self.events = events
 
     def _explain(self, error: BaseException) -> str:
         """console/tui/errors.explain with what the connection points at (kubeconfig, context, server)."""
@@ -193,7 +204,8 @@ class ConsoleApp(App[None]):
     # -- data, off the UI thread -----------------------------------------
     def maybe_recompute(self) -> None:
         gen = (self.kube.nodes.generation, self.kube.pods.generation, self._vm_generation, id(self.kube))
-        if gen == self._last_generation or self._computing or not self.kube.nodes.synced.is_set():
+        # paint from the first page of nodes: the cache publishes each page of its first list (`loading`)
+        if gen == self._last_generation or self._computing or not self.kube.nodes.generation:
             return
         self._computing = True
         self.compute_view(gen)
@@ -325,6 +337,7 @@ class ConsoleApp(App[None]):
         old = self.kube
         if self.events is not None:
             self.events.stop()
+            self.events = None
         self.kube = message.kube
         self.label = ""
         self.stale = None

@@ -38,9 +38,11 @@ async def loaded(pilot: Any) -> None:
     """Nodes, pods, VMs and events are in and rendered."""
     app = pilot.app
     await wait_until(pilot, lambda: app.view.rows and (app.vms is None or app.servers), what="nodes and VMs")
+    # a big cluster paints from the first page of nodes: wait for the whole lists
+    await wait_until(pilot, lambda: not (app.kube.nodes.loading or app.kube.pods.loading), what="nodes and pods")
     await wait_until(pilot, lambda: app.view.generation[2] == app._vm_generation, what="VM columns")
-    if app.events is not None:
-        await wait_until(pilot, app.events.cache.synced.is_set, what="events")
+    if hasattr(app.kube, "core"):  # the events cache starts in a worker (console/tui/app.py _start_events)
+        await wait_until(pilot, lambda: app.events is not None and app.events.cache.synced.is_set(), what="events")
     await app.workers.wait_for_complete()
     await pilot.pause()
 

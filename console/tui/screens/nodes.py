@@ -228,13 +228,20 @@ class NodesScreen(ConsoleScreen):
                 text.append(f" · {self.app.api_error}", style=theme_colors(self.app).get("error", "red"))
         elif self.app.api_error and not view.rows:
             text = Text(self.app.api_error, style=theme_colors(self.app).get("error", "red"))
-        elif not self.app.kube.nodes.synced.is_set():
+        elif not view.rows and self.app.kube.nodes.loading:
             text = Text(f"Loading nodes from {self.app.kube.target.server}…")
+        elif self.app.kube.nodes.loading:  # the first pages: the rest of the list streams in
+            text = Text(f"loading… {len(view.rows)} nodes so far from {self.app.kube.target.server}", no_wrap=True,
+                        overflow="ellipsis")
         else:
             total = len(view.rows)
             count = f"{len(self.shown)}/{total} nodes" if not self.filter.empty else f"{total} nodes"
             text = Text(count, no_wrap=True, overflow="ellipsis")
-            text.append(f" · {len(view.snapshot.pods)} pods")
+            if self.app.kube.pods.loading:  # requested columns count only the pods read so far
+                text.append(f" · loading pods… {len(view.snapshot.pods)} so far",
+                            style=theme_colors(self.app).get("status-pending", "yellow"))
+            else:
+                text.append(f" · {len(view.snapshot.pods)} pods")
             if view.pending:
                 text.append(f" · {len(view.pending)} Pending",
                             style=theme_colors(self.app).get("status-pending", "yellow"))

@@ -101,9 +101,13 @@ class PendingScreen(ConsoleScreen):
             keys.append(pod_key(p))
             cells.append((pod_key(p), fmt_cpu(p.requests.cpu_m), fmt_mem(p.requests.memory),
                           ev.message if ev else "(no FailedScheduling event yet)"))
+        # the Pending list comes from the pod cache: while its first list streams in, it is not the whole story
+        loading = self.app.kube.pods.loading or self.app.kube.nodes.loading
+        self.pods_table.empty_text = "Loading pods…" if loading else "No Pending pods"
         self.pods_table.set_rows(keys, cells)
         self.query_one("#pending-status", Static).update(
-            f"{len(view.pending)} Pending pods · fit analysis over {len(view.rows)} nodes"
+            (f"loading… {len(view.snapshot.pods)} pods so far · " if loading else "")
+            + f"{len(view.pending)} Pending pods · fit analysis over {len(view.rows)} nodes"
             + ("" if self.app.flavors else " · flavors unknown (no cloud configured)")
         )
         self.show_fit()
