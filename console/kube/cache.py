@@ -71,19 +71,22 @@ class ResourceCache(Generic[T]):
     def relist(self) -> None:
         first = not self.synced.is_set()
         items: dict[Key, T] = {}
+        if first:  # nothing to show yet: fill the published dict page by page (a relist keeps the old data)
+            with self._lock:
+                self._items = items
         token = None
         while True:
             kwargs: dict[str, Any] = {"limit": PAGE, "_preload_content": False}
             if token:
                 kwargs["_continue"] = token
             page = self._codec.page(self._list_fn(**kwargs).data)
-            items.update(page.items)
+            with self._lock:
+                items.update(page.items)
             token = page.continue_token
             if not token:
                 break
-            if first:  # nothing to show yet: show what has arrived (a relist keeps the old data until done)
+            if first:
                 with self._lock:
-                    self._items = dict(items)
                     self.generation += 1
                 self._on_change()
         with self._lock:

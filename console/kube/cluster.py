@@ -15,6 +15,8 @@ from console.kube.fastcodec import NODE_CODEC, POD_CODEC
 from console.kube.lister import Lister
 from console.kube.model import NodeInfo, PodInfo
 
+NODES_FIRST_S = 5.0  # the pod cache starts when the node list is in, or after this long
+
 
 @dataclass(frozen=True)
 class CacheHealth:
@@ -92,10 +94,19 @@ class Cluster:
             cb(health)
 
     def start(self) -> None:
-        for name, cache in (("nodes", self.nodes), ("pods", self.pods)):
-            t = threading.Thread(target=cache.run, args=(self._stop,), name=f"watch-{name}", daemon=True)
-            t.start()
-            self._threads.append(t)
+        t = threading.Thread(target=self.nodes.run, args=(self._stop,), name="watch-nodes", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+        def pods() -> None:
+            # the node table paints from the node list: let it have the CPU (decoding is GIL-bound) before
+            # 150,000 pods are read; a node list that cannot be read does not hold the pods up for long
+            self.nodes.synced.wait(NODES_FIRST_S)
+            self.pods.run(self._stop)
+
+        t = threading.Thread(target=pods, name="watch-pods", daemon=True)
+        t.start()
+        self._threads.append(t)
 
     def wait_synced(self, timeout: float | None = None) -> bool:
         return self.nodes.synced.wait(timeout) and self.pods.synced.wait(timeout)

@@ -53,9 +53,9 @@ def _order(e: EventInfo) -> float:
 class Events:
     """All events in the cluster (watched), with the two lookups the UI needs."""
 
-    def __init__(self, core_api: Any) -> None:
-        self.cache: ResourceCache[EventInfo] = ResourceCache(core_api.list_event_for_all_namespaces,
-                                                              JsonCodec(EventInfo.from_api))
+    def __init__(self, list_fn: Any) -> None:
+        """`list_fn`: the events collection's list/watch call (console/kube/lister.Lister for /api/v1/events)."""
+        self.cache: ResourceCache[EventInfo] = ResourceCache(list_fn, JsonCodec(EventInfo.from_api))
         self._stop = threading.Event()
 
     def start(self) -> None:

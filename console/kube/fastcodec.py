@@ -157,13 +157,14 @@ def _resources(q: _Quantities | None) -> Resources:
 
 def project_node(n: _Node) -> NodeInfo:
     meta, spec, status = n.metadata, n.spec or _NodeSpec(), n.status or _NodeStatus()
-    labels = meta.labels or {}
+    # thousands of nodes carry the same label keys and values ("kubernetes.io/os": "linux", NFD's features)
+    labels = {_intern(k): _intern(v) for k, v in meta.labels.items()} if meta.labels else {}
     conditions = status.conditions or ()
     ready = next((c.status if c.status is not UNSET else "Unknown" for c in conditions if c.type == "Ready"),
                  "Unknown")
     info = status.node_info or _NodeSystemInfo()
     return NodeInfo(
-        name=meta.name,
+        name=_intern(meta.name),  # the same str as the pods' spec.nodeName and the hostname label
         uid=meta.uid,
         resource_version=meta.resource_version,
         labels=labels,
@@ -176,7 +177,7 @@ def project_node(n: _Node) -> NodeInfo:
         system_uuid=info.system_uuid,
         provider_id=spec.provider_id,
         taints=tuple(spec.taints or ()),
-        annotations=meta.annotations or {},
+        annotations={_intern(k): v for k, v in meta.annotations.items()} if meta.annotations else {},
         conditions=tuple((c.type, c.status if c.status is not UNSET else "", c.reason) for c in conditions),
     )
 

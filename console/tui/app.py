@@ -142,22 +142,13 @@ class ConsoleApp(App[None]):
             parts.append(f"STALE: {self.stale}")
         self.sub_title = " · ".join(p for p in parts if p)
 
-    @work(thread=True, group="events", exit_on_error=False)
     def _start_events(self) -> None:
-        """Off the UI thread: building CoreV1Api imports hundreds of client models, which would hold the first
-        paint of the node table for seconds."""
-        kube = self.kube
-        core = getattr(kube, "core", None)
-        if core is not None:
-            events = Events(core)
-            events.start()
-            self.call_from_thread(self._events_started, kube, events)
+        api_client = getattr(self.kube, "api_client", None)
+        if api_client is not None:  # a Lister, not CoreV1Api: that import costs seconds and ~20 MB at start
+            from console.kube.lister import Lister
 
-    def _events_started(self, kube: Any, events: Events) -> None:
-        if kube is not self.kube:  # the context changed meanwhile
-            events.stop()
-            return
-        self.events = events
+            self.events = Events(Lister(api_client, "/api/v1/events"))
+            self.events.start()
 
     def _explain(self, error: BaseException) -> str:
         """console/tui/errors.explain with what the connection points at (kubeconfig, context, server)."""
@@ -203,9 +194,12 @@ class ConsoleApp(App[None]):
 
     # -- data, off the UI thread -----------------------------------------
     def maybe_recompute(self) -> None:
-        gen = (self.kube.nodes.generation, self.kube.pods.generation, self._vm_generation, id(self.kube))
+        nodes, pods = self.kube.nodes, self.kube.pods
+        # while the first pod list streams in (hundreds of pages), its pages do not recompute the view: each
+        # recompute copies and joins every pod read so far, and would slow the list it waits for
+        gen = (nodes.generation, -1 if pods.loading else pods.generation, self._vm_generation, id(self.kube))
         # paint from the first page of nodes: the cache publishes each page of its first list (`loading`)
-        if gen == self._last_generation or self._computing or not self.kube.nodes.generation:
+        if gen == self._last_generation or self._computing or not nodes.generation:
             return
         self._computing = True
         self.compute_view(gen)
@@ -337,7 +331,6 @@ class ConsoleApp(App[None]):
         old = self.kube
         if self.events is not None:
             self.events.stop()
-            self.events = None
         self.kube = message.kube
         self.label = ""
         self.stale = None

@@ -41,8 +41,8 @@ async def loaded(pilot: Any) -> None:
     # a big cluster paints from the first page of nodes: wait for the whole lists
     await wait_until(pilot, lambda: not (app.kube.nodes.loading or app.kube.pods.loading), what="nodes and pods")
     await wait_until(pilot, lambda: app.view.generation[2] == app._vm_generation, what="VM columns")
-    if hasattr(app.kube, "core"):  # the events cache starts in a worker (console/tui/app.py _start_events)
-        await wait_until(pilot, lambda: app.events is not None and app.events.cache.synced.is_set(), what="events")
+    if app.events is not None:
+        await wait_until(pilot, app.events.cache.synced.is_set, what="events")
     await app.workers.wait_for_complete()
     await pilot.pause()
 

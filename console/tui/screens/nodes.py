@@ -238,8 +238,7 @@ class NodesScreen(ConsoleScreen):
             count = f"{len(self.shown)}/{total} nodes" if not self.filter.empty else f"{total} nodes"
             text = Text(count, no_wrap=True, overflow="ellipsis")
             if self.app.kube.pods.loading:  # requested columns count only the pods read so far
-                text.append(f" · loading pods… {len(view.snapshot.pods)} so far",
-                            style=theme_colors(self.app).get("status-pending", "yellow"))
+                text.append(" · loading pods…", style=theme_colors(self.app).get("status-pending", "yellow"))
             else:
                 text.append(f" · {len(view.snapshot.pods)} pods")
             if view.pending:

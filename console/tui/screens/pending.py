@@ -106,7 +106,7 @@ class PendingScreen(ConsoleScreen):
         self.pods_table.empty_text = "Loading pods…" if loading else "No Pending pods"
         self.pods_table.set_rows(keys, cells)
         self.query_one("#pending-status", Static).update(
-            (f"loading… {len(view.snapshot.pods)} pods so far · " if loading else "")
+            ("loading pods… · " if loading else "")
             + f"{len(view.pending)} Pending pods · fit analysis over {len(view.rows)} nodes"
             + ("" if self.app.flavors else " · flavors unknown (no cloud configured)")
         )
