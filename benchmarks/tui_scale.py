@@ -16,14 +16,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import shlex
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from labproc import LabFailed, scale_lab
 
 
 def rss_mb(field: str = "VmRSS") -> float:
@@ -112,60 +111,45 @@ def main() -> int:
         child(*args.child)
         return 0
 
-    state = Path(tempfile.mkdtemp(prefix="tui-bench-"))
-    cmd = [sys.executable, "-m", "console", "lab", "--nodes", str(args.nodes),
-           "--pods-per-node", str(args.pods_per_node), "--state-dir", str(state)]
-    lab = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        t0 = time.monotonic()
-        while not (state / "ready").exists():
-            if lab.poll() is not None:
-                print(f"lab exited early ({lab.returncode}): {lab.stderr.read() if lab.stderr else ''}")
-                return 1
-            time.sleep(0.05)
-        print(f"lab: {args.nodes} nodes, {args.nodes * args.pods_per_node} pods, ready in {time.monotonic() - t0:.1f}s")
-        env = dict(os.environ)
-        for line in (state / "env").read_text().splitlines():
-            k, _, v = line.partition("=")
-            env[k] = shlex.split(v)[0]
-        kubeconfig = env["KUBECONFIG"]
+        with scale_lab(args.nodes, args.pods_per_node) as lab:
+            print(f"lab: {args.nodes} nodes, {args.nodes * args.pods_per_node} pods, ready in {lab.ready_s:.1f}s")
+            env, state = lab.env, lab.state
+            kubeconfig = env["KUBECONFIG"]
 
-        kubectl, console = [], []
-        for i in range(args.repeat):
-            t = time.monotonic()
-            out = subprocess.run(["kubectl", "get", "nodes,pods", "-A", "-o", "json"], env=env,
-                                 capture_output=True, check=True).stdout
-            kubectl.append(time.monotonic() - t)
-            items = len(json.loads(out)["items"])
-            del out
-            result = Path(state / f"console-{i}.json")
-            subprocess.run([sys.executable, __file__, "--child", kubeconfig, str(result)], env=env, check=True,
-                           timeout=600)
-            console.append(json.loads(result.read_text()))
-            c = console[-1]
-            print(f"run {i + 1}: kubectl {kubectl[-1]:.2f}s ({items} items) · console first paint "
-                  f"{c['first_paint_s']:.2f}s, all loaded {c['all_loaded_s']:.2f}s, filter p95 "
-                  f"{c['filter_p95_ms']:.1f} ms, peak RSS {c['peak_rss_mb']:.0f} MB")
+            kubectl, console = [], []
+            for i in range(args.repeat):
+                t = time.monotonic()
+                out = subprocess.run(["kubectl", "get", "nodes,pods", "-A", "-o", "json"], env=env,
+                                     capture_output=True, check=True).stdout
+                kubectl.append(time.monotonic() - t)
+                items = len(json.loads(out)["items"])
+                del out
+                result = Path(state / f"console-{i}.json")
+                subprocess.run([sys.executable, __file__, "--child", kubeconfig, str(result)], env=env, check=True,
+                               timeout=600)
+                console.append(json.loads(result.read_text()))
+                c = console[-1]
+                print(f"run {i + 1}: kubectl {kubectl[-1]:.2f}s ({items} items) · console first paint "
+                      f"{c['first_paint_s']:.2f}s, all loaded {c['all_loaded_s']:.2f}s, filter p95 "
+                      f"{c['filter_p95_ms']:.1f} ms, peak RSS {c['peak_rss_mb']:.0f} MB")
 
-        def med(key: str) -> float:
-            return statistics.median(c[key] for c in console)
+            def med(key: str) -> float:
+                return statistics.median(c[key] for c in console)
 
-        k = statistics.median(kubectl)
-        print("\nmedian over", args.repeat, "runs")
-        print(f"  time to first painted node table      {med('first_paint_s'):6.2f} s")
-        print(f"  all nodes and pods loaded (console)   {med('all_loaded_s'):6.2f} s")
-        print(f"  kubectl get nodes,pods -A -o json     {k:6.2f} s")
-        print(f"  ratio console / kubectl               {med('all_loaded_s') / k:6.2f}x   (goal <= 1.0x)")
-        print(f"  peak RSS (console process)            {med('peak_rss_mb'):6.0f} MB  (goal <= 400 MB)")
-        print(f"  filter keystroke -> repaint p50       {med('filter_p50_ms'):6.1f} ms")
-        print(f"  filter keystroke -> repaint p95       {med('filter_p95_ms'):6.1f} ms  (goal <= 50 ms)")
-        print(f"  nodes / pods in the console           {med('nodes'):.0f} / {med('pods'):.0f}")
-    finally:
-        lab.terminate()
-        try:
-            lab.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            lab.kill()
+            k = statistics.median(kubectl)
+            print("\nmedian over", args.repeat, "runs")
+            print(f"  time to first painted node table      {med('first_paint_s'):6.2f} s")
+            print(f"  all nodes and pods loaded (console)   {med('all_loaded_s'):6.2f} s")
+            print(f"  kubectl get nodes,pods -A -o json     {k:6.2f} s")
+            print(f"  ratio console / kubectl               {med('all_loaded_s') / k:6.2f}x   (goal <= 1.0x)")
+            print(f"  peak RSS (console process)            {med('peak_rss_mb'):6.0f} MB  (goal <= 400 MB)")
+            print(f"  filter keystroke -> repaint p50       {med('filter_p50_ms'):6.1f} ms")
+            print(f"  filter keystroke -> repaint p95       {med('filter_p95_ms'):6.1f} ms  (goal <= 50 ms)")
+            print(f"  nodes / pods in the console           {med('nodes'):.0f} / {med('pods'):.0f}")
+    except LabFailed as e:
+        print(e)
+        return 1
     return 0
 
 

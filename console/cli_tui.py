@@ -96,7 +96,6 @@ def open_console(settings: Any, *, label: str = "") -> int:
     from console.gateways import Gateways, vm_inventory_for
     from console.kube.connection import KubeConfigError
     from console.kube.execauth import terminal_owner
-    from console.tui.app import ConsoleApp
 
     try:
         gateways = Gateways.connect(settings, vms=vm_inventory_for(settings), label=label)
@@ -106,13 +105,16 @@ def open_console(settings: Any, *, label: str = "") -> int:
         fault = classify(e)
         print(f"console: {fault.message if fault else e}", file=sys.stderr)
         return fault.exit_code if fault else EXIT_BAD_FILE
+    gateways.start()  # the first node page is on its way while Textual and the cloud SDKs import
     from console.tui.themes import broken_theme
 
     theme_error = broken_theme(settings.theme)
     if theme_error:
+        gateways.stop()
         print(f"console: theme {settings.theme}: {theme_error}", file=sys.stderr)
         return 2
-    gateways.start()
+    from console.tui.app import ConsoleApp
+
     app = ConsoleApp(gateways)
     try:
         with terminal_owner(suspended_runner(app)):  # an interactive exec plugin prompts with the TUI suspended

@@ -56,10 +56,9 @@ class Gateways:
         from console.kube.metrics import MetricsReader
 
         cluster = (cluster_factory or Cluster)(kubeconfig or settings.kubeconfig, settings.context)
-        core = getattr(cluster, "core", None)
         api_client = getattr(cluster, "api_client", None)
         return cls(settings, cluster, guard or Guard.from_settings(settings), vms=vms,
-                   events=Events(core) if core is not None else None,
+                   events=Events(api_client) if api_client is not None else None,
                    metrics=MetricsReader(api_client) if api_client is not None else None, label=label)
 
     # -- lifecycle ----------------------------------------------------------------------------------------

@@ -6,13 +6,18 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
-from console.kube.cache import CacheState, Key, ResourceCache
-from console.kube.codec import JsonCodec
+from console.kube.cache import CacheState, ResourceCache
+from console.kube.codec import Key
 from console.kube.connection import connect
+from console.kube.fastcodec import NODE_CODEC, POD_CODEC
+from console.kube.lister import Lister
 from console.kube.model import NodeInfo, PodInfo
 
 DOWN = ("reconnecting", "forbidden", "unauthorized")
+NODES_FIRST_S = 5.0  # the pod cache starts when the node list is in, or after this long
 
 
 @dataclass(frozen=True)
@@ -64,21 +69,24 @@ class Cluster:
     """Connection plus list+watch caches; `start()` runs them in daemon threads."""
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None) -> None:
-        from kubernetes import client
-
         self.api_client, self.target = connect(kubeconfig, context)
-        self.core = client.CoreV1Api(self.api_client)
         self._listeners: list[Callable[[], None]] = []
         self._health_listeners: list[Callable[[CacheHealth], None]] = []
         self._health_lock = threading.Lock()
         self._last_health: tuple[tuple[str, str], ...] = ()
         self.nodes: ResourceCache[NodeInfo] = ResourceCache(
-            self.core.list_node, JsonCodec(NodeInfo.from_api), self._changed, self._health_changed, name="nodes")
+            Lister(self.api_client, "/api/v1/nodes"), NODE_CODEC, self._changed, self._health_changed, name="nodes")
         self.pods: ResourceCache[PodInfo] = ResourceCache(
-            self.core.list_pod_for_all_namespaces, JsonCodec(PodInfo.from_api), self._changed, self._health_changed,
-            name="pods")
+            Lister(self.api_client, "/api/v1/pods"), POD_CODEC, self._changed, self._health_changed, name="pods")
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+
+    @cached_property
+    def core(self) -> Any:
+        """CoreV1Api, built on first use: importing it takes seconds, the caches do not need it (lister.py)."""
+        from kubernetes import client
+
+        return client.CoreV1Api(self.api_client)
 
     def on_change(self, callback: Callable[[], None]) -> None:
         self._listeners.append(callback)
@@ -108,10 +116,19 @@ class Cluster:
             cb(health)
 
     def start(self) -> None:
-        for name, cache in (("nodes", self.nodes), ("pods", self.pods)):
-            t = threading.Thread(target=cache.run, args=(self._stop,), name=f"watch-{name}", daemon=True)
-            t.start()
-            self._threads.append(t)
+        t = threading.Thread(target=self.nodes.run, args=(self._stop,), name="watch-nodes", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+        def pods() -> None:
+            # the node table paints from the node list: let it have the CPU (decoding is GIL-bound) before
+            # 150,000 pods are read; a node list that cannot be read does not hold the pods up for long
+            self.nodes.synced.wait(NODES_FIRST_S)
+            self.pods.run(self._stop)
+
+        t = threading.Thread(target=pods, name="watch-pods", daemon=True)
+        t.start()
+        self._threads.append(t)
 
     def wait_synced(self, timeout: float | None = None) -> bool:
         return self.nodes.synced.wait(timeout) and self.pods.synced.wait(timeout)

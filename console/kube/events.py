@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import threading
 from dataclasses import dataclass
 from datetime import datetime
@@ -10,6 +9,7 @@ from typing import Any
 
 from console.kube.cache import ResourceCache
 from console.kube.codec import JsonCodec
+from console.kube.lister import Lister
 
 
 @dataclass(frozen=True)
@@ -67,11 +67,12 @@ class EventWatch:
     """The events one fieldSelector selects, kept current by list+watch: the API server filters them, so only
     what a screen shows crosses the wire and stays in memory."""
 
-    def __init__(self, core_api: Any, field_selector: str, name: str = "events") -> None:
+    def __init__(self, api_client: Any, field_selector: str, name: str = "events") -> None:
+        # straight to /api/v1/events (console/kube/lister.py): CoreV1Api is not imported for it
         self.field_selector = field_selector
         self.cache: ResourceCache[EventInfo] = ResourceCache(
-            functools.partial(core_api.list_event_for_all_namespaces, field_selector=field_selector),
-            JsonCodec(EventInfo.from_api), name=name)
+            Lister(api_client, "/api/v1/events"), JsonCodec(EventInfo.from_api), name=name,
+            field_selector=field_selector)
         self._stop = threading.Event()
         self._name = name
 
@@ -95,9 +96,9 @@ class Events:
     """The events the screens show, each through its own field-selected watch: pods' FailedScheduling for the
     session (the Pending screen's reasons), and one object's events while a screen shows them (`watch_object`)."""
 
-    def __init__(self, core_api: Any) -> None:
-        self._core = core_api
-        self.scheduling = EventWatch(core_api, SCHEDULING_SELECTOR, "events-scheduling")
+    def __init__(self, api_client: Any) -> None:
+        self._api = api_client
+        self.scheduling = EventWatch(api_client, SCHEDULING_SELECTOR, "events-scheduling")
         self.cache = self.scheduling.cache
         self._open: list[EventWatch] = []
 
@@ -112,7 +113,7 @@ class Events:
 
     def watch_object(self, kind: str, name: str, namespace: str = "") -> EventWatch:
         """A started watch of one object's events; the caller stops it when its screen closes."""
-        w = EventWatch(self._core, object_selector(kind, name, namespace), f"events-{kind.lower()}").start()
+        w = EventWatch(self._api, object_selector(kind, name, namespace), f"events-{kind.lower()}").start()
         self._open = [o for o in self._open if not o.stopped] + [w]
         return w
 

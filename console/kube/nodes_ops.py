@@ -32,6 +32,23 @@ def _raw(api_client: Any, method: Callable[..., Any], *args: Any, **kw: Any) -> 
     return json.loads(resp.data)
 
 
+LIST_PAGE = 500  # kubectl's --chunk-size default
+
+
+def _raw_items(api_client: Any, method: Callable[..., Any], *args: Any, page: int = LIST_PAGE,
+               **kw: Any) -> list[dict[str, Any]]:
+    """Every item of a list, read `page` at a time with limit/continue (kubernetes.io/docs/reference/using-api/
+    api-concepts/#retrieving-large-results-sets-in-chunks), so a big answer never arrives as one response."""
+    items: list[dict[str, Any]] = []
+    token = ""
+    while True:
+        data = _raw(api_client, method, *args, limit=page, **({"_continue": token} if token else {}), **kw)
+        items += data.get("items") or []
+        token = (data.get("metadata") or {}).get("continue") or ""
+        if not token:
+            return items
+
+
 def get_node(api_client: Any, name: str) -> NodeInfo:
     return NodeInfo.from_api(get_node_raw(api_client, name))
 
@@ -52,8 +69,7 @@ def pods_on_node(api_client: Any, node: str) -> list[PodInfo]:
 
 
 def pods_on_node_raw(api_client: Any, node: str) -> list[dict[str, Any]]:
-    data = _raw(api_client, _core(api_client).list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}")
-    return data.get("items") or []
+    return _raw_items(api_client, _core(api_client).list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}")
 
 
 def get_pod_raw(api_client: Any, namespace: str, name: str) -> dict[str, Any] | None:
@@ -67,10 +83,12 @@ def get_pod_raw(api_client: Any, namespace: str, name: str) -> dict[str, Any] | 
         raise
 
 
-def pending_pods(api_client: Any, node: NodeInfo | None = None) -> list[PodInfo]:
-    """Unbound Pending pods; with `node`, only those whose node selector and required affinity allow it."""
-    data = _raw(api_client, _core(api_client).list_pod_for_all_namespaces, field_selector="status.phase=Pending")
-    return [PodInfo.from_api(p) for p in data.get("items") or []
+def pending_pods(api_client: Any, node: NodeInfo | None = None, *, page: int = LIST_PAGE) -> list[PodInfo]:
+    """Unbound Pending pods (read in pages); with `node`, only those whose node selector and required affinity
+    allow it."""
+    items = _raw_items(api_client, _core(api_client).list_pod_for_all_namespaces, page=page,
+                       field_selector="status.phase=Pending,spec.nodeName=")
+    return [PodInfo.from_api(p) for p in items
             if not (p.get("spec") or {}).get("nodeName") and (node is None or selects_node(p, node))]
 
 

@@ -212,9 +212,14 @@ class ConsoleApp(App[None]):
 
     # -- data, off the UI thread -----------------------------------------
     def maybe_recompute(self) -> None:
+        nodes, pods = self.kube.nodes, self.kube.pods
         metrics = self.metrics.generation if self.metrics is not None else -1
-        gen = (self.kube.nodes.generation, self.kube.pods.generation, self._vm_generation, metrics, id(self.kube))
-        if gen == self._last_generation or self._computing or not self.kube.nodes.synced.is_set():
+        # while the first pod list streams in (hundreds of pages), its pages do not recompute the view: each
+        # recompute copies and joins every pod read so far, and would slow the list it waits for
+        gen = (nodes.generation, -1 if pods.loading else pods.generation, self._vm_generation, metrics,
+               id(self.kube))
+        # paint from the first page of nodes: the cache publishes each page of its first list (`loading`)
+        if gen == self._last_generation or self._computing or not nodes.generation:
             return
         self._computing = True
         self.compute_view(gen)

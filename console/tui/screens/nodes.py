@@ -242,12 +242,15 @@ class NodesScreen(ConsoleScreen):
                 text.append(f" · {self.app.api_error}", style=theme_colors(self.app).get("error", "red"))
         elif self.app.api_error and not view.rows:
             text = Text(self.app.api_error, style=theme_colors(self.app).get("error", "red"))
-        elif not self.app.kube.nodes.synced.is_set():
+        elif not view.rows and self.app.kube.nodes.loading:
             cannot = self.app.gateways.unreadable("nodes")  # else "Loading nodes…" would stay for good
             self.table.empty_text = cannot or "Loading nodes…"
             self.table.refresh()
             text = Text(cannot, style=theme_colors(self.app).get("error", "red")) if cannot else \
                 Text(f"Loading nodes from {self.app.kube.target.server}…")
+        elif self.app.kube.nodes.loading:  # the first pages: the rest of the list streams in
+            text = Text(f"loading… {len(view.rows)} nodes so far from {self.app.kube.target.server}", no_wrap=True,
+                        overflow="ellipsis")
         else:
             total = len(view.rows)
             count = f"{len(self.shown)}/{total} nodes" if not self.filter.empty else f"{total} nodes"

@@ -54,11 +54,10 @@ def test_all_node_features_are_read_in_pages(kube_lab: KubeLab, kube: Any) -> No
 
 
 def test_node_events_are_a_field_selected_list_and_watch(kube_lab: KubeLab, kube: Any) -> None:
-    from kubernetes import client
 
     from .conftest import event
 
-    events = Events(client.CoreV1Api(kube))
+    events = Events(kube)
     seen = len(kube_lab.api.requests())
     watch = events.watch_object("Node", "worker-1")
     try:
@@ -81,9 +80,8 @@ def test_node_events_are_a_field_selected_list_and_watch(kube_lab: KubeLab, kube
 
 
 def test_scheduling_events_keep_only_failed_scheduling(kube_lab: KubeLab, kube: Any) -> None:
-    from kubernetes import client
 
-    events = Events(client.CoreV1Api(kube))
+    events = Events(kube)
     seen = len(kube_lab.api.requests())
     events.start()
     try:
