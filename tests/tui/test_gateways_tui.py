@@ -65,7 +65,7 @@ async def test_context_switch_replaces_the_bundle_whole(kube_lab: Lab, tmp_path:
             await wait_until(pilot, lambda: app.kube.target.context == "second", what="the context switch")
             new = app.gateways
             assert new is not first and new.cluster is not first.cluster and new.events is not first.events
-            assert first.cluster._stop.is_set() and first.events._stop.is_set()  # the old watches end
+            assert first.cluster._stop.is_set() and first.events.scheduling.stopped  # the old watches end
             assert not new.cluster._stop.is_set()
             await wait_until(pilot, lambda: app.view.rows and app.view.generation[-1] == id(new.cluster),
                              what="nodes from the new bundle")
