@@ -72,16 +72,19 @@ def child(kubeconfig: str, out: str, idle: float) -> None:
                 figures["first_node_page_items"] = len(cluster.nodes.snapshot())
 
         cluster.on_change(changed)
-        cluster.start()
         return cluster
 
+    from console.gateways import Gateways
+
     cluster = start()
+    gateways = Gateways.connect(Settings(kubeconfig=kubeconfig, theme="dark"), cluster_factory=lambda *_: cluster)
+    gateways.start()  # the node/pod caches, the events watch and the metrics poll, as the console starts them
     from console.tui.app import ConsoleApp
 
     figures["rss_imports_mb"] = rss_mb()
 
     async def run() -> None:
-        app = ConsoleApp(cluster, None, Settings(kubeconfig=kubeconfig, theme="dark"))
+        app = ConsoleApp(gateways)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = app.screen
             while not screen.table.keys:
