@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.app import App
 
 from console.config import Settings
@@ -52,3 +55,12 @@ async def confirm_into_conflict(pilot: Any) -> ConflictDialog:
     await settle(pilot)
     assert isinstance(pilot.app.screen, ConflictDialog)
     return pilot.app.screen
+
+
+@pytest.fixture(autouse=True)
+def isolated_xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No user config, themes or state leak in or out of a test (import it into a conftest or test module)."""
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        monkeypatch.setenv(var, str(tmp_path / var.lower()))
+    for var in [v for v in os.environ if v.startswith("CONSOLE_")]:
+        monkeypatch.delenv(var)

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from labstart import start_lab
+from tuitools import isolated_xdg  # noqa: F401 (an autouse fixture)
 
 from console.lab import scenarios
 from console.lab.world import Lab
-
-
-@pytest.fixture(autouse=True)
-def _xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No user config, themes or state leak in or out of a test."""
-    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
-        monkeypatch.setenv(var, str(tmp_path / var.lower()))
-    for var in [v for v in os.environ if v.startswith("CONSOLE_")]:
-        monkeypatch.delenv(var)
 
 
 @pytest.fixture(scope="module")

@@ -9,17 +9,15 @@ within seconds (console/kube/cache.py).
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 from labstart import start_lab
 from labtools import wait_for
-from tuitools import console_app
+from tuitools import console_app, isolated_xdg  # noqa: F401 (isolated_xdg: autouse)
 
 from console.config import Settings
 from console.kube.cluster import Cluster
@@ -29,15 +27,6 @@ from console.tui.screenshots import wait_until
 
 DOWN_FOR = 10.0
 STALE = re.compile(r"(nodes|pods): reconnecting since (\d\d:\d\d:\d\d) — connection refused")
-
-
-@pytest.fixture(autouse=True)
-def _xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No user config, themes or state leak in or out of the test."""
-    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
-        monkeypatch.setenv(var, str(tmp_path / var.lower()))
-    for var in [v for v in os.environ if v.startswith("CONSOLE_")]:
-        monkeypatch.delenv(var)
 
 
 @pytest.fixture(scope="module")
