@@ -106,9 +106,9 @@ class Gateways:
             return why
         cache = {"nodes": getattr(self.cluster, "nodes", None), "pods": getattr(self.cluster, "pods", None),
                  "events": getattr(self.events, "cache", None)}.get(what)
-        error = getattr(cache, "last_error", None)
-        if getattr(error, "status", None) != 403:
+        if cache is None or cache.health().state != "forbidden":  # the cache's own verdict on its last answer
             return ""
+        error = cache.last_error
         from console.faults import redact, status_message
 
         return f"cannot list {what}: {redact(status_message(error)) or 'forbidden'} (403 Forbidden)"
