@@ -60,6 +60,7 @@ class Lab:
         self.hypervisor: Any = None
         self.nova: Any = None
         self.kubelets: dict[str, Any] = {}
+        self.guest_roots: dict[str, Any] = {}  # node -> console.lab.guestroot.GuestRoot, its `/` on this host
         self.scheduler: Any = None
         self.controllers: Any = None
         self.node_exec: Any = None
@@ -169,8 +170,11 @@ class Lab:
         self._stack.append(self.fleet.stop)
         specs = {n.name: n for n in sc.nodes}
         guests = {}
+        from console.lab.guestroot import GuestRoot
+
         for vm in self.vms:
             guest = self.hypervisor.guest(vm.server_id)
+            self.guest_roots[vm.node_name] = GuestRoot(self.state.root / "guests" / vm.node_name)
             guests[vm.node_name] = guest
             kubelet = Kubelet(
                 self.store,

@@ -50,6 +50,7 @@ class MasterConfig:
     label_whitelist: str | None = None
     disable_auto_prefix: bool = False  # DisableAutoPrefix gate (v0.16+) / autoDefaultNs=false (v0.15)
     enable_taints: bool = False
+    resource_labels: frozenset[str] = frozenset()  # -resource-labels: labels published as extended resources
     namespace: str = "node-feature-discovery"  # the master's own namespace
     instance: str = ""
     deny_node_feature_labels: bool = False
