@@ -191,9 +191,7 @@ _MASTER_CONF_KEYS = frozenset({"extraLabelNs", "denyLabelNs", "labelWhiteList", 
 
 
 def _seconds(s: float) -> str:
-    if s >= 60 and s % 60 == 0:
-        return f"{int(s // 60)}m" if s % 3600 else f"{int(s // 3600)}h"
-    return f"{int(s)}s" if s == int(s) else f"{s:g}s"
+    return f"{s:g}s"
 
 
 # --- recognising NFD ----------------------------------------------------------------------------------------
