@@ -5,7 +5,7 @@
 Prints the one-line status the hooks and rules screens show, then the nfd-master and nfd-worker workloads
 (kind, namespace/name, image, args, where their config file comes from), what the master's flags and config
 file add up to, where source.d / features.d come from, and whether the NodeFeature API is in use. `-o json`:
-{"status": "ok", "namespace", "version", "versionSource", "master": {"image", "args", "config", ...,
+{"status": "ok", "statusLine", "namespace", "version", "versionSource", "master": {"image", "args", "config", ...,
 "effective": {...}}, "worker": {...}, "nodeFeatureAPI", "mounts": {"hook": {...}, "feature": {...}}, "warnings"}.
 
 Exit codes:

@@ -160,8 +160,8 @@ class Gateways:
         return found
 
     def nfd_version(self) -> Any:
-        """The NFD version the cluster runs ("v0.16.4"), from `nfd_deployment()` (image tag, else what NFD recorded);
-        None when unknown. NfdStoreError when it cannot be discovered (what the stores' callers already handle)."""
+        """The NFD version the cluster runs ("v0.16.4"), from `nfd_deployment()` (image tag, else what NFD recorded),
+        else one worker NodeFeature's annotation (nfdstore.cluster_nfd_version); None when unknown. NfdStoreError when it cannot be discovered (what the stores' callers already handle)."""
         from console.kube.nfddiscovery import NfdDiscoveryError
         from console.kube.nfdstore import NfdStoreError
 
@@ -169,7 +169,11 @@ class Gateways:
             found = self.nfd_deployment()
         except NfdDiscoveryError as e:
             raise NfdStoreError(str(e)) from e
-        return str(found.version) if found is not None and found.version is not None else None
+        if found is not None and found.version is not None:
+            return str(found.version)
+        from console.kube.nfdstore import cluster_nfd_version
+
+        return cluster_nfd_version(self.api_client)  # no workload found or readable: what a NodeFeature recorded
 
     def scaleup_session(self, settings: Settings | None = None, guard: Guard | None = None) -> Session:
         """A scale-up Session on this bundle's connection (no second ApiClient); blocking reads happen later."""

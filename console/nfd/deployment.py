@@ -166,7 +166,7 @@ class NfdDeployment:
             "versionSource": self.version_source, "nodeFeatureAPI": self.node_feature_api,
             "master": None, "worker": None,
             "mounts": {k: m.as_dict() for k, m in self.mounts.items()},
-            "status": self.status_line(), "warnings": list(self.warnings),
+            "statusLine": self.status_line(), "warnings": list(self.warnings),
         }
         if self.master is not None:
             s = self.master_settings()
@@ -347,7 +347,7 @@ def _workload(f: _Found, version: V.NfdVersion, config_maps: Mapping[tuple[str, 
         source = f"configmap {f.namespace}/{name} key {key}"
         data = config_maps.get((f.namespace, name), None)
         if data is None:
-            warnings.append(f"nfd-{f.role} config: ConfigMap {f.namespace}/{name} could not be read; "
+            warnings.append(f"nfd-{f.role} config: ConfigMap {f.namespace}/{name} is missing or could not be read; "
                             "its defaults are assumed")
         elif key in (data.get("data") or {}):
             try:
