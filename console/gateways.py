@@ -161,7 +161,8 @@ class Gateways:
 
     def nfd_version(self) -> Any:
         """The NFD version the cluster runs ("v0.16.4"), from `nfd_deployment()` (image tag, else what NFD recorded),
-        else one worker NodeFeature's annotation (nfdstore.cluster_nfd_version); None when unknown. NfdStoreError when it cannot be discovered (what the stores' callers already handle)."""
+        else one worker NodeFeature's annotation (nfdstore.cluster_nfd_version); None when unknown. NfdStoreError
+        when it cannot be discovered (what the stores' callers already handle)."""
         from console.kube.nfddiscovery import NfdDiscoveryError
         from console.kube.nfdstore import NfdStoreError
 
