@@ -149,7 +149,7 @@ class HooksScreen(EditorScreen):
 
     def on_mount(self) -> None:
         self.mount_common()
-        self.mount(NfdStatusLine(id="hooks-nfd"), before="#hooks-status")  # NFD as deployed
+        self.mount(NfdStatusLine(self.gateways, id="hooks-nfd"), before="#hooks-status")  # NFD as deployed
         self._open_store()
         self.load_files()
 

@@ -158,7 +158,7 @@ class RulesScreen(EditorScreen):
 
     def on_mount(self) -> None:
         self.mount_common()
-        self.mount(NfdStatusLine(id="rules-nfd"), before="#rules-status")  # NFD as deployed
+        self.mount(NfdStatusLine(self.gateways, id="rules-nfd"), before="#rules-status")  # NFD as deployed
         if self.gateways is None:
             self.query_one("#rules-status", Static).update("no cluster connection: NodeFeatureRules need one")
             return
