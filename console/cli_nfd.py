@@ -3,7 +3,7 @@
 Exit codes: 0 ok; 1 invalid rule / evaluation failed; 2 usage (e.g. `--hook-timeout nan`, an invalid
 `--label-whitelist` regexp); 4 `nfd local` interrupted by SIGINT/SIGTERM (the running hook's whole
 process tree is killed first). `apply` and `push` (deploying rules and files, with their own exit
-codes) are in cli_nfd_deploy.py.
+codes) are in cli_nfd_deploy.py; `status` (how the cluster runs NFD; 3 = no NFD) in cli_nfd_status.py.
 """
 
 from __future__ import annotations

@@ -69,7 +69,10 @@ def _failed(args: argparse.Namespace, e: Exception) -> int:
     missing = list(getattr(e, "missing", ()) or ())
     fault = None if missing else faults.classify(e, faults.Where(getattr(args, "kubeconfig", None) or "",
                                                                  getattr(args, "context", None) or ""))
-    kind, message = ("forbidden", str(e)) if missing or fault is None else (fault.kind, f"{e}: {fault.message}")
+    if missing or fault is None:
+        kind, message = ("forbidden" if missing else "failed"), str(e)
+    else:  # faults.py's words (what failed, why, what to check) after the call discovery was making
+        kind, message = fault.kind, f"cannot find NFD ({getattr(e, 'what', '') or 'discovery'}): {fault.message}"
     print(f"nfd status: {message}", file=sys.stderr)
     if args.output == "json":
         doc: dict[str, Any] = {"status": "error", "error": kind, "message": message, "exit_code": EXIT_BACKEND}

@@ -37,9 +37,10 @@ TIMEOUT_S = 15.0
 class NfdDiscoveryError(Exception):
     """Discovery failed: the message says what and what to do; `.missing` names the RBAC permissions refused."""
 
-    def __init__(self, message: str, missing: tuple[str, ...] = ()) -> None:
+    def __init__(self, message: str, missing: tuple[str, ...] = (), what: str = "") -> None:
         super().__init__(message)
         self.missing = missing
+        self.what = what  # the call that failed ("listing deployments in all namespaces"), for a classified fault
 
 
 def _status(exc: BaseException) -> int | None:
@@ -54,7 +55,7 @@ def _message(exc: BaseException) -> str:
 
 
 def _failed(what: str, exc: BaseException) -> NfdDiscoveryError:
-    err = NfdDiscoveryError(f"cannot find NFD: {what} failed ({_message(exc)})")
+    err = NfdDiscoveryError(f"cannot find NFD: {what} failed ({_message(exc)})", what=what)
     err.__cause__ = exc
     return err
 

@@ -55,7 +55,7 @@ class NfdStatusLine(Static):
             found = gateways.nfd_deployment()
         except Exception as e:  # any failure is shown on the line, never a crashed worker
             fault = None if isinstance(e, NfdDiscoveryError) and e.missing else classify(e)
-            why = fault.message if fault is not None else (
+            why = f"cannot find NFD: {fault.message}" if fault is not None else (
                 str(e) if isinstance(e, NfdDiscoveryError) else f"discovery failed ({type(e).__name__}: {e})")
             self.post_message(NfdStatusLoaded(f"NFD: {why}", None, why))
             return
