@@ -12,6 +12,7 @@ builds a new bundle off the UI thread and replaces the old one whole (`stop()` e
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -48,7 +49,8 @@ class Gateways:
     access: Access = field(default_factory=lambda: Access(unknown=NOT_REVIEWED))
     label: str = ""  # what the header calls this context ("lab: default"); "" shows the context's name
     _why: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _nfd: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _nfd: dict[str, Any] = field(default_factory=lambda: {"lock": threading.Lock()}, init=False, repr=False,
+                                 compare=False)
 
     @classmethod
     def connect(cls, settings: Settings, *, kubeconfig: str | None = None, guard: Guard | None = None,
@@ -152,12 +154,13 @@ class Gateways:
 
         from console.kube.nfddiscovery import discover_nfd
 
-        hit = self._nfd.get("deployment")
-        if hit is not None and time.monotonic() - hit[0] < max_age:
-            return hit[1]
-        found = discover_nfd(self.api_client)
-        self._nfd["deployment"] = (time.monotonic(), found)
-        return found
+        with self._nfd["lock"]:  # the status line and the screen's version ask at once: one discovery answers both
+            hit = self._nfd.get("deployment")
+            if hit is not None and time.monotonic() - hit[0] < max_age:
+                return hit[1]
+            found = discover_nfd(self.api_client)
+            self._nfd["deployment"] = (time.monotonic(), found)
+            return found
 
     def nfd_version(self) -> Any:
         """The NFD version the cluster runs ("v0.16.4"), from `nfd_deployment()` (image tag, else what NFD recorded),

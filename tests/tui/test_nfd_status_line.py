@@ -91,3 +91,31 @@ async def test_status_line_without_a_cluster(tmp_path: Path, monkeypatch: Any) -
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot)
         assert str(screen.query_one("#hooks-nfd", Static).render()) == NO_CLUSTER
+
+
+class _Refusing:
+    """Gateways whose discovery is refused (what nfddiscovery raises when no namespace can be listed)."""
+
+    def nfd_deployment(self) -> Any:
+        from console.kube.nfddiscovery import NfdDiscoveryError
+
+        raise NfdDiscoveryError("cannot find NFD: this user may not list deployments or daemonsets (403 Forbidden)",
+                                ("list deployments.apps", "list daemonsets.apps"))
+
+
+async def test_status_line_says_why_discovery_failed() -> None:
+    from textual.screen import Screen
+
+    from console.tui.widgets.nfdstatus import NfdStatusLine
+
+    line = NfdStatusLine(_Refusing())
+
+    class OneLine(Screen[None]):
+        def compose(self) -> Any:
+            yield line
+
+    app = Host(OneLine(), Settings())
+    async with app.run_test(size=(160, 10)) as pilot:
+        await settle(pilot)
+        assert str(line.render()) == ("NFD: cannot find NFD: this user may not list deployments or daemonsets "
+                                      "(403 Forbidden)")
