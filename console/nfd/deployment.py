@@ -30,6 +30,7 @@ from console.nfd.masterflags import (
     parse_go_flags,
     parse_master,
     parse_worker,
+    unknown_flags,
     worker_config_path,
 )
 
@@ -404,6 +405,9 @@ def from_objects(objects: Iterable[Mapping[str, Any]],
     model = version or V.CURRENT
     master = _workload(picked["master"], model, cms, notes) if "master" in picked else None
     worker = _workload(picked["worker"], model, cms, notes) if "worker" in picked else None
+    for role, f in picked.items():
+        notes += [f"nfd-{role} {model} has no flag -{name}: it exits at start (flag provided but not defined)"
+                  for name in unknown_flags(role, model, f.args)]
     mounts: dict[FileKind, Mount] = {}
     for kind in ("hook", "feature"):
         if worker is not None:

@@ -39,6 +39,47 @@ _GO_TRUE = {"1", "t", "T", "TRUE", "true", "True"}  # strconv.ParseBool
 _GO_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 
 
+# the flags each release defines (cmd/nfd-master/main.go, cmd/nfd-worker/main.go at v0.<minor>.0), besides klog's
+# and, from v0.16, -feature-gates; anything else makes the program exit at start ("flag provided but not defined")
+_M8 = "ca-file cert-file extra-label-ns instance key-file kubeconfig label-whitelist no-publish port prune " \
+      "resource-labels verify-node-name version"
+_M12 = _M8 + " featurerules-controller crd-controller enable-nodefeature-api enable-taints"
+_M14 = _M12 + " config deny-label-ns options enable-leader-election metrics nfd-api-parallelism resync-period"
+_M17 = "config deny-label-ns enable-leader-election enable-taints extra-label-ns instance kubeconfig label-whitelist " \
+       "nfd-api-parallelism no-publish options prune resync-period version"
+_W8 = "ca-file cert-file config key-file label-whitelist no-publish oneshot options server server-name-override " \
+      "sleep-interval sources version"
+_W12 = "ca-file cert-file config enable-nodefeature-api feature-sources key-file kubeconfig label-sources no-publish " \
+       "oneshot options server server-name-override version"
+_W17 = "config feature-sources kubeconfig label-sources no-owner-refs no-publish oneshot options version"
+KNOWN_FLAGS: dict[str, dict[int, frozenset[str]]] = {
+    "master": {m: frozenset(f.split()) for m, f in {
+        8: _M8, 10: _M8 + " featurerules-controller", 12: _M12, 13: _M12 + " config deny-label-ns options",
+        14: _M14, 17: _M17 + " grpc-health metrics", 18: _M17 + " informer-page-size port"}.items()},
+    "worker": {m: frozenset(f.split()) for m, f in {
+        8: _W8, 10: _W8 + " feature-sources label-sources", 12: _W12, 14: _W12 + " metrics",
+        17: _W17 + " grpc-health metrics", 18: _W17 + " port",
+        19: _W17 + " port no-publish-features owner-refs"}.items()},
+}
+_KLOG_FLAGS = frozenset({"v", "vmodule", "logtostderr", "alsologtostderr", "log_dir", "log_file", "log_file_max_size",
+                         "skip_headers", "skip_log_headers", "add_dir_header", "one_output", "stderrthreshold",
+                         "log_backtrace_at"})
+
+
+def unknown_flags(program: str, version: V.NfdVersion, args: Sequence[str]) -> list[str]:
+    """The flags in `args` that this nfd-master / nfd-worker release does not define (v0.8+; docopt before)."""
+    table = KNOWN_FLAGS[program]
+    since = [m for m in table if m <= version.minor]
+    if version.major != 0 or not since:
+        return []
+    known = table[max(since)] | _KLOG_FLAGS | ({"feature-gates"} if version.at_least(16) else set())
+    try:
+        names = [n for n, _v in parse_go_flags(args)]
+    except FlagError:
+        return []
+    return sorted({n for n in names if n not in known})
+
+
 class FlagError(ValueError):
     """A command line nfd-master / nfd-worker itself would refuse (flag.ExitOnError: exit 2)."""
 

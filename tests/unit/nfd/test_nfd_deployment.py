@@ -194,3 +194,16 @@ def test_two_installations_prefer_the_complete_one() -> None:
     mixed["spec"]["template"]["spec"]["containers"][0]["image"] = IMAGE.replace("v0.16.4", "v0.15.0")
     d = from_objects([helm_master(), mixed], config_maps())
     assert d is not None and any("different versions" in w for w in d.warnings)
+
+
+def test_a_flag_the_release_lacks_is_a_warning() -> None:
+    """The chart's `-resource-labels` kept on a v0.17 image: nfd-master exits at start (cmd/nfd-master/main.go
+    v0.17.0 no longer defines it)."""
+    master = helm_master()
+    c = master["spec"]["template"]["spec"]["containers"][0]
+    c["image"] = IMAGE.replace("v0.16.4", "v0.17.0")
+    c["args"] = [*c["args"], "-resource-labels=vendor.io/gpu"]
+    d = from_objects([master], config_maps())
+    assert d is not None
+    assert "nfd-master v0.17.0 has no flag -resource-labels: it exits at start (flag provided but not defined)" in (
+        d.warnings)

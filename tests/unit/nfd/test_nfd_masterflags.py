@@ -21,6 +21,7 @@ from console.nfd.masterflags import (
     parse_go_flags,
     parse_master,
     parse_worker,
+    unknown_flags,
 )
 from console.nfd.versions import parse_version
 
@@ -199,3 +200,17 @@ def test_worker_old_flags_and_hooks() -> None:
     assert not hooks_on(V0_16, WorkerConfig()) and hooks_on(V0_13, WorkerConfig()) and hooks_on(V0_8, WorkerConfig())
     assert not hooks_on(V0_17, on)
     assert parse_worker([], {"sources": {"local": {"hooksEnabled": True}}}, V0_17).hooks_enabled is None
+
+
+def test_unknown_flags_per_release() -> None:
+    """A flag the release does not define makes it exit at start (flag.ExitOnError): -resource-labels went in
+    v0.17, -deny-label-ns came in v0.13, -sleep-interval left nfd-worker in v0.12, -feature-gates came in v0.16
+    (cmd/nfd-master/main.go, cmd/nfd-worker/main.go at each v0.<minor>.0); klog's flags are always there."""
+    assert unknown_flags("master", V0_17, ["-resource-labels=a/b", "-extra-label-ns=x", "-v=2"]) == ["resource-labels"]
+    assert unknown_flags("master", V0_12, ["-deny-label-ns=x"]) == ["deny-label-ns"]
+    assert unknown_flags("master", V0_13, ["-deny-label-ns=x", "-config=/c"]) == []
+    assert unknown_flags("worker", V0_12, ["-sleep-interval=5s"]) == ["sleep-interval"]
+    assert unknown_flags("worker", V0_8, ["-sleep-interval=5s", "-sources=cpu"]) == []
+    assert unknown_flags("master", V0_14, ["-feature-gates=NodeFeatureAPI=true"]) == ["feature-gates"]
+    assert unknown_flags("master", V0_16, ["-feature-gates=NodeFeatureAPI=true", "-port=8080"]) == []
+    assert unknown_flags("worker", parse_version("v0.6.0"), ["--sleep-interval=5s"]) == []  # docopt: not checked
