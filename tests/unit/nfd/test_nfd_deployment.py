@@ -207,3 +207,29 @@ def test_a_flag_the_release_lacks_is_a_warning() -> None:
     assert d is not None
     assert "nfd-master v0.17.0 has no flag -resource-labels: it exits at start (flag provided but not defined)" in (
         d.warnings)
+
+
+def test_openshift_operator_worker() -> None:
+    """OpenShift's NFD operator (openshift/cluster-nfd-operator internal/daemonset/testdata/
+    test_worker_daemonset.yaml at 18079aac): DaemonSet nfd-worker, its config from ConfigMap `nfd-worker` key
+    `nfd-worker-conf` projected as nfd-worker.conf (items), hostPath source.d / features.d."""
+    etc = NFD_ETC
+    ds = {"kind": "DaemonSet", "metadata": {"name": "nfd-worker", "namespace": "openshift-nfd"},
+          "spec": {"template": {"spec": {
+              "containers": [{"args": [], "command": ["nfd-worker"], "image": "test-image", "name": "nfd-worker",
+                              "volumeMounts": [{"mountPath": "/host-boot", "name": "host-boot", "readOnly": True},
+                                               {"mountPath": etc, "name": "nfd-worker-config"},
+                                               {"mountPath": f"{etc}/source.d", "name": "nfd-hooks"},
+                                               {"mountPath": f"{etc}/features.d", "name": "nfd-features"}]}],
+              "volumes": [{"hostPath": {"path": "/boot"}, "name": "host-boot"},
+                          {"hostPath": {"path": f"{etc}/source.d"}, "name": "nfd-hooks"},
+                          {"hostPath": {"path": f"{etc}/features.d"}, "name": "nfd-features"},
+                          {"configMap": {"items": [{"key": "nfd-worker-conf", "path": "nfd-worker.conf"}],
+                                         "name": "nfd-worker"}, "name": "nfd-worker-config"}]}}}}
+    assert wanted_config_maps([ds]) == {("openshift-nfd", "nfd-worker")}
+    cms = {("openshift-nfd", "nfd-worker"): {"data": {"nfd-worker-conf": "core:\n  sleepInterval: 45s\n"}}}
+    d = from_objects([ds], cms, version_hint=(parse_version("v0.16.4"), "NodeFeature annotation"))
+    assert d is not None and d.namespace == "openshift-nfd" and d.worker is not None
+    assert d.worker.config_source == "configmap openshift-nfd/nfd-worker key nfd-worker-conf"
+    assert d.worker_config().sleep_interval == 45.0 and d.version == parse_version("v0.16.4")
+    assert d.mounts["hook"].volume == "nfd-hooks" and d.mounts["feature"].host_path == f"{etc}/features.d"
