@@ -102,7 +102,10 @@ def describe(d: Any) -> list[str]:
                    + f" enableTaints={str(c.enable_taints).lower()}")
     if d.worker is not None:
         w = d.worker_config()
-        out.append(f"worker settings: sleepInterval={w.sleep_interval:g}s hooks={'on' if d.hooks_enabled() else 'off'}"
+        from console.nfd.versions import hooks_status
+
+        hooks = "removed" if hooks_status(d.model_version) == "removed" else "on" if d.hooks_enabled() else "off"
+        out.append(f"worker settings: sleepInterval={w.sleep_interval:g}s hooks={hooks}"
                    f" labelWhiteList={w.label_whitelist or '-'} labelSources="
                    + (",".join(w.sources) if w.sources else "all"))
     for kind, m in d.mounts.items():
