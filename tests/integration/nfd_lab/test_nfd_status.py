@@ -156,6 +156,8 @@ def test_forbidden_names_the_missing_permissions_then_reads_what_it_may(lab: Lab
     kubectl(lab, "apply", "-f", "-", stdin=yaml.safe_dump_all(manifests()))
     role = json.loads(kubectl(lab, "get", "clusterrole", "lab-viewer", "-o", "json").stdout)
     role["rules"] = [r for r in role["rules"] if "apps" not in r.get("apiGroups", [])]
+    for rule in role["rules"]:  # and no ConfigMaps: the config files cannot be read either
+        rule["resources"] = [r for r in rule.get("resources", []) if r != "configmaps"]
     role["metadata"] = {"name": "lab-viewer"}
     kubectl(lab, "replace", "-f", "-", stdin=json.dumps(role))
     assert kubectl(lab, "--context", "lab-viewer", "auth", "can-i", "list", "deployments.apps", "-A",
@@ -172,6 +174,9 @@ def test_forbidden_names_the_missing_permissions_then_reads_what_it_may(lab: Lab
     assert doc["namespace"] == NS and doc["version"] == "v0.16.4"
     assert doc["master"]["effective"]["extraLabelNs"] == ["nvidia.com"]
     assert any("cannot list deployments.apps in all namespaces" in w for w in doc["warnings"])
+    assert f"cannot read ConfigMap {NS}/{PREFIX}-master-conf (403 Forbidden: this user lacks `get configmaps in " \
+           f"{NS}`)" in doc["warnings"]
+    assert doc["master"]["config"] == {} and doc["worker"]["effective"]["hooksEnabled"] is False  # v0.16 default
     assert "warning: cannot list deployments.apps" in err
 
 
