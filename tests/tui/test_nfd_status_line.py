@@ -119,3 +119,14 @@ async def test_status_line_says_why_discovery_failed() -> None:
         await settle(pilot)
         assert str(line.render()) == ("NFD: cannot find NFD: this user may not list deployments or daemonsets "
                                       "(403 Forbidden)")
+
+
+def test_one_discovery_serves_the_screens_for_a_while(gateways: Gateways) -> None:
+    """Gateways.nfd_deployment: the answer is kept for NFD_DISCOVERY_TTL_S (both screens' lines, the rules
+    screen's version), a new discovery once it is older than max_age."""
+    first = gateways.nfd_deployment()
+    assert first is not None and first.namespace == NS
+    assert gateways.nfd_deployment() is first
+    again = gateways.nfd_deployment(max_age=0)
+    assert again is not first and again == first
+    assert gateways.nfd_version() == "v0.16.4"
