@@ -143,8 +143,8 @@ class NfdDeployment:
         if self.master is None:
             parts.append("no nfd-master found")
         else:
-            shown = [f"-{n}" + ("" if v == "true" else f"={v}") for n, v in parse_go_flags(self.master.args)
-                     if n in _MASTER_STATUS_FLAGS]
+            shown = [_shown_flag(n, v) for n, v in parse_go_flags(self.master.args) if n in _MASTER_STATUS_FLAGS]
+            shown = [f for f in shown if f]
             conf = sorted(k for k in self.master.config if k in _MASTER_CONF_KEYS)
             if conf:
                 shown.append("config " + ",".join(conf))
@@ -189,6 +189,20 @@ class NfdDeployment:
 
 _MASTER_CONF_KEYS = frozenset({"extraLabelNs", "denyLabelNs", "labelWhiteList", "resourceLabels", "enableTaints",
                                "noPublish", "autoDefaultNs"})
+
+
+_DEFAULT_GATES = frozenset({"NodeFeatureAPI=true", "DisableAutoPrefix=false", "NodeFeatureGroupAPI=false"})
+
+
+def _shown_flag(name: str, value: str) -> str:
+    """A master flag as the status line names it; "" when it changes nothing (a boolean off, a default gate: the
+    Helm chart passes `-feature-gates=NodeFeatureAPI=true` always, templates/master.yaml)."""
+    if name == "feature-gates":
+        value = ",".join(g for g in value.split(",") if g.replace(" ", "") not in _DEFAULT_GATES)
+        return f"-feature-gates={value}" if value else ""
+    if value in ("true", "false") and name not in ("extra-label-ns", "deny-label-ns", "label-whitelist"):
+        return f"-{name}" if value == "true" else ""
+    return f"-{name}={value}"
 
 
 def _seconds(s: float) -> str:

@@ -93,8 +93,16 @@ def test_gpu_operator_helm_release() -> None:
     assert d.mounts["hook"] == Mount("hook", "hostPath", f"{NFD_ETC}/source.d", volume="source-d",
                                      host_path=f"{NFD_ETC}/source.d")
     assert d.mounts["feature"].source == "hostPath"
-    assert d.status_line() == ("NFD v0.16.4 in gpu-operator · master -extra-label-ns=nvidia.com "
-                               "-feature-gates=NodeFeatureAPI=true · hooks enabled · relabel every 60s")
+    assert d.status_line() == ("NFD v0.16.4 in gpu-operator · master -extra-label-ns=nvidia.com · hooks enabled · "
+                               "relabel every 60s")  # the chart's default -feature-gates=NodeFeatureAPI=true: not shown
+    c = helm_master()["spec"]["template"]["spec"]["containers"][0]
+    c["args"] += ["-feature-gates=DisableAutoPrefix=true", "-enable-taints", "-no-publish=false"]
+    d2 = from_objects([{**helm_master(), "spec": {"template": {"spec": {"containers": [c]}}}}, helm_worker()],
+                      config_maps())
+    assert d2 is not None and d2.status_line().startswith(
+        "NFD v0.16.4 in gpu-operator · master -extra-label-ns=nvidia.com -feature-gates=DisableAutoPrefix=true "
+        "-enable-taints · hooks")
+    assert d2.master_config().disable_auto_prefix and d2.master_config().enable_taints
     doc = d.as_dict()
     assert doc["namespace"] == "gpu-operator" and doc["version"] == "v0.16.4" and doc["nodeFeatureAPI"] is True
     assert doc["master"]["image"] == IMAGE and doc["master"]["args"][0] == "-extra-label-ns=nvidia.com"
