@@ -3,7 +3,7 @@
 Exit codes: 0 ok; 1 invalid rule / evaluation failed; 2 usage (e.g. `--hook-timeout nan`, an invalid
 `--label-whitelist` regexp); 4 `nfd local` interrupted by SIGINT/SIGTERM (the running hook's whole
 process tree is killed first). `apply` and `push` (deploying rules and files, with their own exit
-codes) are in cli_nfd_deploy.py.
+codes) are in cli_nfd_deploy.py; `status` (how the cluster runs NFD; 3 = no NFD) in cli_nfd_status.py.
 """
 
 from __future__ import annotations
@@ -69,6 +69,9 @@ def add_parser(subparsers: Any) -> None:
     from console import cli_nfd_deploy
 
     cli_nfd_deploy.add_parsers(sub)  # apply, push: the cluster-changing commands, in their own module
+    from console import cli_nfd_status
+
+    cli_nfd_status.register(sub)  # status: how the cluster runs NFD
 
 
 def _positive_seconds(value: str) -> float:
@@ -158,6 +161,10 @@ def run(args: argparse.Namespace) -> int:
         from console import cli_nfd_deploy
 
         return cli_nfd_deploy.run(args)
+    if args.nfd_command == "status":
+        from console import cli_nfd_status
+
+        return cli_nfd_status.run(args)
     handlers = {"dryrun": _dryrun, "local": _local, "validate": _validate, "discover": _discover}
     try:
         return handlers[args.nfd_command](args)

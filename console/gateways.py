@@ -12,6 +12,7 @@ builds a new bundle off the UI thread and replaces the old one whole (`stop()` e
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -24,9 +25,11 @@ if TYPE_CHECKING:
     from console.kube.events import Events
     from console.kube.metrics import MetricsReader
     from console.kube.nfdstore import HookStore, RuleStore
+    from console.nfd.deployment import NfdDeployment
     from console.runbook.session import Session
 
 NOT_REVIEWED = "not reviewed yet"
+NFD_DISCOVERY_TTL_S = 30.0  # one discovery serves every screen opened within this many seconds
 ClusterFactory = Callable[[str | None, str | None], Any]  # (kubeconfig, context) -> console.kube.cluster.Cluster
 
 
@@ -46,6 +49,8 @@ class Gateways:
     access: Access = field(default_factory=lambda: Access(unknown=NOT_REVIEWED))
     label: str = ""  # what the header calls this context ("lab: default"); "" shows the context's name
     _why: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _nfd: dict[str, Any] = field(default_factory=lambda: {"lock": threading.Lock()}, init=False, repr=False,
+                                 compare=False)
 
     @classmethod
     def connect(cls, settings: Settings, *, kubeconfig: str | None = None, guard: Guard | None = None,
@@ -141,12 +146,38 @@ class Gateways:
 
         return list_nodes(self.api_client)
 
+    def nfd_deployment(self, *, max_age: float = NFD_DISCOVERY_TTL_S) -> NfdDeployment | None:
+        """NFD as this cluster runs it (console/kube/nfddiscovery.py: namespace, version, master/worker flags and
+        config, mounts), None when it runs none; discovered at most once per `max_age` seconds and shared by the
+        screens. Blocking: a worker's. NfdDiscoveryError."""
+        import time
+
+        from console.kube.nfddiscovery import discover_nfd
+
+        with self._nfd["lock"]:  # the status line and the screen's version ask at once: one discovery answers both
+            hit = self._nfd.get("deployment")
+            if hit is not None and time.monotonic() - hit[0] < max_age:
+                return hit[1]
+            found = discover_nfd(self.api_client)
+            self._nfd["deployment"] = (time.monotonic(), found)
+            return found
+
     def nfd_version(self) -> Any:
-        """The NFD version the cluster's NodeFeatures say it runs: one `limit=1` read (nfdstore.cluster_nfd_version),
-        not every NodeFeature of the cluster."""
+        """The NFD version the cluster runs ("v0.16.4"), from `nfd_deployment()` (image tag, else what NFD recorded),
+        else one worker NodeFeature's annotation (nfdstore.cluster_nfd_version); None when unknown. NfdStoreError
+        when it cannot be discovered (what the stores' callers already handle)."""
+        from console.kube.nfddiscovery import NfdDiscoveryError
+        from console.kube.nfdstore import NfdStoreError
+
+        try:
+            found = self.nfd_deployment()
+        except NfdDiscoveryError as e:
+            raise NfdStoreError(str(e)) from e
+        if found is not None and found.version is not None:
+            return str(found.version)
         from console.kube.nfdstore import cluster_nfd_version
 
-        return cluster_nfd_version(self.cluster.api_client)
+        return cluster_nfd_version(self.api_client)  # no workload found or readable: what a NodeFeature recorded
 
     def scaleup_session(self, settings: Settings | None = None, guard: Guard | None = None) -> Session:
         """A scale-up Session on this bundle's connection (no second ApiClient); blocking reads happen later."""

@@ -41,6 +41,7 @@ from console.tui.screens.editor_base import EditorScreen
 from console.tui.widgets.diff import unified_text
 from console.tui.widgets.diff_dialog import ConflictDialog
 from console.tui.widgets.editor import load_into
+from console.tui.widgets.nfdstatus import NfdStatusLine
 
 STDERR_SHOWN = 2048  # bytes of a hook's stderr/stdout shown inline; the rest is summarised
 HOOK_TEMPLATE = ("#!/bin/sh\n# Each line 'key=value' (or 'key') printed on stdout becomes a node label.\n"
@@ -148,6 +149,7 @@ class HooksScreen(EditorScreen):
 
     def on_mount(self) -> None:
         self.mount_common()
+        self.mount(NfdStatusLine(self.gateways, id="hooks-nfd"), before="#hooks-status")  # NFD as deployed
         self._open_store()
         self.load_files()
 

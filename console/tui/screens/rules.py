@@ -33,6 +33,7 @@ from console.tui.screens.editor_base import EditorScreen
 from console.tui.widgets.diff import unified_text
 from console.tui.widgets.diff_dialog import ConflictDialog
 from console.tui.widgets.editor import load_into
+from console.tui.widgets.nfdstatus import NfdStatusLine
 
 VALIDATE_DELAY = 0.3  # seconds after the last keystroke
 NEW = "(new)"
@@ -157,6 +158,7 @@ class RulesScreen(EditorScreen):
 
     def on_mount(self) -> None:
         self.mount_common()
+        self.mount(NfdStatusLine(self.gateways, id="rules-nfd"), before="#rules-status")  # NFD as deployed
         if self.gateways is None:
             self.query_one("#rules-status", Static).update("no cluster connection: NodeFeatureRules need one")
             return
