@@ -69,6 +69,9 @@ def add_parser(subparsers: Any) -> None:
     from console import cli_nfd_deploy
 
     cli_nfd_deploy.add_parsers(sub)  # apply, push: the cluster-changing commands, in their own module
+    from console import cli_nfd_publish
+
+    cli_nfd_publish.register(sub)
 
 
 def _positive_seconds(value: str) -> float:
@@ -158,6 +161,10 @@ def run(args: argparse.Namespace) -> int:
         from console import cli_nfd_deploy
 
         return cli_nfd_deploy.run(args)
+    if args.nfd_command == "publish":
+        from console import cli_nfd_publish
+
+        return cli_nfd_publish.run(args)
     handlers = {"dryrun": _dryrun, "local": _local, "validate": _validate, "discover": _discover}
     try:
         return handlers[args.nfd_command](args)
