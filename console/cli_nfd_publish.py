@@ -108,10 +108,12 @@ def _nodes(api: Any, args: argparse.Namespace) -> list[str]:
     return names
 
 
-def _content(args: argparse.Namespace, version: Any) -> tuple[dict[str, str], dict[str, Any], list[str]]:
-    """(labels, features, warnings) to publish."""
+def _content(args: argparse.Namespace, version: Any, nodes: list[str]
+             ) -> tuple[dict[str, tuple[dict[str, str], dict[str, Any]]], list[str]]:
+    """node -> (labels, features) to publish, and warnings. A hook runs once per node with that node's
+    NODE_NAME (nfd-worker's DaemonSet sets it from spec.nodeName), here, not on the node."""
     if args.delete:
-        return {}, {}, []
+        return {n: ({}, {}) for n in nodes}, []
     if args.from_file:
         from pathlib import Path
 
@@ -119,13 +121,18 @@ def _content(args: argparse.Namespace, version: Any) -> tuple[dict[str, str], di
 
         if not args.kind:
             raise Stop(EXIT_USAGE, "error", "--from-file needs --kind hook|feature", "usage")
-        try:
-            spec = local_file_spec(args.kind, Path(args.from_file).name, _read_file(args.from_file), version)
-        except ValueError as e:
-            raise Stop(EXIT_FAILED, "failed", str(e), "hook-failed") from e
-        if not spec.labels and not spec.features:
-            raise Stop(EXIT_FAILED, "failed", f"{args.from_file} yields no label and no feature", "empty")
-        return spec.labels, spec.features, spec.warnings
+        content, name = _read_file(args.from_file), Path(args.from_file).name
+        out, warnings = {}, []
+        for node in nodes if args.kind == "hook" else nodes[:1]:
+            try:
+                spec = local_file_spec(args.kind, name, content, version, node_name=node)
+            except ValueError as e:
+                raise Stop(EXIT_FAILED, "failed", str(e), "hook-failed") from e
+            if not spec.labels and not spec.features:
+                raise Stop(EXIT_FAILED, "failed", f"{args.from_file} yields no label and no feature", "empty")
+            out[node] = (spec.labels, spec.features)
+            warnings.extend(w for w in spec.warnings if w not in warnings)
+        return {n: out.get(n, out[nodes[0]]) for n in nodes}, warnings
     if not args.label:
         raise Stop(EXIT_USAGE, "error", "give --label KEY=VALUE, --from-file FILE --kind hook|feature, or --delete",
                    "usage")
@@ -135,7 +142,7 @@ def _content(args: argparse.Namespace, version: Any) -> tuple[dict[str, str], di
     bad = [r for k, v in labels.items() if (r := worker_label_check(k, v))]
     if bad:
         raise Stop(EXIT_USAGE, "error", "; ".join(bad), "bad-label")
-    return labels, {}, []
+    return {n: (labels, {}) for n in nodes}, []
 
 
 def _publish(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
@@ -151,15 +158,15 @@ def _publish(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
             nfd = NFS.cluster_nfd(api, settings)
             NFS.require_third_party(nfd)
         except NFS.PublishRefused as e:
-            raise Stop(EXIT_USAGE, "refused", str(e), "nfd-too-old") from e
+            raise Stop(EXIT_USAGE, "refused", str(e), e.kind) from e
         nodes = _nodes(api, args)
-    labels, features, warnings = _content(args, nfd.version)
+    content, warnings = _content(args, nfd.version, nodes)
     with _store_errors("reading NodeFeatures", settings):
         try:
-            plans = NFS.plan_publish(api, nfd, nodes, namespace=args.namespace, name=args.name, labels=labels,
-                                     features=features, delete=args.delete)
+            plans = NFS.plan_publish(api, nfd, nodes, namespace=args.namespace, name=args.name, per_node=content,
+                                     delete=args.delete)
         except NFS.PublishRefused as e:
-            raise Stop(EXIT_USAGE, "refused", str(e), "refused") from e
+            raise Stop(EXIT_USAGE, "refused", str(e), e.kind) from e
     for p in plans:
         p.warnings[:0] = warnings
     preview = NFS.preview_text(plans)

@@ -62,12 +62,18 @@ from console.nfd_preview import NodeChange, node_change
 THIRD_PARTY_SINCE = V.NfdVersion(0, 14, 0)  # the NodeFeature API on by default; gRPC deprecated (v0.14.0)
 MANAGED_BY = ("app.kubernetes.io/managed-by", "console")
 NAME_SUFFIX = "-console"
+VERSION_PAGE = 20  # NodeFeatures per page while looking for nfd-worker's
 PER_NODE_LISTS = 20  # up to this many nodes: one label-selected list each; more: one list of all NodeFeatures
 Action = Literal["create", "update", "delete", "unchanged", "absent"]
 
 
 class PublishRefused(NfdStoreError):
-    """This cluster's NFD cannot take (or must not get) this NodeFeature; nothing was sent."""
+    """This cluster's NFD cannot take (or must not get) this NodeFeature; nothing was sent. `kind`: the CLI's
+    JSON "error" (nfd-too-old, no-nodefeature-api, nfd-version-unknown, refused)."""
+
+    def __init__(self, message: str, kind: str = "refused") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -102,16 +108,21 @@ def cluster_nfd(api_client: Any, settings: Any = None) -> ClusterNfd:
     from kubernetes.client.rest import ApiException
 
     custom = client.CustomObjectsApi(api_client)
-    served, items = True, []
+    served, worker, token = True, None, ""
     try:
-        items = json.loads(custom.list_cluster_custom_object(
-            NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL, limit=1, label_selector=NODE_NAME_LABEL,
-            _preload_content=False).data).get("items") or []
+        # small pages until one is nfd-worker's: third-party objects (this module's too) carry no version
+        while worker is None:
+            page = json.loads(custom.list_cluster_custom_object(
+                NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL, limit=VERSION_PAGE, label_selector=NODE_NAME_LABEL,
+                _preload_content=False, **({"_continue": token} if token else {})).data)
+            worker = worker_object(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if not token:
+                break
     except ApiException as e:
         if e.status != 404:
             raise _api_error(e, "NodeFeatures") from e
         served = False  # no NodeFeature CRD: NFD before v0.12 (or none at all)
-    worker = worker_object(items)
     namespace = str((worker or {}).get("metadata", {}).get("namespace") or "")
     text = ((worker or {}).get("metadata", {}).get("annotations") or {}).get(WORKER_VERSION_ANNOTATION)
     source = "nfd-worker's NodeFeature annotation" if text else ""
@@ -132,17 +143,20 @@ def cluster_nfd(api_client: Any, settings: Any = None) -> ClusterNfd:
 
 def require_third_party(nfd: ClusterNfd) -> None:
     """PublishRefused unless this NFD reads third-party NodeFeatures (v0.14+, the CRD served)."""
+    alternative = "upgrade NFD, or put a feature file on the nodes (`nfd files push`)"
+    if nfd.version is not None and nfd.version < THIRD_PARTY_SINCE:
+        api = "" if nfd.node_feature_api else "; this cluster does not even serve the NodeFeature API"
+        raise PublishRefused(f"NFD {nfd.version} (from {nfd.source}) does not read third-party NodeFeatures: "
+                             f"nfd-master merges them from {THIRD_PARTY_SINCE} (NodeFeature API on by default){api} — "
+                             f"{alternative}", "nfd-too-old")
     if not nfd.node_feature_api:
-        raise PublishRefused("this cluster serves no NodeFeature API (nodefeatures.nfd.k8s-sigs.io): NFD older than "
-                             "v0.12, or not installed; nfd-master reads third-party NodeFeatures from v0.14 — "
-                             "upgrade NFD, or put a feature file on the nodes (`nfd files push`)")
+        raise PublishRefused("this cluster serves no NodeFeature API (nodefeatures.nfd.k8s-sigs.io): NFD is older "
+                             f"than v0.12 or not installed; nfd-master reads third-party NodeFeatures from "
+                             f"{THIRD_PARTY_SINCE} — {alternative}", "no-nodefeature-api")
     if nfd.version is None:
         raise PublishRefused("the NFD version could not be told (no nfd-worker NodeFeature or Node annotation "
-                             "carries it); set nfd_version in config.yaml (or --nfd-version) if it is v0.14 or newer")
-    if nfd.version < THIRD_PARTY_SINCE:
-        raise PublishRefused(f"NFD {nfd.version} (from {nfd.source}) does not read third-party NodeFeatures: "
-                             f"nfd-master merges them from {THIRD_PARTY_SINCE} (NodeFeature API on by default) — "
-                             "upgrade NFD, or put a feature file on the nodes (`nfd files push`)")
+                             "carries it); set nfd_version in config.yaml (or --nfd-version) if it is v0.14 or "
+                             "newer", "nfd-version-unknown")
 
 
 def default_name(node: str) -> str:
@@ -224,9 +238,12 @@ def _read_object(api_client: Any, namespace: str, name: str) -> dict[str, Any] |
 
 def plan_publish(api_client: Any, nfd: ClusterNfd, nodes: Sequence[str], *, namespace: str = "",
                  name: str = "", labels: Mapping[str, str] | None = None, features: Mapping[str, Any] | None = None,
-                 delete: bool = False, config: MasterConfig | None = None) -> list[NodePlan]:
+                 delete: bool = False, config: MasterConfig | None = None,
+                 per_node: Mapping[str, tuple[Mapping[str, str], Mapping[str, Any]]] | None = None) -> list[NodePlan]:
     """Per node: create / update / delete / unchanged / absent, with nfd-master's resulting node changes.
 
+    `labels`/`features`: the same for every node; `per_node`: node -> (labels, features) instead (a hook run
+    with each node's NODE_NAME).
     `namespace` "" = nfd-master's; `name` "" = `<node>-console`. PublishRefused (nothing read beyond what tells
     the version) when this NFD takes no third-party NodeFeatures or the target is nfd-worker's own object;
     NfdStoreError when the cluster cannot be read."""
@@ -270,7 +287,8 @@ def plan_publish(api_client: Any, nfd: ClusterNfd, nodes: Sequence[str], *, name
             plan.action = "delete" if current is not None else "absent"
             after = others
         else:
-            plan.body = node_feature_body(node, namespace, obj_name, labels or {}, features)
+            node_labels, node_features = per_node[node] if per_node is not None else (labels or {}, features)
+            plan.body = node_feature_body(node, namespace, obj_name, node_labels, node_features)
             if current is not None:
                 plan.body["metadata"]["resourceVersion"] = rv
             plan.action = ("create" if current is None else
