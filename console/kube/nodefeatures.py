@@ -123,22 +123,32 @@ def cluster_nfd(api_client: Any, settings: Any = None) -> ClusterNfd:
         if e.status != 404:
             raise _api_error(e, "NodeFeatures") from e
         served = False  # no NodeFeature CRD: NFD before v0.12 (or none at all)
-    namespace = str((worker or {}).get("metadata", {}).get("namespace") or "")
-    text = ((worker or {}).get("metadata", {}).get("annotations") or {}).get(WORKER_VERSION_ANNOTATION)
+    nodes = () if worker is not None else list_nodes(api_client).values()
+    return nfd_from_objects([worker] if worker is not None else [], nodes, getattr(settings, "nfd_version", None),
+                            served=served)
+
+
+def nfd_from_objects(node_features: Iterable[Mapping[str, Any]], nodes: Iterable[Mapping[str, Any]] = (),
+                     override: str | None = None, *, served: bool = True) -> ClusterNfd:
+    """ClusterNfd from objects already read: nfd-worker's NodeFeature among `node_features` (its version
+    annotation, its namespace), else NFD's version annotations on `nodes` (v0.4-v0.14); `override` (the
+    nfd_version setting) wins for the version."""
+    from console.kube.nfdstore import detect_nfd_version
+
+    worker = worker_object(node_features)
+    meta = (worker or {}).get("metadata") or {}
+    text = (meta.get("annotations") or {}).get(WORKER_VERSION_ANNOTATION)
     source = "nfd-worker's NodeFeature annotation" if text else ""
     if not text:
-        from console.kube.nfdstore import detect_nfd_version
-
-        text = detect_nfd_version({}, list_nodes(api_client).values())
+        text = detect_nfd_version({}, nodes)
         source = "NFD's Node annotations" if text else ""
-    override = getattr(settings, "nfd_version", None)
     if override:
         text, source = override, "the nfd_version setting"
     try:
         version = V.parse_version(text) if text else None
     except V.UnsupportedVersion:
         version = None
-    return ClusterNfd(version, namespace, source, served)
+    return ClusterNfd(version, str(meta.get("namespace") or ""), source, served)
 
 
 def require_third_party(nfd: ClusterNfd) -> None:
