@@ -159,6 +159,14 @@ def test_read_only_and_rbac_refuse_before_sending(default_lab: Lab, kube: Any, t
     assert nodefeature(kube, NFD_NS, f"{NODE}-console") is None and audit(env) == []
 
 
+def test_not_confirmed_without_yes(default_lab: Lab, kube: Any, tmp_path: Path) -> None:
+    env = xdg(tmp_path)
+    code, doc, err = publish(default_lab, env, "--node", NODE, "--label", "confirm=no")
+    assert code == 5 and doc["status"] == "not-confirmed", err
+    assert f"{NODE}: create NodeFeature {NFD_NS}/{NODE}-console" in err  # the preview names the node
+    assert nodefeature(kube, NFD_NS, f"{NODE}-console") is None and audit(env) == []
+
+
 def test_worker_object_is_not_touched(default_lab: Lab, kube: Any, tmp_path: Path) -> None:
     env = xdg(tmp_path)
     before = nodefeature(kube, NFD_NS, NODE)
