@@ -14,8 +14,10 @@
   source's labels are also its `local.label` feature (source/local/local.go, v0.10+), which tells them
   from `custom` ones; before v0.10 the worker keeps no such feature, so those two stay one group.
 - third-party NodeFeatures by namespace/name; a managed label neither the NodeFeatures nor the rules yield
-  now (they could not be read, or nfd-master has not caught up) is "NFD, origin not known"; every label the
-  annotation does not list is "other".
+  now (nfd-master has not caught up) is "NFD, origin not known"; every label the annotation does not list is
+  "other". Without NodeFeatures (NFD before v0.12 sent labels over gRPC) the worker's `<source>-` names are
+  the only record: those go to their source, the rest to local/custom before v0.10 (no rules yet), else to
+  "origin not known".
 """
 
 from __future__ import annotations
@@ -131,9 +133,24 @@ def label_origins(node: str, labels: Mapping[str, str], annotations: Mapping[str
                 out[key] = _worker(_worker_source(key, local_keys))
             else:
                 out[key] = Origin(_NODEFEATURE_RANK, "nodefeature", f"{s.namespace}/{s.name}")
+        elif not node_features:
+            out[key] = _by_name(key, config.version)
         else:
             out[key] = Origin(_UNKNOWN_RANK, "nfd")
     return out
+
+
+def _by_name(key: str, version: Any) -> Origin:
+    """A managed label with no NodeFeature to read (NFD before v0.12 sent its labels over gRPC): nfd-worker's
+    `<source>-` names are its record of the source; before v0.10 (no NodeFeatureRules) the rest can only be the
+    local or custom source."""
+    ns, name = split_ns(key)
+    source = name.split("-", 1)[0] if "-" in name else ""
+    if ns == FEATURE_NS and source in SOURCES:
+        return _worker(source)
+    if not version.at_least(10):
+        return _worker("local/custom")
+    return Origin(_UNKNOWN_RANK, "nfd")
 
 
 def group_labels(labels: Mapping[str, str], annotations: Mapping[str, str],

@@ -240,14 +240,17 @@ class NodeDetailScreen(ConsoleScreen):
         gateways = getattr(self.app, "gateways", None)
         if gateways is None:
             return
+        note = ""
         try:
             nfs = gateways.node_features(self.node_name).get(self.node_name, [])
             rules = gateways.rule_store().list() if nfs else []
         except NfdStoreError as e:  # no NodeFeature API (NFD < v0.12) or no access: NFD's annotation alone
-            self.post_message(LabelOriginsLoaded({}, f"origins from the feature-labels annotation only: {e}"))
-            return
-        note = "" if nfs else "no NodeFeature for this node: origins from the feature-labels annotation only"
-        config = nfd_from_objects(nfs, override=self.app.settings.nfd_version).master_config()
+            nfs, rules, note = [], [], f"no NodeFeature read ({e}): origins from NFD's annotation and label names"
+        if not nfs and not note:
+            note = "no NodeFeature for this node: origins from NFD's annotation and label names"
+        # the Node's own NFD version annotations (v0.4-v0.14) when there is no worker NodeFeature to tell it
+        config = nfd_from_objects(nfs, [{"metadata": {"annotations": node.annotations}}],
+                                  self.app.settings.nfd_version).master_config()
         self.post_message(LabelOriginsLoaded(label_origins(self.node_name, node.labels, node.annotations, nfs, rules,
                                                            config), note))
 

@@ -84,11 +84,12 @@ def test_the_annotation_decides_what_is_nfd() -> None:
     assert set(groups) == {"cpu", OTHER} and nfd_label_count(labels, ann) == 1
 
 
-def test_without_node_features_managed_labels_are_origin_unknown() -> None:
-    labels = {f"{FNS}/cpu-cpuid.AVX": "true", "kubernetes.io/os": "linux"}
-    ann = {"nfd.node.kubernetes.io/feature-labels": "cpu-cpuid.AVX"}
-    assert group_labels(labels, ann, label_origins("w1", labels, ann)) == {
-        UNKNOWN: {f"{FNS}/cpu-cpuid.AVX": "true"}, OTHER: {"kubernetes.io/os": "linux"}}
+def test_a_managed_label_no_object_yields_is_origin_unknown() -> None:
+    nfs = [worker_nf("w1")]
+    labels = {f"{FNS}/stale-label": "true", "kubernetes.io/os": "linux"}
+    ann = {"nfd.node.kubernetes.io/feature-labels": "stale-label"}
+    assert group_labels(labels, ann, label_origins("w1", labels, ann, nfs, [], CONFIG)) == {
+        UNKNOWN: {f"{FNS}/stale-label": "true"}, OTHER: {"kubernetes.io/os": "linux"}}
 
 
 def test_before_v0_10_local_and_custom_are_one_group() -> None:
@@ -101,3 +102,16 @@ def test_before_v0_10_local_and_custom_are_one_group() -> None:
     groups = group_labels(labels, ann, label_origins("w1", labels, ann, [nf], [], config))
     assert groups == {"cpu": {f"{FNS}/cpu-model.family": "6"},
                       "local/custom": {f"{FNS}/my-script-kernel.pid_max": "4194304"}}
+
+
+def test_without_node_feature_api_the_worker_names_tell_the_source() -> None:
+    """NFD v0.8.2 sends labels over gRPC (no NodeFeature): `<source>-` names are the worker's record; the rest
+    is the local source (hooks and feature files, `<file>-<key>` then) or custom — no rules before v0.10."""
+    labels = {f"{FNS}/cpu-model.family": "6", f"{FNS}/my-script-kernel.pid_max": "4194304", "kubernetes.io/os": "l"}
+    ann = {"nfd.node.kubernetes.io/feature-labels": "cpu-model.family,my-script-kernel.pid_max"}
+    old = MasterConfig(version=parse_version("v0.8.2"))
+    assert group_labels(labels, ann, label_origins("w1", labels, ann, config=old)) == {
+        "cpu": {f"{FNS}/cpu-model.family": "6"}, "local/custom": {f"{FNS}/my-script-kernel.pid_max": "4194304"},
+        OTHER: {"kubernetes.io/os": "l"}}
+    new = MasterConfig(version=parse_version("v0.19.0"))
+    assert UNKNOWN in group_labels(labels, ann, label_origins("w1", labels, ann, config=new))
