@@ -9,6 +9,7 @@ content sends nothing and audits nothing.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +174,33 @@ def test_worker_object_is_not_touched(default_lab: Lab, kube: Any, tmp_path: Pat
     code, doc, err = publish(default_lab, env, "--node", NODE, "--name", NODE, "--label", "x=y", "--yes")
     assert code == 2 and "nfd-worker's own object" in doc["message"], err
     assert nodefeature(kube, NFD_NS, NODE)["spec"] == before["spec"]
+
+
+def test_conflict_on_one_node_reports_it_and_the_others_are_done(kube: Any, tmp_path: Path) -> None:
+    """The update carries the resourceVersion read: changed in between, the API server answers 409 and that
+    node's object is not overwritten (k8s.io/apiserver registry store Update); the other node is still done."""
+    from console.audit import AuditLog
+    from console.guard import Guard
+    from console.kube import nodefeatures as NFS
+
+    guard = Guard(read_only=False, audit=AuditLog(tmp_path / "audit.log"))
+    nfd = NFS.cluster_nfd(kube)
+    nodes = [NODE, "kube-worker02"]
+    NFS.apply_plan(kube, NFS.plan_publish(kube, nfd, [NODE], labels={"race": "one"}), guard=guard)
+    plans = NFS.plan_publish(kube, nfd, nodes, labels={"race": "two"})
+    assert [p.action for p in plans] == ["update", "create"]
+    theirs = nodefeature(kube, NFD_NS, f"{NODE}-console")
+    theirs["spec"]["labels"] = {"race": "theirs"}
+    client.CustomObjectsApi(kube).replace_namespaced_custom_object("nfd.k8s-sigs.io", "v1alpha1", NFD_NS,
+                                                                   "nodefeatures", f"{NODE}-console", theirs)
+    done = {p.node: p for p in NFS.apply_plan(kube, plans, guard=guard)}
+    assert done[NODE].result == "failed" and "changed by someone else" in done[NODE].error
+    assert done["kube-worker02"].result == "created"
+    assert nodefeature(kube, NFD_NS, f"{NODE}-console")["spec"]["labels"] == {"race": "theirs"}
+    records = [json.loads(line) for line in (tmp_path / "audit.log").read_text().splitlines()]
+    # intent then outcome per write: the update's outcome is the conflict, the create's ok
+    assert [(r["action"], r["result"]) for r in records][-4:] == [
+        ("nfd.nodefeature.update", "pending"), ("nfd.nodefeature.update", "conflict"),
+        ("nfd.nodefeature.create", "pending"), ("nfd.nodefeature.create", "ok")]
+    NFS.apply_plan(kube, NFS.plan_publish(kube, nfd, nodes, delete=True), guard=guard)
+    assert nodefeature(kube, NFD_NS, f"{NODE}-console") is None
