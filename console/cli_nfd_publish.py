@@ -178,7 +178,8 @@ def _publish(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         return doc, f"{preview}\n{message}"
 
     if not todo:
-        return report("nothing-to-do", "nothing to do: every node's NodeFeature is already so; nothing was sent")
+        why = "no node has that NodeFeature" if args.delete else "every node's NodeFeature already has this spec"
+        return report("nothing-to-do", f"nothing to do: {why}; nothing was sent")
     access = review(api, settings, extra=NFS.publish_needs(todo))
     missing = access.missing(NFS.publish_needs(todo))
     if args.dry_run:

@@ -322,10 +322,12 @@ def preview_text(plans: Sequence[NodePlan]) -> str:
     """What will be sent and what nfd-master will then change, per node (the CLI's and a screen's preview)."""
     out = []
     for p in plans:
-        verb = {"create": "create", "update": f"update (resourceVersion {p.resource_version})",
-                "delete": f"delete (resourceVersion {p.resource_version})",
-                "unchanged": "unchanged (same spec: nothing sent)", "absent": "absent (nothing to delete)"}[p.action]
-        out.append(f"{p.node}: {verb} NodeFeature {p.namespace}/{p.name}")
+        obj = f"NodeFeature {p.namespace}/{p.name}"
+        out.append(f"{p.node}: " + {
+            "create": f"create {obj}", "update": f"update {obj} (resourceVersion {p.resource_version})",
+            "delete": f"delete {obj} (resourceVersion {p.resource_version})",
+            "unchanged": f"{obj} unchanged (same spec: nothing sent)",
+            "absent": f"{obj} does not exist (nothing to delete)"}[p.action])
         if p.body is not None and p.action in ("create", "update"):
             for k, v in p.body["spec"]["labels"].items():
                 out.append(f"    spec.labels {k}={v}")

@@ -74,7 +74,7 @@ def test_preview_names_the_object_and_the_node_changes() -> None:
     text = preview_text([plan, NodePlan("n2", "nfd", "n2-console", "unchanged")])
     assert "n1: create NodeFeature nfd/n1-console" in text
     assert "+ label feature.node.kubernetes.io/rack=r42" in text
-    assert "n2: unchanged (same spec: nothing sent)" in text
+    assert "n2: NodeFeature nfd/n2-console unchanged (same spec: nothing sent)" in text
     assert plan.as_dict()["nodeChanges"] == {"labels": ["+feature.node.kubernetes.io/rack=r42"]}
 
 
