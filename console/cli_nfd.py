@@ -72,6 +72,9 @@ def add_parser(subparsers: Any) -> None:
     from console import cli_nfd_status
 
     cli_nfd_status.register(sub)  # status: how the cluster runs NFD
+    from console import cli_nfd_publish
+
+    cli_nfd_publish.register(sub)
 
 
 def _positive_seconds(value: str) -> float:
@@ -165,6 +168,10 @@ def run(args: argparse.Namespace) -> int:
         from console import cli_nfd_status
 
         return cli_nfd_status.run(args)
+    if args.nfd_command == "publish":
+        from console import cli_nfd_publish
+
+        return cli_nfd_publish.run(args)
     handlers = {"dryrun": _dryrun, "local": _local, "validate": _validate, "discover": _discover}
     try:
         return handlers[args.nfd_command](args)

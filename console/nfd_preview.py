@@ -6,7 +6,6 @@ and over the cluster's NodeFeatures and Nodes (passed in as dicts; no network, n
 - `hook_to_feature_file`: a hook's output turned into a feature file, for NFD versions without hooks.
 - `dry_run_rule`: an edited NodeFeatureRule evaluated with the cluster's other rules on every node,
   compared with what each node has now (labels, annotations, taints, extended resources).
-- `rule_label_keys`: which of a node's labels NodeFeatureRules wrote (node detail's "rules" group).
 """
 
 from __future__ import annotations
@@ -280,22 +279,6 @@ def dry_run_rule(rule_obj: Mapping[str, Any], cluster_rules: Sequence[Mapping[st
                 out.warnings.append(w)
     return out
 
-
-
-def rule_label_keys(node_features: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, Any]],
-                    version: V.NfdVersion) -> frozenset[str]:
-    """The node's labels that come from NodeFeatureRules (for grouping labels by source).
-
-    An unprefixed rule label lands in NFD's own namespace, where only this tells it from a
-    feature-file label. Bad rules or NodeFeatures give an empty set: grouping then falls back
-    to namespaces, and the rules screen is where such errors are shown.
-    """
-    if not node_features or not rules:
-        return frozenset()
-    try:
-        return compute_node_outcome(node_features, rules, config=MasterConfig(version=version)).rule_label_keys
-    except (RuleError, InvalidObject):
-        return frozenset()
 
 
 # -- new-rule templates ---------------------------------------------------------------------------------------

@@ -251,11 +251,12 @@ def _access_review(api_client: Any, need: Need) -> bool:
     return bool((doc.get("status") or {}).get("allowed"))
 
 
-def review(api_client: Any, settings: Any) -> Access:
-    """Ask the API server what this user may do (never raises: a failure is `Access.unknown`)."""
+def review(api_client: Any, settings: Any, extra: Iterable[Need] = ()) -> Access:
+    """Ask the API server what this user may do (never raises: a failure is `Access.unknown`); `extra`: needs
+    beyond the settings' (e.g. a namespace the admin picked for NodeFeatures), reviewed too."""
     from console import faults
 
-    needs = everything(settings)
+    needs = _unique([*everything(settings), *extra])
     namespaces = ["", *sorted({n.namespace for n in needs if n.namespace})]
     user = ""
     try:

@@ -16,7 +16,7 @@ from console.kube.nodelabels import nfd_label_count
 class NodeRow:
     node: NodeInfo
     requested: Resources  # sum over the node's non-terminated pods (pods = their count)
-    nfd_labels: int
+    nfd_labels: int  # labels NFD manages (its feature-labels annotation): what the node detail files under NFD
     vm: VmView | None = None
     stale: Staleness = field(default_factory=Staleness)  # who disagrees with what runs: kubelet, Nova flavor
     usage: Usage | None = None  # in use now (metrics.k8s.io); None when not known — never shown as 0
@@ -72,7 +72,7 @@ def node_rows(snap: ClusterSnapshot, vms: Mapping[str, VmView] | None = None,
     for name in sorted(snap.nodes):
         n = snap.nodes[name]
         vm = vms.get(name)
-        rows.append(NodeRow(n, used.get(name, empty), nfd_label_count(n.labels), vm,
+        rows.append(NodeRow(n, used.get(name, empty), nfd_label_count(n.labels, n.annotations), vm,
                             vm.staleness(n.capacity) if vm else Staleness(),
                             metrics.node(name) if metrics is not None else None))
     return rows

@@ -112,7 +112,8 @@ class NodeOutcome:
     features: Features  # merged features incl. rule.matched
     warnings: list[str] = field(default_factory=list)
     patch: dict[str, Any] | None = None  # with `node`: labels/annotations add, replace, remove
-    rule_label_keys: frozenset[str] = frozenset()  # the final labels a NodeFeatureRule wrote (it won over features)
+    # the final labels a NodeFeatureRule wrote (it won over the NodeFeatures) -> (rule object, rule)
+    rule_label_origins: dict[str, tuple[str, str]] = field(default_factory=dict)
     _results: list[tuple[str, str, bool, str]] = field(default_factory=list, repr=False)
 
     @property
@@ -140,26 +141,39 @@ class NodeOutcome:
         return out
 
 
-def merge_node_features(objs: Iterable[Mapping[str, Any] | NodeFeatureSpec], config: MasterConfig
-                        ) -> tuple[Features, dict[str, str]]:
-    """getAndMergeNodeFeatures: sort, merge features, collect (auto-prefixed) spec.labels."""
+def _merge_order(objs: Iterable[Mapping[str, Any] | NodeFeatureSpec], config: MasterConfig
+                 ) -> list[tuple[NodeFeatureSpec, dict[str, str]]]:
+    """The node's NodeFeatures in the master's merge order, each with the labels it contributes."""
     specs = [o if isinstance(o, NodeFeatureSpec) else NodeFeatureSpec.from_object(o) for o in objs]
-    specs = sort_node_features(specs, config.namespace)
-    features = Features()
-    labels: dict[str, str] = {}
     prefix = config.policy().prefix_mode == "prefix"
-    for i, s in enumerate(specs):
+    out = []
+    for s in sort_node_features(specs, config.namespace):
         lab = s.labels
         if config.deny_node_feature_labels and (s.namespace != config.namespace or s.name != s.node_name):
             lab = {}
-        if prefix:
-            lab = add_ns_to_keys(lab)
+        out.append((s, add_ns_to_keys(lab) if prefix else dict(lab)))
+    return out
+
+
+def merge_node_features(objs: Iterable[Mapping[str, Any] | NodeFeatureSpec], config: MasterConfig
+                        ) -> tuple[Features, dict[str, str]]:
+    """getAndMergeNodeFeatures: sort, merge features, collect (auto-prefixed) spec.labels."""
+    features = Features()
+    labels: dict[str, str] = {}
+    for i, (s, lab) in enumerate(_merge_order(objs, config)):
         if i == 0:
             features = s.features.copy()
         else:
             features.merge_from(s.features)
         labels.update(lab)
     return features, labels
+
+
+def node_feature_label_origins(objs: Iterable[Mapping[str, Any] | NodeFeatureSpec], config: MasterConfig
+                               ) -> dict[str, NodeFeatureSpec]:
+    """Which NodeFeature each merged label comes from (a later object in the merge order wins, as in
+    getAndMergeNodeFeatures)."""
+    return {k: s for s, lab in _merge_order(objs, config) for k in lab}
 
 
 def compute_node_outcome(
@@ -200,6 +214,7 @@ def compute_node_outcome(
     raw = RawRuleOutput()
     results: list[tuple[str, str, bool, str]] = []
     cr_labels: dict[str, str] = {}
+    cr_origin: dict[str, tuple[str, str]] = {}  # label -> (NodeFeatureRule, rule) that last wrote it
     cr_ann: dict[str, str] = {}
     cr_ers: dict[str, str] = {}
     cr_taints: list[Taint] = []
@@ -226,7 +241,9 @@ def compute_node_outcome(
             if ol:
                 backref.update(ol)
                 raw_labels.update(ol)
-                cr_labels.update(rule.prefixed_labels(ol) if prefix else ol)
+                written = rule.prefixed_labels(ol) if prefix else ol
+                cr_labels.update(written)
+                cr_origin.update(dict.fromkeys(written, (oname, rule.name)))
             if out.vars:
                 backref.update(out.vars)
                 raw_vars.update(out.vars)
@@ -298,7 +315,8 @@ def compute_node_outcome(
         annotations[TAINTS_ANNOTATION] = ",".join(t.to_string() for t in taints)
 
     outcome = NodeOutcome(final_labels, annotations, ers, taints, dropped, raw, features, warnings,
-                          rule_label_keys=frozenset(k for k in cr_labels if k in final_labels), _results=results)
+                          rule_label_origins={k: cr_origin[k] for k in cr_labels if k in final_labels},
+                          _results=results)
     if node is not None:
         outcome.patch = node_patch(node, outcome, config)
     return outcome

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from console.kube.nodelabels import group_labels, label_group, nfd_label_count
+from console.kube.nodelabels import label_group
 from console.kube.selector import SelectorError, parse_selector
 from console.tui.command_grammar import Command, CommandError, completions, parse_command
 from console.tui.filter import parse_filter
@@ -129,28 +129,16 @@ def test_filter_needs_a_selector_after_l() -> None:
         ("feature.node.kubernetes.io/system-os_release.ID", "system"),
         ("feature.node.kubernetes.io/memory-numa", "memory"),
         ("feature.node.kubernetes.io/storage-nonrotationaldisk", "storage"),
-        ("feature.node.kubernetes.io/storage.tier", "local/hooks"),
-        ("feature.node.kubernetes.io/my-hook-label", "local/hooks"),
-        ("vendor.feature.node.kubernetes.io/thing", "local/hooks"),
-        ("feature.node.kubernetes.io/custom-rdma.available", "rules"),
+        ("feature.node.kubernetes.io/storage.tier", "local"),
+        ("feature.node.kubernetes.io/my-hook-label", "local"),
+        ("vendor.feature.node.kubernetes.io/thing", "local"),
+        ("feature.node.kubernetes.io/custom-rdma.available", "local"),
+        ("example.com/rack", "other"),
         ("kubernetes.io/hostname", "other"),
     ],
 )
 def test_label_group(key: str, group: str) -> None:
     assert label_group(key) == group
-
-
-def test_rules_group_from_annotation_and_rule_keys() -> None:
-    labels = {AVX: "true", "example.com/rack": "r1", "team.io/owner": "x", "kubernetes.io/os": "linux"}
-    ann = {"nfd.node.kubernetes.io/feature-labels": "cpu-cpuid.AVX512F,example.com/rack"}
-    groups = group_labels(labels, ann, rule_keys={"team.io/owner"})
-    assert groups == {
-        "cpu": {AVX: "true"},
-        "rules": {"example.com/rack": "r1", "team.io/owner": "x"},
-        "other": {"kubernetes.io/os": "linux"},
-    }
-    assert list(groups) == ["cpu", "rules", "other"]  # GROUPS order
-    assert nfd_label_count(labels) == 1
 
 
 def test_shipped_themes_load_with_every_domain_variable() -> None:

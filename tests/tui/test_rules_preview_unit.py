@@ -63,25 +63,3 @@ def test_rule_yaml_drops_server_fields() -> None:
            "metadata": {"name": "x", "resourceVersion": "7", "uid": "u"}, "spec": {"rules": []}, "status": {}}
     doc = yaml.safe_load(rule_yaml(obj))
     assert doc["metadata"] == {"name": "x"} and "status" not in doc
-
-
-def test_rule_label_keys_tell_rule_labels_from_feature_labels() -> None:
-    from console.kube.nodelabels import group_labels
-    from console.nfd_preview import rule_label_keys
-
-    rule = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule", "metadata": {"name": "r"},
-            "spec": {"rules": [{"name": "avx512", "labels": {"avx512-ready": "true", "example.dev/x": "1"},
-                                "matchFeatures": [{"feature": "cpu.cpuid",
-                                                   "matchExpressions": {"AVX512F": {"op": "Exists"}}}]}]}}
-    keys = rule_label_keys([nf("a", {"AVX512F"})], [rule], V19)
-    assert keys == {"feature.node.kubernetes.io/avx512-ready", "example.dev/x"}
-    assert rule_label_keys([nf("b", {"AVX"})], [rule], V19) == frozenset()
-    broken = {**rule, "spec": {"rules": [{"name": "bad", "labels": {"x": "1"}, "matchFeatures": "nope"}]}}
-    assert rule_label_keys([nf("a", {"AVX512F"})], [broken], V19) == frozenset()
-
-    # without the keys, an unprefixed rule label in NFD's namespace would look like a feature-file label
-    labels = {"feature.node.kubernetes.io/avx512-ready": "true", "feature.node.kubernetes.io/rack": "r1"}
-    assert group_labels(labels)["local/hooks"].keys() == labels.keys()
-    grouped = group_labels(labels, rule_keys=keys)
-    assert list(grouped["rules"]) == ["feature.node.kubernetes.io/avx512-ready"]
-    assert list(grouped["local/hooks"]) == ["feature.node.kubernetes.io/rack"]

@@ -317,8 +317,14 @@ async def test_read_only_refuses_scale_up_command(lab: Any) -> None:
         assert any("read-only mode" in m for m in notifications(pilot.app))
 
 
-async def test_node_detail_groups_unprefixed_rule_labels_under_rules(lab: Any) -> None:
-    """A rule's unprefixed label lands in NFD's namespace; the node screen still files it under rules."""
+async def test_node_detail_groups_labels_by_origin_and_counts_as_the_table(lab: Any) -> None:
+    """Labels by the object that yields them (nfd-master's merge of the node's NodeFeatures, then the rules:
+    pkg/nfd-master/nfd-master.go), NFD's labels being those its feature-labels annotation lists: a rule's
+    unprefixed label under its rule, a third-party NodeFeature's under that object, a feature-file label in
+    another namespace (example.com/rack) under the worker's local source — and the detail's NFD count is the
+    nodes table's."""
+    import re
+
     from kubernetes import client
     from kubernetes.config import new_client_from_config
 
@@ -328,22 +334,46 @@ async def test_node_detail_groups_unprefixed_rule_labels_under_rules(lab: Any) -
             "spec": {"rules": [{"name": "avx512", "labels": {"avx512-ready": "true"},
                                 "matchFeatures": [{"feature": "cpu.cpuid",
                                                    "matchExpressions": {"AVX512F": {"op": "Exists"}}}]}]}}
+    vendor = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+              "metadata": {"name": "tui-vendor", "namespace": "default",
+                           "labels": {"nfd.node.kubernetes.io/node-name": "kube-worker03"}},
+              "spec": {"labels": {"vendor.example/accel": "yes"}}}
     api.create_cluster_custom_object("nfd.k8s-sigs.io", "v1alpha1", "nodefeaturerules", rule)
+    api.create_namespaced_custom_object("nfd.k8s-sigs.io", "v1alpha1", "default", "nodefeatures", vendor)
     try:
-        async with running(lab, size=(100, 60)) as pilot:
-            await wait_until(pilot, lambda: pilot.app.view.snapshot.nodes["kube-worker03"].labels.get(
-                "feature.node.kubernetes.io/avx512-ready") == "true", what="nfd-master applying the rule")
+        async with running(lab, size=(100, 80)) as pilot:
+            def on_node() -> dict[str, str]:
+                return pilot.app.view.snapshot.nodes["kube-worker03"].labels
+
+            await wait_until(pilot, lambda: on_node().get("feature.node.kubernetes.io/avx512-ready") == "true"
+                             and on_node().get("vendor.example/accel") == "yes", what="nfd-master labelling")
             pilot.app.screen.query_one("#nodes-table").move_to("kube-worker03")
             await pilot.press("enter")
             await wait_until(pilot, lambda: screen_name(pilot) == "NodeDetailScreen")
 
-            def rules_group() -> str:
-                text = str(pilot.app.screen.query_one("#node-labels").render())
-                return text[text.index("rules ("):] if "rules (" in text else ""
+            def text() -> str:
+                return str(pilot.app.screen.query_one("#node-labels").render())
 
-            await wait_until(pilot, lambda: "avx512-ready=true" in rules_group(), what="the label under rules")
-            text = str(pilot.app.screen.query_one("#node-labels").render())
-            assert text.count("avx512-ready=true") == 1
-            assert text.index("cpu (") < text.index("rules (") < text.index("avx512-ready=true")
+            def group(title: str) -> str:
+                t = text()
+                start = t.find(f"  {title} (")
+                if start < 0:
+                    return ""
+                end = re.search(r"\n  \S", t[start + 3:])
+                return t[start:start + 3 + end.start()] if end else t[start:]
+
+            await wait_until(pilot, lambda: "avx512-ready=true" in group("rule tui-avx512-ready: avx512"),
+                             what="the rule's label under its rule")
+            assert "vendor.example/accel=yes" in group("NodeFeature default/tui-vendor")
+            assert "example.com/rack=" in group("local") and "storage.tier=" in group("local")
+            assert "cpu-cpuid.AVX512F=true" in group("cpu")
+            assert text().count("avx512-ready=true") == 1
+            row = pilot.app.view.rows_by_name["kube-worker03"]
+            heading = re.search(r"Labels \((\d+), NFD (\d+)\)", text())
+            assert heading and int(heading.group(2)) == row.nfd_labels
+            counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^  (\S.*?) \((\d+)\)$", text(), re.M)}
+            assert sum(n for g, n in counts.items() if g != "other") == row.nfd_labels
+            assert int(heading.group(1)) == sum(counts.values())
     finally:
         api.delete_cluster_custom_object("nfd.k8s-sigs.io", "v1alpha1", "nodefeaturerules", "tui-avx512-ready")
+        api.delete_namespaced_custom_object("nfd.k8s-sigs.io", "v1alpha1", "default", "nodefeatures", "tui-vendor")

@@ -1,4 +1,5 @@
-"""Node detail: labels grouped by NFD source, resources, taints, conditions, annotations, pods, events."""
+"""Node detail: labels by origin (console/kube/nodelabels.py), resources, taints, conditions, annotations, pods,
+events."""
 
 from __future__ import annotations
 
@@ -14,10 +15,9 @@ from textual.message import Message
 from textual.widgets import Footer, Header, Static
 
 from console.kube.model import NodeInfo, fmt_cpu, fmt_mem
-from console.kube.nfdstore import NfdStoreError, detect_nfd_version
-from console.kube.nodelabels import group_labels
+from console.kube.nfdstore import NfdStoreError
+from console.kube.nodelabels import OTHER, UNKNOWN, Origin, group_labels, label_origins, nfd_label_count
 from console.nfd.labels import FEATURE_NS
-from console.nfd_preview import resolve_version, rule_label_keys
 from console.tui.messages import ClusterView
 from console.tui.safety import dangerous
 from console.tui.screens.base import ConsoleScreen
@@ -34,17 +34,19 @@ def age(seconds: float) -> str:
     return f"{s}s"
 
 
-class RuleKeysLoaded(Message):
-    """Which of the node's labels NodeFeatureRules wrote (computed in a worker)."""
+class LabelOriginsLoaded(Message):
+    """Each of the node's labels with its origin (computed in a worker from its NodeFeatures and the rules)."""
 
-    def __init__(self, keys: frozenset[str]) -> None:
+    def __init__(self, origins: dict[str, Origin], note: str = "") -> None:
         super().__init__()
-        self.keys = keys
+        self.origins = origins
+        self.note = note  # why the origins are not known ("" when they are)
 
 
 class NodeDetailScreen(ConsoleScreen):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
-    HELP = "One node: labels grouped by NFD source, resources, taints, conditions, pods, events, annotations."
+    HELP = ("One node: labels by origin (NFD source, NodeFeature, rule), resources, taints, conditions, pods, events, "
+            "annotations.")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("l", "jump('labels')", "Labels", id="node-labels"),
         Binding("r", "jump('resources')", "Resources", show=False, id="node-resources"),
@@ -62,8 +64,9 @@ class NodeDetailScreen(ConsoleScreen):
         self._events_gen = -1
         self.events_watch: Any = None  # this node's events, field-selected (console/kube/events.EventWatch)
         self._node_rv = ""
-        self._rule_keys: frozenset[str] = frozenset()
-        self._labels_seen: frozenset[str] | None = None
+        self._origins: dict[str, Origin] = {}
+        self._origins_note = ""
+        self._labels_seen: tuple[frozenset[str], str] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -103,9 +106,10 @@ class NodeDetailScreen(ConsoleScreen):
                 head.append(f"  {row.stale.markers} {row.stale.text()}",
                             style=f"bold {colors.get('capacity-crit', 'red')}")
         title.update(head)
-        if frozenset(node.labels) != self._labels_seen:  # a rule or feature change: ask again which are rules'
-            self._labels_seen = frozenset(node.labels)
-            self.load_rule_keys()
+        seen = (frozenset(node.labels), node.annotations.get("nfd.node.kubernetes.io/feature-labels", ""))
+        if seen != self._labels_seen:  # NFD relabelled: ask again where each label comes from
+            self._labels_seen = seen
+            self.load_origins(node)
         self._section("resources", self._resources(node, view, colors))
         self._section("labels", self._labels(node, colors))
         self._section("taints", self._taints(node))
@@ -153,15 +157,16 @@ class NodeDetailScreen(ConsoleScreen):
         return out
 
     def _labels(self, node: NodeInfo, colors: dict[str, str]) -> Text:
-        groups = group_labels(node.labels, node.annotations, rule_keys=self._rule_keys)
-        out = self._heading(f"Labels ({len(node.labels)}) by source", colors)
+        groups = group_labels(node.labels, node.annotations, self._origins)
+        nfd = nfd_label_count(node.labels, node.annotations)
+        out = self._heading(f"Labels ({len(node.labels)}, NFD {nfd}) by origin", colors)
         for group, labels in groups.items():
             style = colors.get("label-nfd", "")
-            if group == "rules":
+            if group.startswith("rule "):
                 style = colors.get("label-rule", "")
-            elif group == "local/hooks":
+            elif group.startswith(("local", "custom", "NodeFeature ")):
                 style = colors.get("label-local", "")
-            elif group == "other":
+            elif group in (OTHER, UNKNOWN):
                 style = ""
             out.append(f"  {group} ({len(labels)})\n", style=f"bold {style}")
             for key, value in labels.items():
@@ -169,7 +174,9 @@ class NodeDetailScreen(ConsoleScreen):
                 out.append(f"    {shown}", style=style)
                 out.append(f"={value}\n" if value else "\n")
         if any(k.startswith(FEATURE_NS + "/") for k in node.labels):
-            out.append(f"  (NFD source labels shown without {FEATURE_NS}/)\n", style="dim")
+            out.append(f"  (labels shown without {FEATURE_NS}/)\n", style="dim")
+        if self._origins_note:
+            out.append(f"  {self._origins_note}\n", style="dim")
         return out
 
     def _taints(self, node: NodeInfo) -> Text:
@@ -224,24 +231,33 @@ class NodeDetailScreen(ConsoleScreen):
             out.append("  <none>\n")
         return out
 
-    @work(thread=True, exclusive=True, group="node-rule-keys", exit_on_error=False)
-    def load_rule_keys(self) -> None:
-        """Two list calls for this node: its NodeFeatures and the cluster's NodeFeatureRules."""
+    @work(thread=True, exclusive=True, group="node-label-origins", exit_on_error=False)
+    def load_origins(self, node: NodeInfo) -> None:
+        """Two list calls for this node: its NodeFeatures and the cluster's NodeFeatureRules; then nfd-master's
+        merge and rules evaluated here to tell each label's origin."""
+        from console.kube.nodefeatures import nfd_from_objects
+
         gateways = getattr(self.app, "gateways", None)
         if gateways is None:
             return
+        note = ""
         try:
             nfs = gateways.node_features(self.node_name).get(self.node_name, [])
             rules = gateways.rule_store().list() if nfs else []
-        except NfdStoreError:
-            return  # no NFD CRDs (NFD < v0.10) or no access: group labels by namespace alone
-        version, _ = resolve_version(self.app.settings.nfd_version, detect_nfd_version({self.node_name: nfs}))
-        self.post_message(RuleKeysLoaded(rule_label_keys(nfs, rules, version)))
+        except NfdStoreError as e:  # no NodeFeature API (NFD < v0.12) or no access: NFD's annotation alone
+            nfs, rules, note = [], [], f"no NodeFeature read ({e}): origins from NFD's annotation and label names"
+        if not nfs and not note:
+            note = "no NodeFeature for this node: origins from NFD's annotation and label names"
+        # the Node's own NFD version annotations (v0.4-v0.14) when there is no worker NodeFeature to tell it
+        config = nfd_from_objects(nfs, [{"metadata": {"annotations": node.annotations}}],
+                                  self.app.settings.nfd_version).master_config()
+        self.post_message(LabelOriginsLoaded(label_origins(self.node_name, node.labels, node.annotations, nfs, rules,
+                                                           config), note))
 
-    def on_rule_keys_loaded(self, msg: RuleKeysLoaded) -> None:
-        if msg.keys == self._rule_keys:
+    def on_label_origins_loaded(self, msg: LabelOriginsLoaded) -> None:
+        if msg.origins == self._origins and msg.note == self._origins_note:
             return
-        self._rule_keys = msg.keys
+        self._origins, self._origins_note = msg.origins, msg.note
         node = self.node
         if node is not None and self.ready:
             self._section("labels", self._labels(node, theme_colors(self.app)))
