@@ -18,6 +18,26 @@ class _Missing:
 NO_VALUE = _Missing()
 
 
+class GoMap(dict):  # type: ignore[type-arg]
+    """A Go map with a concrete element type (NFD's template data: map[string]string and the maps above it).
+
+    `index` of a missing key gives the element type's zero value (`zero`: "" for a MatchedElement, an
+    empty slice or map higher up), not <no value> as for map[string]interface{} (text/template funcs.go
+    index: reflect.Zero of the element type). Field access (.key) still fails with missingkey=error.
+    """
+
+    __slots__ = ("zero",)
+
+    def __init__(self, data: Any = (), zero: Any = "") -> None:
+        super().__init__(data)
+        self.zero = zero
+
+
+def matched_features_map() -> GoMap:
+    """An empty matchedFeatures: map[string]domainMatchedFeatures, each a map[string][]MatchedElement."""
+    return GoMap(zero=GoMap(zero=[]))
+
+
 def go_format(v: Any) -> str:
     """fmt.Sprint of a template value; a collection's text is bounded by the template output budget.
 
