@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from console.nfd.labels import LabelPolicy
+from console.nfd.labels import LabelPolicy, resolve_dynamic_value
 from console.nfd.master import MasterConfig, compute_node_outcome, go_atoi_ok
 from console.nfd.model import Features, make_node_feature
 from console.nfd.versions import parse_version
@@ -141,3 +141,33 @@ def test_v0_8_2_only_the_feature_namespace_or_extra() -> None:
     wl = LabelPolicy(v, label_whitelist="^x")
     assert wl.filter_label(f"{FNS}/xa", "1") == ("1", "")
     assert wl.filter_label(f"{FNS}/ax", "1")[0] is None
+
+
+@pytest.mark.parametrize(("value", "attrs", "want"), [
+    ("@test.feature.LSM", {"test.feature": {"LSM": "123"}}, "123"),
+    ("@invalid", {}, None),
+    ("@test.feature.LSM", {}, None),
+])
+def test_get_dynamic_value(value: str, attrs: dict, want: str | None) -> None:
+    """v0.16.0 nfd-master-internal_test.go TestGetDynamicValue ("Valid dynamic value", "Invalid feature name",
+    "Element not found")."""
+    got, err = resolve_dynamic_value(value, attrs)
+    assert (got, bool(err)) == (want or "", want is None)
+
+
+def test_dynamic_label_value_v0_14() -> None:
+    """v0.14.0 nfd-master-internal_test.go TestFilterLabels "When using dynamic values": testLabel=@test.feature.LSM
+    resolves to 123 (unprefixed name, default namespace added first)."""
+    policy = LabelPolicy(parse_version("v0.14.0"))
+    assert policy.filter_label(f"{FNS}/testLabel", "@test.feature.LSM", {"test.feature": {"LSM": "123"}}) == ("123", "")
+    assert LabelPolicy(parse_version("v0.13.0")).filter_label(f"{FNS}/x", "@test.feature.LSM")[0] is None  # no @ yet
+
+
+def test_deny_list_era_forces_kubernetes_io_v0_13() -> None:
+    """v0.13.0 nfd-master.go configure: kubernetes.io and *.kubernetes.io are always added to the denied
+    namespaces; the NFD namespaces (feature./profile.node.kubernetes.io and their sub-namespaces) pass."""
+    v = parse_version("v0.13.0")
+    assert LabelPolicy(v).filter_label("kubernetes.io/x", "1")[0] is None
+    assert LabelPolicy(v).filter_label("sub.kubernetes.io/x", "1")[0] is None
+    assert LabelPolicy(v).filter_label("vendor.feature.node.kubernetes.io/x", "1") == ("1", "")
+    assert LabelPolicy(v).filter_label("example.com/x", "1") == ("1", "")
