@@ -109,6 +109,8 @@ def local_source(features_dir: str | os.PathLike[str] | None, hooks_dir: str | o
     res.extended_resources = dict(sorted(outcome.extended_resources.items()))
     res.warnings.extend(outcome.warnings)
     res.dropped.extend(outcome.dropped)
+    if worker.no_publish:
+        res.warnings.append("nfd-worker runs with core.noPublish (-no-publish): it publishes none of these labels")
     for d in res.dropped:
         res.warnings.append(f"label {d.key}={d.value!r} dropped by nfd-{d.stage}: {d.reason}")
     return res

@@ -73,3 +73,14 @@ def test_go_durations() -> None:
     for bad in ("", "10", "s", "1x", "1s2"):
         with pytest.raises(ValueError):
             parse_go_duration(bad)
+
+
+def test_no_publish_is_said(tmp_path) -> None:
+    """nfd-worker.go (v0.16.0): core.noPublish skips the NodeFeature update; the preview says so."""
+    from console.nfd.local import local_source
+
+    d = tmp_path / "features.d"
+    d.mkdir()
+    (d / "f").write_text("a=1\n")
+    res = local_source(d, None, "v0.16.0", worker=WorkerConfig(no_publish=True))
+    assert res.labels == {"feature.node.kubernetes.io/a": "1"} and any("noPublish" in w for w in res.warnings)
