@@ -17,7 +17,7 @@ from console.nfd.expressions import (
 )
 from console.nfd.labels import add_ns_to_keys
 from console.nfd.model import Features
-from console.nfd.template_values import GoMap, matched_features_map
+from console.nfd.template_values import DomainFeatures, matched_features_map
 from console.nfd.templates import Template, TemplateError, expand_map, parse_template
 
 BACKREF_FEATURE = "rule.matched"
@@ -179,7 +179,9 @@ class CompiledRule:
         mf = matched_features_map()
         union = V.multi_term_union(self.version)
         for t in terms:
-            dom = mf.setdefault(t.dom, GoMap(zero=[]))
+            dom = mf.get(t.dom)
+            if dom is None:
+                dom = mf[t.dom] = DomainFeatures()
             keys = features.flags.get(t.lookup)
             values = features.attributes.get(t.lookup)
             inst = features.instances.get(t.lookup)

@@ -19,23 +19,30 @@ NO_VALUE = _Missing()
 
 
 class GoMap(dict):  # type: ignore[type-arg]
-    """A Go map with a concrete element type (NFD's template data: map[string]string and the maps above it).
+    """A Go map with a concrete element type: NFD's MatchedElement, map[string]string.
 
-    `index` of a missing key gives the element type's zero value (`zero`: "" for a MatchedElement, an
-    empty slice or map higher up), not <no value> as for map[string]interface{} (text/template funcs.go
-    index: reflect.Zero of the element type). Field access (.key) still fails with missingkey=error.
+    `index` of a missing key gives the element type's zero value (`zero`), not <no value> as for a
+    map[string]interface{} (text/template funcs.go index: reflect.Zero of the element type). Field access
+    (.key) still fails with missingkey=error. Class attributes only: these are built per rule and node.
     """
 
-    __slots__ = ("zero",)
-
-    def __init__(self, data: Any = (), zero: Any = "") -> None:
-        super().__init__(data)
-        self.zero = zero
+    zero: Any = ""
 
 
-def matched_features_map() -> GoMap:
-    """An empty matchedFeatures: map[string]domainMatchedFeatures, each a map[string][]MatchedElement."""
-    return GoMap(zero=GoMap(zero=[]))
+class DomainFeatures(GoMap):
+    """domainMatchedFeatures: map[string][]MatchedElement (a missing feature: a nil slice, printed [])."""
+
+    zero: Any = ()
+
+
+class MatchedFeatures(GoMap):
+    """matchedFeatures: map[string]domainMatchedFeatures (a missing domain: a nil map, printed map[])."""
+
+    zero: Any = DomainFeatures()
+
+
+def matched_features_map() -> MatchedFeatures:
+    return MatchedFeatures()
 
 
 def go_format(v: Any) -> str:
