@@ -473,5 +473,8 @@ def function_map(sprig: bool, host_funcs: bool = False) -> dict[str, Callable[..
     if sprig:
         for name in SPRIG_NAMES - (set() if host_funcs else _HOST_FUNCS):
             funcs[name] = _not_previewable(name)
+        from console.nfd.template_sprig import MORE_SPRIG
+
+        funcs.update(MORE_SPRIG)
         funcs.update(SPRIG)  # text/template looks up the template's Funcs before its builtins: Sprig's slice wins
     return funcs

@@ -261,7 +261,7 @@ def test_sprig_per_version() -> None:
     with pytest.raises(EvaluationError, match="nfd-master's environment"):
         execute({"labelsTemplate": 'x={{ env "HOME" }}', **mf}, f, "v0.18.0")
     with pytest.raises(EvaluationError, match="not implemented by the console"):
-        execute({"labelsTemplate": 'x={{ sha256sum "a" }}', **mf}, f, V19)
+        execute({"labelsTemplate": 'x={{ semverCompare ">=1" "1.2" }}', **mf}, f, V19)
 
 
 def test_templates_never_run_without_matchers() -> None:
@@ -269,3 +269,41 @@ def test_templates_never_run_without_matchers() -> None:
     matchers yields its static labels, even with a template that would not parse."""
     m = execute({"labels": {"a": "1"}, "labelsTemplate": "{{"}, templating_features())
     assert m.matched and m.labels == {"a": "1"}
+
+
+def test_customization_guide_sprig_example() -> None:
+    """docs/usage/customization-guide.md (v0.18.0, v0.19.0) "Templating": len, first, trim and substr."""
+    f = Features(instances={"pci.device": [{"vendor": "8086", "class": "0200"}, {"vendor": "8086", "class": "0200"},
+                                           {"vendor": "10de", "class": "0300"}]})
+    tmpl = ("num-intel-network-controllers={{ .pci.device | len }}\n"
+            "first-intel-network-controllers={{ (.pci.device | first).class | trim | substr 0 63 }}\n")
+    rule = {"labelsTemplate": tmpl,
+            "matchFeatures": [{"feature": "pci.device", "matchExpressions": {
+                "vendor": ex("In", "8086"), "class": ex("In", "0200")}}]}
+    for version in ("v0.18.0", V19):
+        assert execute(rule, f, version).labels == {"num-intel-network-controllers": "2",
+                                                    "first-intel-network-controllers": "0200"}
+
+
+@pytest.mark.parametrize(("src", "want"), [
+    ('{{ substr 1 3 "abcdef" }}', "bc"), ('{{ substr -1 2 "abcdef" }}', "ab"), ('{{ substr 2 99 "abcdef" }}', "cdef"),
+    ('{{ nospace " a b\tc " }}', "abc"), ('{{ cat "a" 1 "b" }}', "a 1 b"), ('{{ indent 2 "a\nb" }}', "  a\n  b"),
+    ('{{ sha256sum "a" }}', "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"),
+    ('{{ adler32sum "a" }}', "6422626"), ('{{ b64enc "hi" }}', "aGk="), ('{{ b64dec "aGk=" }}', "hi"),
+    ('{{ list 1 2 3 | rest }}', "[2 3]"), ('{{ list 1 2 3 | initial }}', "[1 2]"),
+    ('{{ list 1 2 | reverse }}', "[2 1]"),
+    ('{{ concat (list 1) (list 2 3) }}', "[1 2 3]"), ('{{ list 0 1 "" "a" | compact }}', "[1 a]"),
+    ('{{ without (list 1 2 1) 1 }}', "[2]"), ('{{ until 3 }}', "[0 1 2]"), ('{{ untilStep 5 0 -2 }}', "[5 3 1]"),
+    ('{{ plural "one" "many" 2 }}', "many"), ('{{ untitle "Hello" }}', "hello"),
+])
+def test_more_sprig(src: str, want: str) -> None:
+    """github:Masterminds/sprig v3.3.0 strings.go, crypto.go, list.go, numeric.go (and its *_test.go cases)."""
+    assert parse_template(src).execute({}) == want
+
+
+def test_sprig_typed_arguments() -> None:
+    """Sprig's Go signatures are typed: substr(int, int, string) given a string index is an error."""
+    with pytest.raises(TemplateError, match="wrong type for value; expected int"):
+        parse_template('{{ substr "1" 2 "abc" }}').execute({})
+    with pytest.raises(TemplateError, match="error calling fail: boom"):
+        parse_template('{{ fail "boom" }}').execute({})
