@@ -5,7 +5,6 @@ Entry point for the lab and the TUI: `compute_node_outcome(...)`. Pure; no netwo
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 from console.nfd import versions as V
 from console.nfd.budget import check_cancelled
 from console.nfd.expressions import EvaluationError
+from console.nfd.goconv import go_atoi
 from console.nfd.labels import (
     ANNOTATION_NS,
     FEATURE_NS,
@@ -310,12 +310,9 @@ def compute_node_outcome(
     return outcome
 
 
-_GO_ATOI_RE = re.compile(r"[+-]?[0-9]+")
-
-
 def go_atoi_ok(value: str) -> bool:
     """strconv.Atoi(value) succeeds: optional sign, ASCII decimal digits, within int64."""
-    return bool(_GO_ATOI_RE.fullmatch(value)) and -(2**63) <= int(value) < 2**63
+    return go_atoi(value) is not None
 
 
 def resource_label_split(labels: dict[str, str], config: MasterConfig, warnings: list[str]) -> dict[str, str]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from console.nfd.budget import charge_value
 from console.nfd.expressions import goq
+from console.nfd.goconv import go_atoi, go_parse_int_base0, go_quote, trim_zero_decimal
 from console.nfd.regex import Regexp, RegexpError, compile_regexp, quote_meta
 from console.nfd.template_values import GoMap
 from console.nfd.templates import NO_VALUE, TemplateError, go_format, truth
@@ -289,14 +290,36 @@ def _i64(x: int) -> int:
 
 
 def _to_int(v: Any) -> int:
+    """Sprig toInt = cast.ToInt: ints as they are, floats truncated, strings by strconv.ParseInt(s, 0, 0)
+    after trimZeroDecimal; anything unparsable is 0."""
     if isinstance(v, bool):
         return int(v)
     if isinstance(v, int):
         return _i64(v)
-    try:
-        return _i64(int(float(v))) if isinstance(v, float | str) else 0
-    except (ValueError, OverflowError):  # nan, inf
-        return 0
+    if isinstance(v, float):
+        try:
+            return _i64(int(v))
+        except (ValueError, OverflowError):  # nan, inf
+            return 0
+    if isinstance(v, str):
+        return go_parse_int_base0(trim_zero_decimal(v)) or 0
+    return 0
+
+
+def _is_separator(c: str) -> bool:
+    """strings.go isSeparator (for Title)."""
+    if c <= "\x7f":
+        return not (c.isascii() and (c.isalnum() or c == "_"))
+    return not c.isalnum() and c.isspace()
+
+
+def _go_title(s: str) -> str:
+    """strings.Title: the first letter of each word upper-cased, the rest left as it is."""
+    out, prev = [], " "
+    for c in s:
+        out.append(c.upper() if _is_separator(prev) and len(c.upper()) == 1 else c)
+        prev = c
+    return "".join(out)
 
 
 def _repeat(n: Any, s: Any) -> str:
@@ -382,7 +405,7 @@ REGEX_FUNCS: dict[str, Callable[..., Any]] = {
 SPRIG: dict[str, Callable[..., Any]] = {
     "lower": lambda s: go_format(s).lower(),
     "upper": lambda s: go_format(s).upper(),
-    "title": lambda s: go_format(s).title(),
+    "title": lambda s: _go_title(go_format(s)),
     "trim": lambda s: go_format(s).strip(),
     "trimAll": lambda c, s: go_format(s).strip(c),
     "trimPrefix": lambda p, s: go_format(s).removeprefix(p),
@@ -393,14 +416,14 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "hasSuffix": lambda p, s: go_format(s).endswith(p),
     "repeat": _repeat,
     "trunc": lambda n, s: go_format(s)[:n] if n >= 0 else go_format(s)[n:],
-    "quote": lambda *a: _joined(['"' + go_format(x).replace('"', '\\"') + '"' for x in a], " ", "quote"),
+    "quote": lambda *a: _joined([go_quote(go_format(x)) for x in a if x is not None], " ", "quote"),
     "squote": lambda *a: _joined(["'" + go_format(x) + "'" for x in a], " ", "squote"),
     "toString": go_format,
     "default": _default,
     "empty": lambda v: not truth(v),
     "coalesce": lambda *a: next((x for x in a if truth(x)), None),
     "ternary": lambda t, f, c: t if truth(c) else f,
-    "atoi": lambda s: _to_int(s),
+    "atoi": lambda s: go_atoi(_str_arg(s)) or 0,  # strconv.Atoi, the error ignored
     "int": _to_int,
     "int64": _to_int,
     "add": lambda *a: _i64(sum(_to_int(x) for x in a)),

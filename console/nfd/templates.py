@@ -28,7 +28,7 @@ class TemplateError(Exception):
 
 _TOKEN_RE = re.compile(
     r"""\s*(?:
-      (?P<str>"(?:[^"\\]|\\.)*")
+      (?P<str>"(?:[^"\\\n]|\\[^\n])*")
     | (?P<raw>`[^`]*`)
     | (?P<char>'(?:[^'\\]|\\.)')
     | (?P<decl>:=)
@@ -64,6 +64,8 @@ def _tokenize(src: str, line: int) -> list[_Tok]:
         if src[pos:].strip() == "":
             break
         m = _TOKEN_RE.match(src, pos)
+        if not m and src[pos:].lstrip()[:1] == '"':  # lex.go lexQuote: a newline or the end before the quote
+            raise TemplateError(f"template: :{line}: unterminated quoted string")
         if not m or m.end() == pos:
             raise TemplateError(f"template: :{line}: unexpected {src[pos:].strip()[:1]!r} in command")
         kind = m.lastgroup or ""

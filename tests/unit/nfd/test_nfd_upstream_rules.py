@@ -287,7 +287,7 @@ def test_customization_guide_sprig_example() -> None:
 
 @pytest.mark.parametrize(("src", "want"), [
     ('{{ substr 1 3 "abcdef" }}', "bc"), ('{{ substr -1 2 "abcdef" }}', "ab"), ('{{ substr 2 99 "abcdef" }}', "cdef"),
-    ('{{ nospace " a b\tc " }}', "abc"), ('{{ cat "a" 1 "b" }}', "a 1 b"), ('{{ indent 2 "a\nb" }}', "  a\n  b"),
+    ('{{ nospace " a b\tc " }}', "abc"), ('{{ cat "a" 1 "b" }}', "a 1 b"), (r'{{ indent 2 "a\nb" }}', "  a\n  b"),
     ('{{ sha256sum "a" }}', "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"),
     ('{{ adler32sum "a" }}', "6422626"), ('{{ b64enc "hi" }}', "aGk="), ('{{ b64dec "aGk=" }}', "hi"),
     ('{{ list 1 2 3 | rest }}', "[2 3]"), ('{{ list 1 2 3 | initial }}', "[1 2]"),
@@ -307,3 +307,25 @@ def test_sprig_typed_arguments() -> None:
         parse_template('{{ substr "1" 2 "abc" }}').execute({})
     with pytest.raises(TemplateError, match="error calling fail: boom"):
         parse_template('{{ fail "boom" }}').execute({})
+
+
+@pytest.mark.parametrize(("src", "want"), [
+    ('{{ atoi "12abc" }}', "0"), ('{{ atoi " 5" }}', "0"), ('{{ atoi "-12" }}', "-12"), ('{{ atoi "1e3" }}', "0"),
+    ('{{ int "0x10" }}', "16"), ('{{ int "010" }}', "8"), ('{{ int "1_000" }}', "1000"), ('{{ int "5.00" }}', "5"),
+    ('{{ int "5.5" }}', "0"), ('{{ int 7.9 }}', "7"),
+    ('{{ title "hELLO wORLD_x y-z" }}', "HELLO WORLD_x Y-Z"),
+    (r'{{ quote `a\b` "c\nd" }}', r'"a\\b" "c\nd"'),
+])
+def test_sprig_conversions_as_go(src: str, want: str) -> None:
+    """Sprig v3.3.0 functions.go: atoi = strconv.Atoi with the error dropped, int = cast.ToInt
+    (strconv.ParseInt(trimZeroDecimal(s), 0, 0)), title = strings.Title (no lower-casing), quote = %q per
+    argument (github:golang/go src/strconv/atoi_test.go, quote_test.go; strings_test.go TestTitle)."""
+    assert parse_template(src).execute({}) == want
+
+
+def test_quoted_string_cannot_span_lines() -> None:
+    """text/template/parse/lex.go lexQuote: a newline inside "..." is "unterminated quoted string"; a raw
+    `...` string may hold one (lex_test.go "unclosed quote")."""
+    with pytest.raises(TemplateError, match="unterminated quoted string"):
+        parse_template('{{ "a\nb" }}')
+    assert parse_template("{{ `a\nb` }}").execute({}) == "a\nb"
