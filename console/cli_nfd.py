@@ -1,9 +1,10 @@
 """`console nfd ...`: NodeFeatureRule dry-runs, local-source previews, validation, host discovery.
 
-Exit codes: 0 ok; 1 invalid rule / evaluation failed; 2 usage (e.g. `--hook-timeout nan`, an invalid
-`--label-whitelist` regexp); 4 `nfd local` interrupted by SIGINT/SIGTERM (the running hook's whole
-process tree is killed first). `apply` and `push` (deploying rules and files, with their own exit
-codes) are in cli_nfd_deploy.py.
+Exit codes: 0 ok; 1 invalid rule / evaluation failed, or `--from-cluster` found no NFD; 2 usage (e.g.
+`--hook-timeout nan`, an invalid `--label-whitelist` regexp, a bad `--master-config` / `--worker-config`;
+JSON with -o json); 6 `--from-cluster` could not reach the cluster; 4 `nfd local` interrupted by
+SIGINT/SIGTERM (the running hook's whole process tree is killed first). `apply` and `push` (deploying
+rules and files, with their own exit codes) are in cli_nfd_deploy.py.
 """
 
 from __future__ import annotations

@@ -116,8 +116,12 @@ def _from_cluster(args: argparse.Namespace) -> Any:
     return dep
 
 
-def resolve(args: argparse.Namespace, *, worker_side: bool) -> PreviewSetup:
-    """MasterConfig + WorkerConfig for this preview, from defaults, the cluster, files and flags."""
+def resolve(args: argparse.Namespace, *, worker_side: bool, deployment: Any = None) -> PreviewSetup:
+    """MasterConfig + WorkerConfig for this preview, from defaults, the cluster, files and flags.
+
+    With `--from-cluster` the cluster's NfdDeployment (console/nfd/deployment.py) is `deployment`, or
+    discovered here when None.
+    """
     from console.nfd import versions as V
     from console.nfd.master import MasterConfig
     from console.nfd.masterconf import MasterConfigError, master_config_from_file, with_flags
@@ -126,7 +130,7 @@ def resolve(args: argparse.Namespace, *, worker_side: bool) -> PreviewSetup:
     version = V.parse_version(args.nfd_version) if args.nfd_version else None  # exit 1, as before
     config, worker, source = MasterConfig(version=version or V.CURRENT), WorkerConfig(), "defaults"
     if args.from_cluster:
-        dep = _from_cluster(args)
+        dep = deployment if deployment is not None else _from_cluster(args)
         config, worker = dep.master_config(), dep.worker_config()
         if version is None and dep.version is None:
             raise FlagStop(EXIT_USAGE, "no-version", f"the NFD version in namespace {dep.namespace} is unknown "
