@@ -189,7 +189,7 @@ def compute_node_outcome(
     features, labels = merge_node_features(node_features, config)
     if prefix:
         labels = add_ns_to_keys(labels)
-    warnings: list[str] = []
+    warnings: list[str] = option_warnings(config)
     compiled: list[CompiledRuleObject]
     if rules and not isinstance(rules[0], CompiledRuleObject):
         compiled = compile_rule_objects(list(rules), v)  # type: ignore[arg-type]
@@ -308,6 +308,18 @@ def compute_node_outcome(
     if node is not None:
         outcome.patch = node_patch(node, outcome, config)
     return outcome
+
+
+def option_warnings(config: MasterConfig) -> list[str]:
+    """Options this nfd-master version does not have (cmd/nfd-master/main.go per tag): its flag parser would
+    refuse them ("flag provided but not defined") and nfd-master would not start."""
+    v, out = config.version, []
+    flags = ((config.deny_label_ns, "-deny-label-ns", 13), (config.enable_taints, "-enable-taints", 12))
+    for given, flag, since in flags:
+        if given and not v.at_least(since):
+            out.append(f"nfd-master {flag} arrived in v0.{since}.0: NFD {v} has no such flag (it would not start); "
+                       "the preview ignores it")
+    return out
 
 
 def go_atoi_ok(value: str) -> bool:

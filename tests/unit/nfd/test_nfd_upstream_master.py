@@ -171,3 +171,11 @@ def test_deny_list_era_forces_kubernetes_io_v0_13() -> None:
     assert LabelPolicy(v).filter_label("sub.kubernetes.io/x", "1")[0] is None
     assert LabelPolicy(v).filter_label("vendor.feature.node.kubernetes.io/x", "1") == ("1", "")
     assert LabelPolicy(v).filter_label("example.com/x", "1") == ("1", "")
+
+
+def test_flags_a_version_does_not_have() -> None:
+    """cmd/nfd-master/main.go: -deny-label-ns from v0.13.0, -enable-taints from v0.12.0 (v0.8.2 has neither)."""
+    out = _outcome({"a": "1"}, "v0.8.2", deny_label_ns=frozenset({"x.io"}), enable_taints=True)
+    assert sum("has no such flag" in w for w in out.warnings) == 2
+    assert not [w for w in _outcome({"a": "1"}, "v0.13.0", deny_label_ns=frozenset({"x.io"})).warnings
+                if "no such flag" in w]
