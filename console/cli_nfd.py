@@ -1,9 +1,10 @@
 """`console nfd ...`: NodeFeatureRule dry-runs, local-source previews, validation, host discovery.
 
-Exit codes: 0 ok; 1 invalid rule / evaluation failed; 2 usage (e.g. `--hook-timeout nan`, an invalid
-`--label-whitelist` regexp); 4 `nfd local` interrupted by SIGINT/SIGTERM (the running hook's whole
-process tree is killed first). `apply` and `push` (deploying rules and files, with their own exit
-codes) are in cli_nfd_deploy.py; `status` (how the cluster runs NFD; 3 = no NFD) in cli_nfd_status.py.
+Exit codes: 0 ok; 1 invalid rule / evaluation failed, or `--from-cluster` found no NFD; 2 usage (e.g.
+`--hook-timeout nan`, an invalid `--label-whitelist` regexp, a bad `--master-config` / `--worker-config`;
+JSON with -o json); 6 `--from-cluster` could not reach the cluster; 4 `nfd local` interrupted by
+SIGINT/SIGTERM (the running hook's whole process tree is killed first). `apply` and `push` (deploying
+rules and files, with their own exit codes) are in cli_nfd_deploy.py.
 """
 
 from __future__ import annotations
@@ -26,19 +27,14 @@ def add_parser(subparsers: Any) -> None:
     sub = p.add_subparsers(dest="nfd_command", metavar="ACTION", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
+        from console.cli_nfd_flags import add_master_flags
+
         sp.add_argument("--nfd-version", default=None, help="NFD version to model (default: current, v0.19.0)")
-        sp.add_argument("--extra-label-ns", nargs="+", action="extend", default=[], metavar="NS",
-                        help="nfd-master -extra-label-ns entries")
-        sp.add_argument("--deny-label-ns", nargs="+", action="extend", default=[], metavar="NS",
-                        help="nfd-master -deny-label-ns entries (v0.13+)")
-        sp.add_argument("--label-whitelist", default=None, type=_go_regexp,
-                        help="nfd-master -label-whitelist regexp (Go/RE2 syntax)")
-        sp.add_argument("--disable-auto-prefix", action="store_true", help="DisableAutoPrefix feature gate")
+        add_master_flags(sp, _go_regexp)
 
     d = sub.add_parser("dryrun", help="evaluate NodeFeatureRules against NodeFeature objects")
     d.add_argument("--rule", "-f", required=True, action="append", help="YAML with NodeFeatureRule document(s)")
     d.add_argument("--nodefeature", "-n", required=True, action="append", help="YAML with NodeFeature document(s)")
-    d.add_argument("--enable-taints", action="store_true", help="nfd-master -enable-taints")
     d.add_argument("-o", "--output", choices=("text", "json"), default="text")
     common(d)
 
@@ -55,6 +51,9 @@ def add_parser(subparsers: Any) -> None:
                     help="extra hook environment")
     lo.add_argument("-o", "--output", choices=("text", "json"), default="text")
     common(lo)
+    from console.cli_nfd_flags import add_worker_flags
+
+    add_worker_flags(lo)
 
     va = sub.add_parser("validate", help="validate NodeFeatureRule file(s)")
     va.add_argument("-f", "--rule", required=True, action="append")
@@ -147,13 +146,11 @@ def _load_docs(paths: list[str], kind: str) -> list[dict[str, Any]]:
     return docs
 
 
-def _config(args: argparse.Namespace, enable_taints: bool = False) -> Any:
-    from console.nfd.master import MasterConfig
-    from console.nfd.versions import parse_version
+def _setup(args: argparse.Namespace, worker_side: bool = False) -> Any:
+    """The master and worker configuration to preview with (defaults, --from-cluster, files, flags)."""
+    from console.cli_nfd_flags import resolve
 
-    return MasterConfig(version=parse_version(args.nfd_version), extra_label_ns=frozenset(args.extra_label_ns),
-                        deny_label_ns=frozenset(args.deny_label_ns), label_whitelist=args.label_whitelist,
-                        disable_auto_prefix=args.disable_auto_prefix, enable_taints=enable_taints)
+    return resolve(args, worker_side=worker_side)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -172,19 +169,25 @@ def run(args: argparse.Namespace) -> int:
         from console import cli_nfd_publish
 
         return cli_nfd_publish.run(args)
+    from console.cli_nfd_flags import FlagStop
+
     handlers = {"dryrun": _dryrun, "local": _local, "validate": _validate, "discover": _discover}
     try:
         return handlers[args.nfd_command](args)
+    except FlagStop as stop:
+        return stop.report(args.nfd_command, getattr(args, "output", "text"))
     except (UnsupportedVersion, RuleError, ValueError) as exc:
         return _fail(str(exc))
 
 
 def _dryrun(args: argparse.Namespace) -> int:
+    from console.cli_nfd_flags import describe
     from console.nfd.master import compute_node_outcome
     from console.nfd.rules import compile_rule_objects, object_name
     from console.nfd.validation import validate_rule_object
 
-    config = _config(args, args.enable_taints)
+    setup = _setup(args)
+    config = setup.config
     rule_docs = _load_docs(args.rule, "NodeFeatureRule")
     nf_docs = _load_docs(args.nodefeature, "NodeFeature")
     errors, notes = [], []
@@ -209,6 +212,8 @@ def _dryrun(args: argparse.Namespace) -> int:
         "dropped": [d.as_dict() for d in outcome.dropped],
         "warnings": outcome.warnings + notes,
         "nfd_version": str(config.version),
+        "master": describe(config),
+        "config_source": setup.source,
     })
     if args.output == "json":
         print(json.dumps(result, indent=2, sort_keys=True))
@@ -231,7 +236,7 @@ def _kv(title: str, m: Mapping[str, str]) -> list[str]:
 
 
 def _print_dryrun(r: Mapping[str, Any]) -> None:
-    out = [f"NFD {r['nfd_version']}", "Rules:"]
+    out = [f"NFD {r['nfd_version']} ({r['config_source']})", "Rules:"]
     for rr in r["rules"]:
         state = "ERROR " + rr["error"] if rr["error"] else ("matched" if rr["matched"] else "no match")
         out.append(f"  {rr['object']}/{rr['rule']}: {state}")
@@ -240,6 +245,11 @@ def _print_dryrun(r: Mapping[str, Any]) -> None:
     out.append("Taints (raw):")
     out += [f"  {t['key']}={t.get('value', '')}:{t['effect']}" for t in r["taints"]] or ["  (none)"]
     out += _kv("Node labels (as nfd-master writes them)", r["node_labels"])
+    if r["node_extendedResources"]:
+        out += _kv("Node extended resources", r["node_extendedResources"])
+    if r["node_taints"]:
+        out.append("Node taints:")
+        out += [f"  {t['key']}={t.get('value', '')}:{t['effect']}" for t in r["node_taints"]]
     if r["dropped"]:
         out.append("Dropped:")
         out += [f"  {d['key']}={d['value']}: {d['reason']}" for d in r["dropped"]]
@@ -248,8 +258,10 @@ def _print_dryrun(r: Mapping[str, Any]) -> None:
 
 
 def _local(args: argparse.Namespace) -> int:
+    from console.cli_nfd_flags import describe
     from console.nfd.local import local_source
 
+    setup = _setup(args, worker_side=True)
     env = None
     if args.hook_env:
         import os
@@ -261,8 +273,9 @@ def _local(args: argparse.Namespace) -> int:
     enabled = None if args.hooks_enabled is None else args.hooks_enabled == "true"
     try:
         with _signals_raise():
-            res = local_source(args.features_dir, args.hooks_dir, config=_config(args), hooks_enabled=enabled,
-                               hook_timeout=args.hook_timeout, hook_max_output=args.hook_max_output, hook_env=env)
+            res = local_source(args.features_dir, args.hooks_dir, config=setup.config, hooks_enabled=enabled,
+                               hook_timeout=args.hook_timeout, hook_max_output=args.hook_max_output, hook_env=env,
+                               worker=setup.worker)
     except _Signalled as sig:
         # run_hook killed the running hook's whole process tree before this propagated
         msg = (f"interrupted by {signal.Signals(sig.signum).name}: the running hook and every process it started "
@@ -272,9 +285,12 @@ def _local(args: argparse.Namespace) -> int:
             print(json.dumps({"status": "interrupted", "message": msg, "exit_code": 4}))
         return 4
     if args.output == "json":
-        print(json.dumps(res.as_dict(), indent=2, sort_keys=True))
+        doc = res.as_dict() | {"master": describe(setup.config), "config_source": setup.source}
+        print(json.dumps(doc, indent=2, sort_keys=True))
         return 0
-    out = [f"NFD {res.version}", *_kv("Node labels", res.labels)]
+    out = [f"NFD {res.version} ({setup.source})", *_kv("Node labels", res.labels)]
+    if res.extended_resources:
+        out += _kv("Node extended resources", res.extended_resources)
     for fname, elems in res.features.items():
         out += _kv(f"Feature {fname}", elems)
     if res.hooks:
@@ -315,7 +331,7 @@ def _validate(args: argparse.Namespace) -> int:
     from console.nfd.rules import object_name
     from console.nfd.validation import validate_rule_object
 
-    config = _config(args)
+    config = _setup(args).config
     docs = _load_docs(args.rule, "NodeFeatureRule")
     report, bad = [], False
     for doc in docs:

@@ -32,6 +32,7 @@ from console.nfd.master import (
 )
 from console.nfd.model import InvalidObject
 from console.nfd.rules import RuleError, compile_rule_objects, object_name
+from console.nfd.workerconfig import WorkerConfig, hooks_enabled
 
 PREVIEW_TIMEOUT = 5.0
 
@@ -70,6 +71,8 @@ class FilePreview:
     warnings: list[str] = field(default_factory=list)
     hook: HookResult | None = None
     note: str = ""  # e.g. "NFD v0.18.1 has no hooks: as a feature file this output would give"
+    extended_resources: dict[str, str] = field(default_factory=dict)  # nfd-master -resource-labels
+    if_enabled: dict[str, str] = field(default_factory=dict)  # a hook the worker does not run: its labels if it did
 
     @property
     def failed(self) -> bool:
@@ -79,10 +82,16 @@ class FilePreview:
 def preview_file(kind: str, name: str, content: str, version: V.NfdVersion | str | None, *,
                  timeout: float = PREVIEW_TIMEOUT, max_output: int = DEFAULT_MAX_OUTPUT,
                  config: MasterConfig | None = None, node_name: str = "node",
-                 env: Mapping[str, str] | None = None) -> FilePreview:
-    """Labels one hook (run here, safely) or feature file gives a node under NFD `version`."""
+                 env: Mapping[str, str] | None = None, worker: WorkerConfig | None = None) -> FilePreview:
+    """Labels one hook (run here, safely) or feature file gives a node under NFD `version`.
+
+    With `worker` (the cluster's nfd-worker configuration) a hook the worker does not run
+    (sources.local.hooksEnabled off) yields no labels; what it would give is in `if_enabled`.
+    Without it, hooks are run as if enabled and `note` says when the version's default is off.
+    """
     v = config.version if config else V.parse_version(version)
     config = config or MasterConfig(version=v)
+    wk = worker or WorkerConfig()
     out = FilePreview(kind, name, str(v))
     env = dict(env if env is not None else os.environ)
     env.setdefault("NODE_NAME", node_name)
@@ -92,8 +101,9 @@ def preview_file(kind: str, name: str, content: str, version: V.NfdVersion | str
         hooks_dir.mkdir()
         if kind == "feature":
             (features_dir / name).write_text(content)
-            res = local_source(features_dir, None, config=config, node_name=node_name)
+            res = local_source(features_dir, None, config=config, node_name=node_name, worker=wk)
             out.labels, out.dropped, out.warnings = res.labels, res.dropped, res.warnings
+            out.extended_resources = res.extended_resources
             return out
         hook = hooks_dir / name
         hook.write_text(content)
@@ -101,10 +111,17 @@ def preview_file(kind: str, name: str, content: str, version: V.NfdVersion | str
         status = V.hooks_status(v)
         if status != "removed":
             res = local_source(None, hooks_dir, config=config, node_name=node_name, hooks_enabled=True,
-                               hook_timeout=timeout, hook_max_output=max_output, hook_env=env)
+                               hook_timeout=timeout, hook_max_output=max_output, hook_env=env, worker=wk)
             out.labels, out.dropped, out.hook = res.labels, res.dropped, (res.hooks[0] if res.hooks else None)
-            out.warnings = res.warnings
-            if status == "disabled-by-default":
+            out.warnings, out.extended_resources = res.warnings, res.extended_resources
+            enabled = hooks_enabled(wk, v)
+            runs = enabled is True or (enabled is None and status == "enabled")
+            if worker is not None and not runs:
+                out.if_enabled, out.labels, out.extended_resources = out.labels, {}, {}
+                why = "false" if enabled is False else f"unset, and off by default in NFD {v}"
+                out.note = (f"this cluster's nfd-worker does not run hooks (sources.local.hooksEnabled: {why}): "
+                            "no labels; with hooksEnabled: true it would give the labels in if_enabled")
+            elif status == "disabled-by-default" and worker is None:
                 out.note = f"NFD {v} only runs this with sources.local.hooksEnabled: true (off by default)"
             return out
         # v0.17+: nfd-worker ignores source.d; show what its output would give as a feature file
@@ -112,8 +129,9 @@ def preview_file(kind: str, name: str, content: str, version: V.NfdVersion | str
         out.note = f"NFD {v} has no hooks: nfd-worker ignores it. As a feature file, its output would give:"
         if out.hook.ok:
             (features_dir / name).write_text(out.hook.stdout)
-            res = local_source(features_dir, None, config=config, node_name=node_name)
+            res = local_source(features_dir, None, config=config, node_name=node_name, worker=wk)
             out.labels, out.dropped, out.warnings = res.labels, res.dropped, res.warnings
+            out.extended_resources = res.extended_resources
         else:
             out.warnings = [f"hook {name}: {out.hook.error}"]
     return out

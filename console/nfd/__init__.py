@@ -10,6 +10,8 @@ Public API (import the submodules):
   which kills every process it leaves behind), `hooks.check_limits(timeout, max_output)`
 - `regex.compile_regexp(pattern)` -> `Regexp` (Go regexp semantics on RE2: `match_string`, `find_string`,
   `find_all_string`, `replace_all_string`, `split`), `regex.RegexpError` (Go's message, `.describe()` + hint)
-- `local.local_source(features_dir, hooks_dir, version, extra_label_ns)`
+- `local.local_source(features_dir, hooks_dir, version, extra_label_ns, config=, worker=)`
+- `masterconf.master_config_from_file(data, base)` (nfd-master.conf), `workerconfig.WorkerConfig`,
+  `workerconfig.worker_config_from_file(data, version)` (nfd-worker.conf)
 - `versions.parse_version(text)`, `versions.CURRENT`
 """

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from console.nfd.regex import RegexpError, compile_regexp
+from console.nfd.template_values import GoMap
 from console.nfd.versions import NfdVersion, inclusive_ops_supported
 
 BASE_OPS = ("In", "NotIn", "InRegexp", "Exists", "DoesNotExist", "Gt", "Lt", "GtLt", "IsTrue", "IsFalse")
@@ -261,7 +262,7 @@ def _compare2(op: str, refs: tuple[str, ...], typ: str, m: MatchExpression) -> C
     return ti
 
 
-Element = dict[str, str]
+Element = GoMap  # map[string]string
 ExpressionSet = list[tuple[str, MatchExpression]]  # sorted by key
 
 
@@ -284,15 +285,15 @@ def match_multi(exprs: ExpressionSet, keys: set[str] | None, values: Mapping[str
         if keys is not None:
             mk = e.test(name in keys, None)
             if mk:
-                elems.append({"Name": name})
+                elems.append(GoMap({"Name": name}))
             elif e.op == "DoesNotExist":
                 is_match, elems = False, []
                 break
         if values is not None:
             v = values.get(name)
             mv = e.test(v is not None, v)
-            if mv:
-                elems.append({"Name": name, "Value": v})  # type: ignore[dict-item]
+            if mv:  # values[n]: a DoesNotExist name has Go's zero value ""
+                elems.append(GoMap({"Name": name, "Value": "" if v is None else v}))
             elif e.op == "DoesNotExist":
                 is_match, elems = False, []
                 break
@@ -306,7 +307,7 @@ def match_multi(exprs: ExpressionSet, keys: set[str] | None, values: Mapping[str
             if match_values(exprs, inst):
                 matched_inst = True
                 if want_elements:
-                    elems.append(inst)
+                    elems.append(GoMap(inst))
         is_match = is_match or matched_inst
     return is_match, elems
 
@@ -348,12 +349,12 @@ def match_names_multi(e: MatchExpression, keys: set[str] | None, values: Mapping
     ret: list[Element] = []
     for k in keys or ():
         if e.test(True, k):
-            ret.append({"Name": k})
+            ret.append(GoMap({"Name": k}))
     for k, v in (values or {}).items():
         if e.test(True, k):
-            ret.append({"Name": k, "Value": v})
+            ret.append(GoMap({"Name": k, "Value": v}))
     ret.sort(key=lambda x: x["Name"])
     for inst in instances or ():
         if any(e.test(True, k) for k in inst):
-            ret.append(inst)
+            ret.append(GoMap(inst))
     return bool(ret), ret

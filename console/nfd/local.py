@@ -14,6 +14,8 @@ from console.nfd.hooks import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, HookResult, r
 from console.nfd.labels import DroppedItem, worker_label_check
 from console.nfd.master import MasterConfig, compute_node_outcome
 from console.nfd.model import Features, make_node_feature
+from console.nfd.regex import compile_regexp
+from console.nfd.workerconfig import WorkerConfig, local_labels_enabled
 
 LABEL_FEATURE = "local.label"
 RAW_FEATURE = "local.feature"
@@ -28,6 +30,7 @@ class LocalResult:
     hooks: list[HookResult] = field(default_factory=list)
     hooks_status: str = "none"
     version: str = ""
+    extended_resources: dict[str, str] = field(default_factory=dict)  # nfd-master -resource-labels
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -38,6 +41,7 @@ class LocalResult:
             "dropped": [d.as_dict() for d in self.dropped],
             "hooks_status": self.hooks_status,
             "hooks": [h.as_dict() for h in self.hooks],
+            "extendedResources": self.extended_resources,
         }
 
 
@@ -45,11 +49,19 @@ def local_source(features_dir: str | os.PathLike[str] | None, hooks_dir: str | o
                  version: V.NfdVersion | str | None = None, extra_label_ns: Iterable[str] = (), *,
                  hooks_enabled: bool | None = None, hook_timeout: float = DEFAULT_TIMEOUT,
                  hook_max_output: int = DEFAULT_MAX_OUTPUT, hook_env: Mapping[str, str] | None = None,
-                 config: MasterConfig | None = None, node_name: str = "node", now: datetime | None = None
-                 ) -> LocalResult:
-    """Labels the local source (features.d + source.d) puts on a node under NFD `version`."""
+                 config: MasterConfig | None = None, node_name: str = "node", now: datetime | None = None,
+                 worker: WorkerConfig | None = None) -> LocalResult:
+    """Labels the local source (features.d + source.d) puts on a node under NFD `version`.
+
+    `worker` is nfd-worker's configuration: its `hooks_enabled` applies unless `hooks_enabled` is given,
+    `sources` may leave the local label source out, `label_whitelist` filters in the worker (the master's
+    whitelist is `config.label_whitelist`).
+    """
     v = V.parse_version(version) if config is None else config.version
     config = config or MasterConfig(version=v, extra_label_ns=frozenset(extra_label_ns))
+    worker = worker or WorkerConfig()
+    if hooks_enabled is None and v.at_least(12):
+        hooks_enabled = worker.hooks_enabled
     res = LocalResult(labels={}, features={}, version=str(v))
     labels: dict[str, str] = {}
     raw: dict[str, str] = {}
@@ -77,8 +89,16 @@ def local_source(features_dir: str | os.PathLike[str] | None, hooks_dir: str | o
         res.features = {k: dict(sorted(val.items())) for k, val in features.attributes.items()}
 
     worker_labels: dict[str, str] = {}
-    for k, val in labels.items():
+    publish = local_labels_enabled(worker.sources, v)
+    if not publish and labels:
+        res.warnings.append(f"the worker's label sources ({','.join(worker.sources or ())}) leave out 'local': "
+                            f"nfd-worker publishes none of these {len(labels)} label(s)")
+    whitelist = compile_regexp(worker.label_whitelist) if worker.label_whitelist else None
+    for k, val in labels.items() if publish else ():
         reason = worker_label_check(k, val)
+        base = k.split("/", 1)[1] if "/" in k else k
+        if not reason and whitelist is not None and not whitelist.match_string(base):
+            reason = f"{base} does not match the worker's core.labelWhiteList ({worker.label_whitelist})"
         if reason:
             res.dropped.append(DroppedItem(k, val, reason, stage="worker"))
         else:
@@ -86,7 +106,11 @@ def local_source(features_dir: str | os.PathLike[str] | None, hooks_dir: str | o
     nf = make_node_feature(node_name, features, worker_labels, namespace=config.namespace)
     outcome = compute_node_outcome([nf], (), config=config)
     res.labels = dict(sorted(outcome.labels.items()))
+    res.extended_resources = dict(sorted(outcome.extended_resources.items()))
+    res.warnings.extend(outcome.warnings)
     res.dropped.extend(outcome.dropped)
+    if worker.no_publish:
+        res.warnings.append("nfd-worker runs with core.noPublish (-no-publish): it publishes none of these labels")
     for d in res.dropped:
         res.warnings.append(f"label {d.key}={d.value!r} dropped by nfd-{d.stage}: {d.reason}")
     return res

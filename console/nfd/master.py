@@ -12,11 +12,13 @@ from typing import Any
 from console.nfd import versions as V
 from console.nfd.budget import check_cancelled
 from console.nfd.expressions import EvaluationError
+from console.nfd.goconv import go_atoi
 from console.nfd.labels import (
     ANNOTATION_NS,
     FEATURE_NS,
     DroppedItem,
     LabelPolicy,
+    add_ns,
     add_ns_to_keys,
     is_kubernetes_ns,
     qualified_name_errors,
@@ -201,7 +203,7 @@ def compute_node_outcome(
     features, labels = merge_node_features(node_features, config)
     if prefix:
         labels = add_ns_to_keys(labels)
-    warnings: list[str] = []
+    warnings: list[str] = option_warnings(config)
     compiled: list[CompiledRuleObject]
     if rules and not isinstance(rules[0], CompiledRuleObject):
         compiled = compile_rule_objects(list(rules), v)  # type: ignore[arg-type]
@@ -266,12 +268,16 @@ def compute_node_outcome(
             dropped.append(DroppedItem(key, value, reason))
         else:
             final_labels[key] = fv
+    label_ers = resource_label_split(final_labels, config, warnings)
     if final_labels and config.disable_labels:
         dropped.extend(DroppedItem(k, val, "restrictions.disableLabels is set") for k, val in final_labels.items())
         final_labels = {}
 
     ers: dict[str, str] = {}
-    for key, value in cr_ers.items():
+    if not V.resource_labels_validated(v):
+        ers.update(label_ers)  # before v0.13 nfd-master published them as they were
+        label_ers = {}
+    for key, value in {**label_ers, **cr_ers}.items():  # maps.Copy: a rule's ER wins over a resource label
         fv, reason = filter_extended_resource(key, value, features, policy.prefix_mode)
         if fv is None:
             dropped.append(DroppedItem(key, value, reason))
@@ -320,6 +326,54 @@ def compute_node_outcome(
     if node is not None:
         outcome.patch = node_patch(node, outcome, config)
     return outcome
+
+
+def option_warnings(config: MasterConfig) -> list[str]:
+    """Options this nfd-master version does not have (cmd/nfd-master/main.go per tag): its flag parser would
+    refuse them ("flag provided but not defined") and nfd-master would not start."""
+    v, out = config.version, []
+    flags = ((config.deny_label_ns, "-deny-label-ns", 13), (config.enable_taints, "-enable-taints", 12))
+    for given, flag, since in flags:
+        if given and not v.at_least(since):
+            out.append(f"nfd-master {flag} arrived in v0.{since}.0: NFD {v} has no such flag (it would not start); "
+                       "the preview ignores it")
+    return out
+
+
+def go_atoi_ok(value: str) -> bool:
+    """strconv.Atoi(value) succeeds: optional sign, ASCII decimal digits, within int64."""
+    return go_atoi(value) is not None
+
+
+def resource_label_split(labels: dict[str, str], config: MasterConfig, warnings: list[str]) -> dict[str, str]:
+    """-resource-labels: move the named labels (default namespace added) out of `labels` into extended resources.
+
+    As filterFeatureLabels (pkg/nfd-master/nfd-master.go, v0.6.0-v0.16.x) does: only labels that passed
+    the label filters, only integer values (strconv.Atoi; a non-integer stays a label), and the name keeps
+    the label's full name. v0.17.0 removed the option.
+    """
+    if not config.resource_labels:
+        return {}
+    v = config.version
+    if not V.resource_labels_supported(v):
+        if v.at_least(17):
+            warnings.append(f"nfd-master -resource-labels was removed in v0.17.0: NFD {v} has no such option "
+                            "(use a NodeFeatureRule's extendedResources)")
+        else:
+            warnings.append(f"nfd-master -resource-labels arrived in v0.6.0: NFD {v} has no such option")
+        return {}
+    ers: dict[str, str] = {}
+    for name in sorted(config.resource_labels):
+        key = add_ns(name)
+        value = labels.get(key)
+        if value is None:
+            continue
+        if not go_atoi_ok(value):
+            warnings.append(f"label {key}={value!r} stays a label: -resource-labels needs an integer value "
+                            "(strconv.Atoi)")
+            continue
+        ers[key] = labels.pop(key)
+    return ers
 
 
 def filter_extended_resource(key: str, value: str, features: Features, prefix_mode: str) -> tuple[str | None, str]:

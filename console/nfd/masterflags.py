@@ -16,13 +16,14 @@ nfd-worker.conf; v0.6-v0.7 parse `--flag=value` with docopt, which this parser a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from console.nfd import versions as V
 from console.nfd.master import MasterConfig
+from console.nfd.workerconfig import WorkerConfig, json_field
+from console.nfd.workerconfig import parse_go_duration as go_duration
 
 MASTER_CONFIG_PATH = "/etc/kubernetes/node-feature-discovery/nfd-master.conf"
 WORKER_CONFIG_PATH = "/etc/kubernetes/node-feature-discovery/nfd-worker.conf"
@@ -144,30 +145,6 @@ def feature_gates(args: Sequence[str]) -> dict[str, bool]:
     return gates
 
 
-_DURATION_RE = re.compile(r"(\d*\.?\d*)(ns|us|µs|μs|ms|s|m|h)")
-_UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def go_duration(text: str) -> float:
-    """time.ParseDuration in seconds: "60s", "1m30s", "1.5h", "-1s", "0"; ValueError otherwise."""
-    s = text.strip()
-    sign = -1.0 if s.startswith("-") else 1.0
-    s = s[1:] if s[:1] in "+-" else s
-    if s == "0":
-        return 0.0
-    if not s:
-        raise ValueError(f"time: invalid duration {text!r}")
-    total, pos = 0.0, 0
-    for m in _DURATION_RE.finditer(s):
-        if m.start() != pos or m.group(1) in ("", "."):
-            raise ValueError(f"time: invalid duration {text!r}")
-        total += float(m.group(1)) * _UNIT_S[m.group(2)]
-        pos = m.end()
-    if pos != len(s):
-        raise ValueError(f"time: missing unit in duration {text!r}" if pos == 0 else f"time: invalid duration {text!r}")
-    return sign * total
-
-
 def _duration_value(v: Any) -> float:
     """utils.DurationVal.UnmarshalJSON: a number (nanoseconds) or a Go duration string."""
     if isinstance(v, bool):
@@ -179,15 +156,7 @@ def _duration_value(v: Any) -> float:
 
 def _get(doc: Any, key: str) -> Any:
     """encoding/json's case-insensitive field match (what sigs.k8s.io/yaml unmarshals through)."""
-    if not isinstance(doc, Mapping):
-        return None
-    if key in doc:
-        return doc[key]
-    low = key.lower()
-    for k, v in doc.items():
-        if isinstance(k, str) and k.lower() == low:
-            return v
-    return None
+    return json_field(doc, key) if isinstance(doc, Mapping) else None
 
 
 def _str_list(v: Any, what: str) -> list[str]:
@@ -299,15 +268,6 @@ def _master_nf_api(version: V.NfdVersion, flags: Mapping[str, str], gates: Mappi
 
 
 # --- nfd-worker ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WorkerConfig:
-    sleep_interval: float = 60.0   # core.sleepInterval (Go duration) / -sleep-interval; <= 0: never relabels
-    hooks_enabled: bool | None = None  # sources.local.hooksEnabled (v0.12-v0.16); None = the version's default
-    label_whitelist: str | None = None  # core.labelWhiteList (RE2)
-    sources: tuple[str, ...] | None = None  # core.labelSources / -label-sources ("all" -> None)
-    no_publish: bool = False
 
 
 def worker_config_path(args: Sequence[str]) -> str:

@@ -17,6 +17,7 @@ from console.nfd.expressions import (
 )
 from console.nfd.labels import add_ns_to_keys
 from console.nfd.model import Features
+from console.nfd.template_values import DomainFeatures, matched_features_map
 from console.nfd.templates import Template, TemplateError, expand_map, parse_template
 
 BACKREF_FEATURE = "rule.matched"
@@ -175,10 +176,12 @@ class CompiledRule:
     def _match(self, terms: list[Term], features: Features, want: bool) -> tuple[bool, dict[str, Any]]:
         if not want:
             return self._match_bool(terms, features), {}
-        mf: dict[str, dict[str, list[dict[str, str]]]] = {}
+        mf = matched_features_map()
         union = V.multi_term_union(self.version)
         for t in terms:
-            dom = mf.setdefault(t.dom, {})
+            dom = mf.get(t.dom)
+            if dom is None:
+                dom = mf[t.dom] = DomainFeatures()
             keys = features.flags.get(t.lookup)
             values = features.attributes.get(t.lookup)
             inst = features.instances.get(t.lookup)

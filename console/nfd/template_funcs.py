@@ -8,7 +8,9 @@ from typing import Any
 
 from console.nfd.budget import charge_value
 from console.nfd.expressions import goq
+from console.nfd.goconv import go_atoi, go_parse_int_base0, go_quote, trim_zero_decimal
 from console.nfd.regex import Regexp, RegexpError, compile_regexp, quote_meta
+from console.nfd.template_values import GoMap
 from console.nfd.templates import NO_VALUE, TemplateError, go_format, truth
 
 
@@ -60,7 +62,7 @@ def _len(v: Any) -> int:
 def _index(v: Any, *keys: Any) -> Any:
     for k in keys:
         if isinstance(v, Mapping):
-            v = v.get(k, NO_VALUE)
+            v = v.get(k, v.zero if isinstance(v, GoMap) else NO_VALUE)
         elif isinstance(v, Sequence):
             if not isinstance(k, int) or not 0 <= k < len(v):
                 raise TemplateError(f"index out of range: {k}")
@@ -179,7 +181,92 @@ def _join(sep: Any, lst: Any) -> str:
     return _joined(parts, go_format(sep), "join")
 
 
+def _slice(item: Any, *indexes: Any) -> Any:
+    """text/template funcs.go slice: item[i:j(:k)] with Go's checks (strings slice their UTF-8 bytes)."""
+    if len(indexes) > 3:
+        raise ValueError(f"too many slice indexes: {len(indexes)}")
+    if isinstance(item, str):
+        if len(indexes) == 3:
+            raise ValueError("cannot 3-index slice a string")
+        data: Any = item.encode()
+    elif isinstance(item, list | tuple):
+        data = item
+    else:
+        raise ValueError(f"can't slice item of type {type(item).__name__}")
+    idx = [0, len(data), len(data)]
+    for i, index in enumerate(indexes):
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise ValueError(f"cannot index slice/array with type {type(index).__name__}")
+        if not 0 <= index <= len(data):
+            raise ValueError(f"index out of range: {index}")
+        idx[i] = index
+    if idx[0] > idx[1]:
+        raise ValueError(f"invalid slice index: {idx[0]} > {idx[1]}")
+    if len(indexes) == 3 and idx[1] > idx[2]:
+        raise ValueError(f"invalid slice index: {idx[1]} > {idx[2]}")
+    out = data[idx[0]:idx[1]]
+    return out.decode(errors="replace") if isinstance(item, str) else list(out)
+
+
+def _sprig_slice(lst: Any, *indices: Any) -> Any:
+    """Sprig's slice (list.go mustSlice), which replaces Go's builtin from v0.18: lists only, nil when empty."""
+    if not isinstance(lst, list | tuple):
+        raise ValueError(f"list should be type of slice or array but {_go_kind(lst)}")
+    if not lst:
+        return None
+    start = _to_int(indices[0]) if indices else 0
+    end = _to_int(indices[1]) if len(indices) > 1 else len(lst)
+    if not 0 <= start <= end <= len(lst):
+        raise ValueError("reflect: slice index out of range")
+    return list(lst[start:end])
+
+
+def _eval_args(args: tuple[Any, ...]) -> str:
+    """funcs.go evalArgs: one string argument as is, else fmt.Sprint of them all."""
+    return args[0] if len(args) == 1 and isinstance(args[0], str) else _print(*args)
+
+
+_HTML_ESCAPES = {"\0": "\uFFFD", '"': "&#34;", "'": "&#39;", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_JS_ESCAPES = {"\\": "\\\\", "'": "\\'", '"': '\\"', "<": "\\u003C", ">": "\\u003E", "&": "\\u0026",
+               "=": "\\u003D"}
+
+
+def _html(*args: Any) -> str:
+    """HTMLEscapeString."""
+    return "".join(_HTML_ESCAPES.get(c, c) for c in _eval_args(args))
+
+
+def _js(*args: Any) -> str:
+    """JSEscapeString: quotes, backslash, <>&= escaped; control and non-printable runes as \\uXXXX."""
+    out = []
+    for c in _eval_args(args):
+        if c in _JS_ESCAPES:
+            out.append(_JS_ESCAPES[c])
+        elif c < " " or (c >= "\x80" and not c.isprintable()):
+            out.append(f"\\u{ord(c):04X}")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def _urlquery(*args: Any) -> str:
+    """url.QueryEscape."""
+    from urllib.parse import quote_plus
+
+    return quote_plus(_eval_args(args), safe="")
+
+
+def _call(fn: Any, *_args: Any) -> Any:
+    """funcs.go call: NFD's template data holds no functions, so every call is of a non-function."""
+    raise ValueError("call of nil" if fn is None or fn is NO_VALUE else f"non-function of type {_go_kind(fn)}")
+
+
 GO_BUILTINS: dict[str, Callable[..., Any]] = {
+    "slice": _slice,
+    "html": _html,
+    "js": _js,
+    "urlquery": _urlquery,
+    "call": _call,
     "and": lambda *a: a[-1],  # short-circuit handled by the executor
     "or": lambda *a: a[-1],
     "not": lambda a: not truth(a),
@@ -203,14 +290,36 @@ def _i64(x: int) -> int:
 
 
 def _to_int(v: Any) -> int:
+    """Sprig toInt = cast.ToInt: ints as they are, floats truncated, strings by strconv.ParseInt(s, 0, 0)
+    after trimZeroDecimal; anything unparsable is 0."""
     if isinstance(v, bool):
         return int(v)
     if isinstance(v, int):
         return _i64(v)
-    try:
-        return _i64(int(float(v))) if isinstance(v, float | str) else 0
-    except (ValueError, OverflowError):  # nan, inf
-        return 0
+    if isinstance(v, float):
+        try:
+            return _i64(int(v))
+        except (ValueError, OverflowError):  # nan, inf
+            return 0
+    if isinstance(v, str):
+        return go_parse_int_base0(trim_zero_decimal(v)) or 0
+    return 0
+
+
+def _is_separator(c: str) -> bool:
+    """strings.go isSeparator (for Title)."""
+    if c <= "\x7f":
+        return not (c.isascii() and (c.isalnum() or c == "_"))
+    return not c.isalnum() and c.isspace()
+
+
+def _go_title(s: str) -> str:
+    """strings.Title: the first letter of each word upper-cased, the rest left as it is."""
+    out, prev = [], " "
+    for c in s:
+        out.append(c.upper() if _is_separator(prev) and len(c.upper()) == 1 else c)
+        prev = c
+    return "".join(out)
 
 
 def _repeat(n: Any, s: Any) -> str:
@@ -296,7 +405,7 @@ REGEX_FUNCS: dict[str, Callable[..., Any]] = {
 SPRIG: dict[str, Callable[..., Any]] = {
     "lower": lambda s: go_format(s).lower(),
     "upper": lambda s: go_format(s).upper(),
-    "title": lambda s: go_format(s).title(),
+    "title": lambda s: _go_title(go_format(s)),
     "trim": lambda s: go_format(s).strip(),
     "trimAll": lambda c, s: go_format(s).strip(c),
     "trimPrefix": lambda p, s: go_format(s).removeprefix(p),
@@ -307,14 +416,14 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "hasSuffix": lambda p, s: go_format(s).endswith(p),
     "repeat": _repeat,
     "trunc": lambda n, s: go_format(s)[:n] if n >= 0 else go_format(s)[n:],
-    "quote": lambda *a: _joined(['"' + go_format(x).replace('"', '\\"') + '"' for x in a], " ", "quote"),
+    "quote": lambda *a: _joined([go_quote(go_format(x)) for x in a if x is not None], " ", "quote"),
     "squote": lambda *a: _joined(["'" + go_format(x) + "'" for x in a], " ", "squote"),
     "toString": go_format,
     "default": _default,
     "empty": lambda v: not truth(v),
     "coalesce": lambda *a: next((x for x in a if truth(x)), None),
     "ternary": lambda t, f, c: t if truth(c) else f,
-    "atoi": lambda s: _to_int(s),
+    "atoi": lambda s: go_atoi(_str_arg(s)) or 0,  # strconv.Atoi, the error ignored
     "int": _to_int,
     "int64": _to_int,
     "add": lambda *a: _i64(sum(_to_int(x) for x in a)),
@@ -337,6 +446,7 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "keys": lambda *ms: [k for m in ms for k in m],
     "hasKey": lambda m, k: k in m,
     "get": lambda m, k: m.get(k, ""),
+    "slice": _sprig_slice,
     "dict": lambda *a: {go_format(a[i]): a[i + 1] if i + 1 < len(a) else "" for i in range(0, len(a), 2)},
     **REGEX_FUNCS,
     "semverCompare": None,  # placeholder removed below; kept out to fail loudly
@@ -344,8 +454,50 @@ SPRIG: dict[str, Callable[..., Any]] = {
 del SPRIG["semverCompare"]
 
 
-def function_map(sprig: bool) -> dict[str, Callable[..., Any]]:
+# github:Masterminds/sprig v3.3.0 functions.go genericMap: every name NFD v0.18+ registers (v0.19 minus
+# env, expandenv, getHostByName). The console implements the ones in SPRIG; a template calling another one
+# parses as in NFD and fails when run, saying the console cannot evaluate it (never "not defined").
+_SPRIG_WORDS = """
+abbrev abbrevboth add add1 add1f addf adler32sum ago all any append atoi b32dec b32enc b64dec b64enc base bcrypt
+biggest buildCustomCert camelcase cat ceil chunk clean coalesce compact concat contains date dateInZone dateModify
+date_in_zone date_modify decryptAES deepCopy deepEqual default derivePassword dict dig dir div divf duration
+durationRound empty encryptAES env expandenv ext fail first float64 floor fromJson genCA genCAWithKey genPrivateKey
+genSelfSignedCert genSelfSignedCertWithKey genSignedCert genSignedCertWithKey get getHostByName has hasKey hasPrefix
+hasSuffix hello htmlDate htmlDateInZone htpasswd indent initial initials int int64 isAbs join kebabcase keys kindIs
+kindOf last list lower max maxf merge mergeOverwrite min minf mod mul mulf mustAppend mustChunk mustCompact
+mustDateModify mustDeepCopy mustFirst mustFromJson mustHas mustInitial mustLast mustMerge mustMergeOverwrite
+mustPrepend mustRegexFind mustRegexFindAll mustRegexMatch mustRegexReplaceAll mustRegexReplaceAllLiteral
+mustRegexSplit mustRest mustReverse mustSlice mustToDate mustToJson mustToPrettyJson mustToRawJson mustUniq
+mustWithout must_date_modify nindent nospace now omit osBase osClean osDir osExt osIsAbs pick pluck plural prepend
+quote randAlpha randAlphaNum randAscii randBytes randInt randNumeric regexFind regexFindAll regexMatch
+regexQuoteMeta regexReplaceAll regexReplaceAllLiteral regexSplit repeat replace rest reverse round semver
+semverCompare seq set sha1sum sha256sum sha512sum shuffle slice snakecase sortAlpha split splitList splitn squote
+sub subf substr swapcase ternary title toDate toDecimal toJson toPrettyJson toRawJson toString toStrings trim
+trimAll trimPrefix trimSuffix trimall trunc tuple typeIs typeIsLike typeOf uniq unixEpoch unset until untilStep
+untitle upper urlJoin urlParse uuidv4 values without wrap wrapWith
+"""
+SPRIG_NAMES = frozenset(_SPRIG_WORDS.split())
+_HOST_FUNCS = frozenset({"env", "expandenv", "getHostByName"})
+
+
+def _not_previewable(name: str) -> Callable[..., Any]:
+    def fn(*_args: Any) -> Any:
+        if name in _HOST_FUNCS:
+            raise TemplateError(f"{name} reads nfd-master's environment (its process or DNS), which the console "
+                                "cannot see: this preview cannot evaluate the rule")
+        raise TemplateError(f"Sprig's {name} is not implemented by the console: this preview cannot evaluate "
+                            "the rule (NFD would run it)")
+    return fn
+
+
+def function_map(sprig: bool, host_funcs: bool = False) -> dict[str, Callable[..., Any]]:
+    """Go's builtins, plus Sprig from v0.18 (`host_funcs`: env, expandenv, getHostByName, present in v0.18)."""
     funcs = dict(GO_BUILTINS)
     if sprig:
-        funcs.update(SPRIG)
+        for name in SPRIG_NAMES - (set() if host_funcs else _HOST_FUNCS):
+            funcs[name] = _not_previewable(name)
+        from console.nfd.template_sprig import MORE_SPRIG
+
+        funcs.update(MORE_SPRIG)
+        funcs.update(SPRIG)  # text/template looks up the template's Funcs before its builtins: Sprig's slice wins
     return funcs

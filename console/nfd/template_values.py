@@ -18,6 +18,33 @@ class _Missing:
 NO_VALUE = _Missing()
 
 
+class GoMap(dict):  # type: ignore[type-arg]
+    """A Go map with a concrete element type: NFD's MatchedElement, map[string]string.
+
+    `index` of a missing key gives the element type's zero value (`zero`), not <no value> as for a
+    map[string]interface{} (text/template funcs.go index: reflect.Zero of the element type). Field access
+    (.key) still fails with missingkey=error. Class attributes only: these are built per rule and node.
+    """
+
+    zero: Any = ""
+
+
+class DomainFeatures(GoMap):
+    """domainMatchedFeatures: map[string][]MatchedElement (a missing feature: a nil slice, printed [])."""
+
+    zero: Any = ()
+
+
+class MatchedFeatures(GoMap):
+    """matchedFeatures: map[string]domainMatchedFeatures (a missing domain: a nil map, printed map[])."""
+
+    zero: Any = DomainFeatures()
+
+
+def matched_features_map() -> MatchedFeatures:
+    return MatchedFeatures()
+
+
 def go_format(v: Any) -> str:
     """fmt.Sprint of a template value; a collection's text is bounded by the template output budget.
 

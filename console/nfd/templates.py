@@ -9,7 +9,9 @@ subset of Sprig. Anything else is a clear parse error rather than a silent misma
 
 from __future__ import annotations
 
+import contextlib
 import re
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +28,7 @@ class TemplateError(Exception):
 
 _TOKEN_RE = re.compile(
     r"""\s*(?:
-      (?P<str>"(?:[^"\\]|\\.)*")
+      (?P<str>"(?:[^"\\\n]|\\[^\n])*")
     | (?P<raw>`[^`]*`)
     | (?P<char>'(?:[^'\\]|\\.)')
     | (?P<decl>:=)
@@ -62,6 +64,8 @@ def _tokenize(src: str, line: int) -> list[_Tok]:
         if src[pos:].strip() == "":
             break
         m = _TOKEN_RE.match(src, pos)
+        if not m and src[pos:].lstrip()[:1] == '"':  # lex.go lexQuote: a newline or the end before the quote
+            raise TemplateError(f"template: :{line}: unterminated quoted string")
         if not m or m.end() == pos:
             raise TemplateError(f"template: :{line}: unexpected {src[pos:].strip()[:1]!r} in command")
         kind = m.lastgroup or ""
@@ -365,7 +369,8 @@ class Template:
                 assert b.pipe is not None
                 v = self._pipe(b.pipe, dot, scope)
                 if not b.pipe.decl:
-                    text = go_format(v)
+                    # exec.go evalPipeline turns a nil interface result into an invalid Value: <no value>
+                    text = go_format(NO_VALUE if v is None else v)
                     budget.emit(len(text))
                     out.append(text)
             elif b.kind in ("if", "with"):
@@ -450,6 +455,10 @@ class Template:
         return self._arg(pipe, first, dot, scope)
 
     def _call(self, pipe: _Pipe, name: str, fn: Callable[..., Any], args: list[Any]) -> Any:
+        want, variadic = _arity(fn)
+        if len(args) < want or (not variadic and len(args) > want):
+            raise self._err(pipe, f"wrong number of args for {name}: want {'at least ' if variadic else ''}{want} "
+                                  f"got {len(args)}")
         try:
             result = fn(*args)
         except (TemplateError, BudgetExceeded):
@@ -508,6 +517,25 @@ class Template:
         return val
 
 
+_ARITY: weakref.WeakKeyDictionary[Any, tuple[int, bool]] = weakref.WeakKeyDictionary()
+
+
+def _arity(fn: Callable[..., Any]) -> tuple[int, bool]:
+    """(fixed parameters, variadic) of a template function, as exec.go evalCall checks them before calling."""
+    hit = _ARITY.get(fn)
+    if hit is None:
+        import inspect
+
+        params = inspect.signature(fn).parameters.values()
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        required = sum(1 for p in positional if p.default is p.empty)
+        variadic = any(p.kind == p.VAR_POSITIONAL for p in params) or required < len(positional)
+        hit = (required, variadic)  # a Python default stands for a Go variadic tail
+        with contextlib.suppress(TypeError):  # not weak-referenceable: not cached
+            _ARITY[fn] = hit
+    return hit
+
+
 def _go_type(v: Any) -> str:
     if isinstance(v, bool):
         return "bool"
@@ -524,13 +552,16 @@ MAX_TEMPLATE_SIZE = 64 * 1024
 
 
 def parse_template(src: str, sprig: bool = True, size_capped: bool = True) -> Template:
-    """template.NewHelper: parse (errors are TemplateError with NFD's wording)."""
+    """template.NewHelper: parse (errors are TemplateError with NFD's wording).
+
+    v0.19 (`size_capped`) also removed Sprig's env, expandenv and getHostByName (commit 0c99ca0fb).
+    """
     from console.nfd.template_funcs import function_map
 
     if size_capped and len(src) > MAX_TEMPLATE_SIZE:
         raise TemplateError(f"template exceeds maximum allowed size: {len(src)} bytes > {MAX_TEMPLATE_SIZE} limit")
     try:
-        return Template(src, function_map(sprig))
+        return Template(src, function_map(sprig, host_funcs=not size_capped))
     except TemplateError as exc:
         raise TemplateError(f"invalid template: {exc}") from None
     except RecursionError:

@@ -162,6 +162,16 @@ def auto_prefix_mode(v: NfdVersion, disable_auto_prefix: bool) -> str:
     return "keep-unprefixed" if v.at_least(18) else "drop-unprefixed"
 
 
+def resource_labels_supported(v: NfdVersion) -> bool:
+    """nfd-master -resource-labels / config resourceLabels: v0.6.0 to v0.16.x (removed in v0.17.0)."""
+    return v.at_least(6) and not v.at_least(17)
+
+
+def resource_labels_validated(v: NfdVersion) -> bool:
+    """v0.13+: labels turned into extended resources also pass filterExtendedResources (names, quantities)."""
+    return v.at_least(13)
+
+
 def tracks_annotations(v: NfdVersion) -> bool:
     """`feature-annotations` tracking annotation (v0.15)."""
     return v.at_least(15)
