@@ -2,8 +2,8 @@
 
 Exit codes: 0 ok; 1 invalid rule / evaluation failed; 2 usage (e.g. `--hook-timeout nan`, an invalid
 `--label-whitelist` regexp); 4 `nfd local` interrupted by SIGINT/SIGTERM (the running hook's whole
-process tree is killed first). `apply` and `push` (deploying rules and files, with their own exit
-codes) are in cli_nfd_deploy.py.
+process tree is killed first). `apply` (deploying rules, with its own exit codes) is in cli_nfd_deploy.py,
+`files` (hooks and feature files on the nodes) in cli_nfd_files.py.
 """
 
 from __future__ import annotations
@@ -66,9 +66,10 @@ def add_parser(subparsers: Any) -> None:
     di.add_argument("--node-name", default=None)
     di.add_argument("-o", "--output", choices=("labels", "json", "nodefeature"), default="labels")
 
-    from console import cli_nfd_deploy
+    from console import cli_nfd_deploy, cli_nfd_files
 
-    cli_nfd_deploy.add_parsers(sub)  # apply, push: the cluster-changing commands, in their own module
+    cli_nfd_deploy.add_parsers(sub)  # apply: the cluster-changing commands, in their own modules
+    cli_nfd_files.add_parser(sub)
 
 
 def _positive_seconds(value: str) -> float:
@@ -154,10 +155,14 @@ def run(args: argparse.Namespace) -> int:
     from console.nfd.rules import RuleError
     from console.nfd.versions import UnsupportedVersion
 
-    if args.nfd_command in ("apply", "push"):
+    if args.nfd_command == "apply":
         from console import cli_nfd_deploy
 
         return cli_nfd_deploy.run(args)
+    if args.nfd_command == "files":
+        from console import cli_nfd_files
+
+        return cli_nfd_files.run(args)
     handlers = {"dryrun": _dryrun, "local": _local, "validate": _validate, "discover": _discover}
     try:
         return handlers[args.nfd_command](args)

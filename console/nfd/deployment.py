@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from console.nfd import versions as V
+from console.nfd.master import MasterConfig
 
 FileKind = Literal["hook", "feature"]
 
@@ -33,6 +34,7 @@ class Mount:
 @dataclass(frozen=True)
 class WorkerConfig:
     sleep_interval: float = 60.0
+    hooks_enabled: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,9 @@ class NfdDeployment:
     worker: Any
     node_feature_api: bool
     mounts: Mapping[FileKind, Mount] = field(default_factory=dict)
+
+    def master_config(self) -> MasterConfig:
+        return MasterConfig(version=self.version or V.CURRENT)
 
     def worker_config(self) -> WorkerConfig:
         return WorkerConfig()
