@@ -38,6 +38,9 @@ from console.cli_nfd_deploy import EXIT_BACKEND, EXIT_DECLINED, EXIT_FAILED, EXI
 
 EXIT_NOT_SEEN = 3
 WAIT_MARGIN = 15.0  # seconds past the worker's sleep interval: nfd-master's update and the watch event
+# a ConfigMap volume reaches the pod after the kubelet's sync period plus its ConfigMap cache TTL (1 min each by
+# default: kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-automatically)
+PROJECTION_MARGIN = 120.0
 KINDS = ("hook", "feature")
 
 
@@ -121,6 +124,7 @@ class _Ctx:
         except ConfigError as e:
             raise Stop(EXIT_USAGE, "error", str(e), "bad-config") from e
         self.guard = Guard.from_settings(self.settings)
+        self.previews: dict[tuple[str, str, str, str], Any] = {}
         self.api = _connect(self.settings)
         self.deployment = self._discover()
 
@@ -139,14 +143,18 @@ class _Ctx:
         return found
 
     def _call(self, fn: Any) -> Any:
-        """The Kubernetes API unusable (unreachable, TLS, 401, 403 while reading) → exit 6."""
+        """The Kubernetes API unusable (unreachable, TLS, 401, 403 while reading) → exit 6; a ConfigMap target's
+        store errors as `nfd apply` words them (conflict / rejected → 1, RBAC refusal → 2)."""
         import urllib3
         from kubernetes.client.exceptions import ApiException
 
-        from console.cli_nfd_deploy import _unreachable
+        from console.cli_nfd_deploy import _backend_error, _unreachable
+        from console.kube.nfdstore import NfdStoreError
 
         try:
             return fn()
+        except NfdStoreError as e:
+            raise _backend_error(e, "the ConfigMap volume", self.settings) from e
         except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
             if isinstance(e, ApiException) and e.status == 400:
                 raise Stop(EXIT_USAGE, "error", f"the API server refused the request: {e.reason} "
@@ -155,10 +163,18 @@ class _Ctx:
 
     def target(self, kind: str) -> Any:
         from console.kube.nfdfiles import FileTargetError, file_target
+        from console.kube.nfdstore import NfdStoreError
 
+        access = None
+        mount = self.deployment.mounts.get(kind)
+        if mount is not None and mount.source == "configMap":  # refuse unsent what RBAC would refuse
+            from console.kube.access import review
+
+            access = review(self.api, self.settings)
         try:
-            return file_target(self.deployment, kind, api_client=self.api, settings=self.settings, guard=self.guard)  # type: ignore[arg-type]
-        except FileTargetError as e:
+            return file_target(self.deployment, kind, api_client=self.api, settings=self.settings,  # type: ignore[arg-type]
+                               guard=self.guard, access=access)
+        except (FileTargetError, NfdStoreError) as e:
             raise Stop(EXIT_USAGE, "refused", str(e), "unwritable-mount") from e
 
     def nodes(self, target: Any, args: argparse.Namespace) -> list[str]:
@@ -264,10 +280,15 @@ def _read_file(path: str) -> str:
 
 
 def _labels(ctx: _Ctx, kind: str, name: str, content: str, node: str) -> tuple[dict[str, str], list[str]]:
-    """The labels the file gives `node` with this cluster's NFD (console/nfd_preview.preview_file), and notes."""
+    """The labels the file gives `node` with this cluster's NFD (console/nfd_preview.preview_file), and notes.
+    A feature file gives every node the same; a hook runs (here, with NODE_NAME) once per node."""
     from console.nfd_preview import preview_file
 
-    p = preview_file(kind, name, content, ctx.version(), config=ctx.deployment.master_config(), node_name=node)
+    key = (kind, name, content, node if kind == "hook" else "")
+    if key not in ctx.previews:
+        ctx.previews[key] = preview_file(kind, name, content, ctx.version(), config=ctx.deployment.master_config(),
+                                         node_name=node)
+    p = ctx.previews[key]
     notes = [*p.warnings, *([p.note] if p.note else []), *(f"dropped {d.key}: {d.reason}" for d in p.dropped)]
     if kind == "hook" and not ctx.hooks_run():
         return {}, [f"NFD {ctx.version()} does not run hooks here (sources.local.hooksEnabled / v0.17+): "
@@ -416,11 +437,11 @@ def _change(args: argparse.Namespace, name: str, content: str | None) -> tuple[d
     failed = [r.node for r in results if not r.ok]
     report = [f"  {r.node}: " + (f"FAILED: {r.error}" if not r.ok else "written" if r.changed and content is not None
                                  else "removed" if r.changed else "already so") for r in results]
-    text = [plan, f"{verb} {name}:", *report]
+    text = [f"{verb} {name}:", *report]  # the plan went to stderr before the confirmation
     wait_on = {n: expected[n] for n in todo if n not in failed and expected.get(n)}
     code, status = (EXIT_FAILED, "failed") if failed else (EXIT_OK, "done")
     if wait_on and not args.no_wait:
-        seen = _wait(ctx, wait_on, args.output != "json")
+        seen = _wait(ctx, wait_on, args.output != "json", projected=target.mount.source == "configMap")
         late = [n for n in wait_on if seen.get(n) != dict(wait_on[n])]
         for row in rows:
             if row["node"] in seen:
@@ -437,10 +458,12 @@ def _change(args: argparse.Namespace, name: str, content: str | None) -> tuple[d
     return {**base, "status": status, "message": msg, "nodes": rows, "failed": failed}, "\n".join(text), code
 
 
-def _wait(ctx: _Ctx, expected: Mapping[str, Mapping[str, str | None]], show: bool) -> dict[str, Any]:
+def _wait(ctx: _Ctx, expected: Mapping[str, Mapping[str, str | None]], show: bool, *,
+          projected: bool) -> dict[str, Any]:
     from console.kube.nfdfiles import wait_relabel
 
-    timeout = float(ctx.deployment.worker_config().sleep_interval) + WAIT_MARGIN
+    timeout = float(ctx.deployment.worker_config().sleep_interval) + WAIT_MARGIN + (PROJECTION_MARGIN if projected
+                                                                                   else 0.0)
 
     def progress(msg: str) -> None:
         if show:

@@ -228,7 +228,7 @@ class HostPathTarget:
         return target_nodes(self.api, self.deployment.worker, selector, names)
 
     def _run(self, node: str, script: str) -> sh.ScriptOutput:
-        """Run `script` on `node`; FileTargetError with the node's reason when it did not run to its end."""
+        """Run `script` on `node`; FileTargetError saying why when it did not run to its end."""
         from console.kube.nodeshell import NodeAccessError
 
         try:
@@ -236,14 +236,14 @@ class HostPathTarget:
                 self.access.prepare(node)
             res = self.access.run(node, script, timeout=self.timeout)
         except NodeAccessError as e:
-            raise FileTargetError(f"{node}: {e}") from e
+            raise FileTargetError(str(e)) from e
         out = sh.parse_output(res.output)
         if out.error:
-            raise FileTargetError(f"{node}: {out.error}")
+            raise FileTargetError(out.error)
         if res.exit_code is None:
-            raise FileTargetError(f"{node}: no exit status ({res.tail()})")
+            raise FileTargetError(f"no exit status from {node} ({res.tail()})")
         if not res.ok or not out.ended:
-            raise FileTargetError(f"{node}: the script exited {res.exit_code}"
+            raise FileTargetError(f"the script on {node} exited {res.exit_code}"
                                   f"{'' if out.ended else ' before its end'} ({res.tail()})")
         return out
 
@@ -269,7 +269,10 @@ class HostPathTarget:
 
     def read(self, node: str, name: str) -> str | None:
         check_name(name)
-        out = self._run(node, sh.read_script(self.directory, name))
+        try:
+            out = self._run(node, sh.read_script(self.directory, name))
+        except FileTargetError as e:
+            raise FileTargetError(f"{node}: {e}") from e
         if out.has("absent"):
             return None
         try:

@@ -212,7 +212,7 @@ def test_a_failed_rename_leaves_nothing_half_written(tmp_path, shell, audit):
     _shim(nodes.shims, "mv", 'echo "mv: cannot move: Operation not permitted" >&2; exit 1\n')
     res = t.push("rack.feature", "rack=new\n", ["w1", "w2"])
     assert [r.ok for r in res] == [False, False]
-    assert "cannot rename" in res[0].error and res[0].error.startswith("w1: ")
+    assert "cannot rename" in res[0].error and "rack.feature" in res[0].error
     for n in ("w1", "w2"):
         d = nodes.node_dir(n)
         assert os.listdir(d) == ["rack.feature"] and (d / "rack.feature").read_text() == "rack=old\n"
@@ -259,7 +259,7 @@ def test_one_node_refused_the_others_written(tmp_path, shell, audit):
     assert not nodes.node_dir("w2").exists()
     assert audit.entries()[-1]["result"] == "partial"
     listing = {ls.node: ls for ls in t.list(NODES)}
-    assert listing["w2"].error.startswith("w2: ") and listing["w2"].files == ()
+    assert "PodSecurity" in listing["w2"].error and listing["w2"].files == ()
     assert differences(list(listing.values())) == []  # an unreadable node is not "missing" the file
 
 
