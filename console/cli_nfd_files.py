@@ -21,7 +21,7 @@ Exit codes:
   2  usage (bad file, name, selector, no such node), refused (read-only, audit log unwritable, no NFD found, a
      mount the console cannot write)
   3  written, but the labels were not seen on every node within the wait
-  5  not confirmed (answered no, or stdin is not a terminal and --yes was not given)
+  5  not confirmed (answered no, or stdin is not a terminal and --yes was not given), or interrupted (Ctrl-C)
   6  the Kubernetes API could not be used (unreachable, TLS, 401/403 while reading), or NFD could not be read
 """
 
@@ -96,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(out, indent=1, default=str))
         return e.code
     except KeyboardInterrupt:
-        print(f"{command}: interrupted", file=sys.stderr)
+        print(f"{command}: interrupted; a node whose write had begun has the old file or the new one, never a "
+              "part (each write is a rename): `nfd files list` shows what each node has", file=sys.stderr)
         return EXIT_DECLINED
     doc["exit_code"] = code
     if args.output == "json":

@@ -324,3 +324,12 @@ def test_worker_placement_follows_the_daemonset_pod_template():
     cordoned = _node("c", {}, [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}])
     assert worker_runs_on(_Worker(), cordoned)
     assert worker_runs_on(None, cp)
+
+
+def test_the_largest_push_fits_one_exec_argument():
+    """The script is one argv string (`sh -c SCRIPT` in the debug pod, ssh's remote command): Linux caps one
+    argument at MAX_ARG_STRLEN = 32 pages = 131072 bytes (include/uapi/linux/binfmts.h)."""
+    from console.kube.nfdfiles_sh import push_script
+
+    script = push_script(HOST_DIR, "x" * 253, bytes(range(256)) * 256, 0o755, temp_outside=True)
+    assert len(script.encode()) < 131072
