@@ -216,8 +216,11 @@ def _list(args: argparse.Namespace) -> tuple[dict[str, Any], str, int]:
     for kind in [args.kind] if args.kind else list(KINDS):
         mount = ctx.deployment.mounts.get(kind)
         if mount is None or mount.source == "none":
-            doc["kinds"][kind] = {"target": "", "note": f"nfd-worker mounts nothing for {kind} files"}
-            text.append(f"{kind} files: nfd-worker mounts nothing there")
+            note = f"nfd-worker mounts nothing at {'source.d' if kind == 'hook' else 'features.d'}"
+            if kind == "hook" and not ctx.hooks_run():
+                note += f" (NFD {ctx.version()} runs no hooks here)"
+            doc["kinds"][kind] = {"target": "", "note": note}
+            text.append(f"{kind} files: {note}")
             continue
         target = ctx.target(kind)
         nodes = ctx.nodes(target, args)

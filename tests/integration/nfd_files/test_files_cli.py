@@ -48,14 +48,12 @@ def api(lab: Lab) -> Iterator[Any]:
         c.close()
 
 
-def _state(tmp_path: Path, *, config: str = "", audit_full: bool = False) -> dict[str, str]:
+def _state(tmp_path: Path, *, config: str = "") -> dict[str, str]:
     state, cfg = tmp_path / "state", tmp_path / "config"
     (state / "console").mkdir(parents=True, exist_ok=True)
     (cfg / "console").mkdir(parents=True, exist_ok=True)
     if config:
         (cfg / "console" / "config.yaml").write_text(config)
-    if audit_full:
-        (state / "console" / "audit.log").symlink_to("/dev/full")
     return {"XDG_STATE_HOME": str(state), "XDG_CONFIG_HOME": str(cfg)}
 
 
@@ -218,15 +216,17 @@ def test_a_node_whose_access_fails_reports_it_the_others_get_the_file(lab, api, 
             "kubernetes.io/hostname in (kube-worker01,kube-worker03)", "--yes")
 
 
-@pytest.mark.parametrize("how", ["read-only", "audit-unwritable"])
-def test_refused_before_any_node_is_touched(lab, api, tmp_path, how):
-    env = _state(tmp_path, config="read_only: true\n" if how == "read-only" else "", audit_full=how != "read-only")
+def test_read_only_refuses_before_any_node_is_touched(lab, api, tmp_path):
+    """read_only: true in the config file (the guard: console/guard.py; the audit log's own refusals are
+    tests/unit/test_guard.py's)."""
+    env = _state(tmp_path, config="read_only: true\n")
     f = tmp_path / "ro.feature"
     f.write_text("ro=1\n")
     code, doc, err = console(lab, env, "nfd", "files", "push", str(f), "--kind", "feature", "--node",
                              "kube-worker01", "--yes")
-    assert (code, doc["error"]) == (2, how), err
-    assert not (features_d(lab, "kube-worker01") / "ro.feature").exists()
+    assert (code, doc["error"]) == (2, "read-only"), err
+    assert doc["message"].startswith("read-only: push of feature file ro.feature on kube-worker01")
+    assert not (features_d(lab, "kube-worker01") / "ro.feature").exists() and audit(env) == []
 
 
 def test_usage_errors(lab, tmp_path):
