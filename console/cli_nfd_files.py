@@ -299,6 +299,9 @@ def _labels(ctx: _Ctx, kind: str, name: str, content: str, node: str) -> tuple[d
                     "no labels", *notes]
     if p.hook is not None and not p.hook.ok:
         notes.append(f"hook {name} failed here: {p.hook.error}")
+    elif kind == "hook" and p.labels:
+        notes.append("the hook ran here, on this machine: on the node it reads the node's own files, so its "
+                     "values (and the keys it prints) may differ")
     return dict(p.labels), notes
 
 
@@ -335,12 +338,13 @@ def _node_labels(ctx: _Ctx, nodes: Sequence[str]) -> dict[str, dict[str, str]]:
             for n in items if n["metadata"]["name"] in wanted}
 
 
-def _plan(ctx: _Ctx, target: Any, args: argparse.Namespace, name: str, content: str | None
-          ) -> tuple[list[str], list[dict[str, Any]], dict[str, dict[str, str | None]]]:
-    """(nodes, per-node plan rows, expected labels per node) for a push (content) or a removal (None)."""
+def _plan(ctx: _Ctx, target: Any, nodes: Sequence[str], args: argparse.Namespace, name: str, content: str | None
+          ) -> tuple[list[dict[str, Any]], dict[str, dict[str, str | None]]]:
+    """(per-node plan rows, expected labels per node) for a push (content) or a removal (None)."""
     import hashlib
 
-    nodes = ctx.nodes(target, args)
+    from console.kube.nfdfiles import PRESENT
+
     listings = {ls.node: ls for ls in target.list(nodes)}
     old = _old_labels(ctx, target, args.kind, name, list(listings.values()))
     current = _node_labels(ctx, nodes)
@@ -360,10 +364,12 @@ def _plan(ctx: _Ctx, target: Any, args: argparse.Namespace, name: str, content: 
         want.update(new)
         now = current.get(node, {})
         change = {k: {"now": now.get(k), "then": v} for k, v in sorted(want.items()) if now.get(k) != v}
+        if args.kind == "hook":  # its values on the node are its own: wait for the keys, whatever their value
+            want.update(dict.fromkeys(new, PRESENT))
         rows.append({"node": node, "action": action, "now_sha256": have.sha256 if have else "",
                      "labels": new, "label_changes": change, "notes": notes, "list_error": ls.error})
         expected[node] = want
-    return nodes, rows, expected
+    return rows, expected
 
 
 def _plan_text(target: Any, verb: str, name: str, rows: Sequence[Mapping[str, Any]]) -> str:
@@ -405,11 +411,18 @@ def _rm(args: argparse.Namespace) -> tuple[dict[str, Any], str, int]:
 def _change(args: argparse.Namespace, name: str, content: str | None) -> tuple[dict[str, Any], str, int]:
     from console.cli_nfd_deploy import _confirm, _refuse_or_stop
     from console.guard import GuardRefusal
+    from console.kube.nfdfiles import labels_match
 
     ctx = _Ctx(args)
     target = ctx.target(args.kind)
     verb = "push" if content is not None else "remove"
-    nodes, rows, expected = _plan(ctx, target, args, name, content)
+    nodes = ctx.nodes(target, args)
+    if not args.dry_run:  # refused before any node is reached (listing them runs node-debug pods)
+        try:
+            ctx.guard.check(f"{verb} of {args.kind} file {name} on {', '.join(nodes)}")
+        except GuardRefusal as e:
+            raise _refuse_or_stop(e) from e
+    rows, expected = _plan(ctx, target, nodes, args, name, content)
     plan = _plan_text(target, verb.capitalize(), name, rows)
     base = {"kind": args.kind, "name": name, "target": target.description, "dry_run": bool(args.dry_run),
             "namespace": ctx.deployment.namespace, "nfd_version": str(ctx.version())}
@@ -420,11 +433,6 @@ def _change(args: argparse.Namespace, name: str, content: str | None) -> tuple[d
     if args.dry_run:
         msg = f"dry run: would {verb} {name} on {', '.join(todo)}; nothing was changed"
         return {**base, "status": "dry-run", "message": msg, "nodes": rows}, plan + "\n" + msg, EXIT_OK
-    what = f"{verb} of {args.kind} file {name} on {', '.join(todo)}"
-    try:
-        ctx.guard.check(what)
-    except GuardRefusal as e:
-        raise _refuse_or_stop(e) from e
     if args.output != "json":
         print(plan, file=sys.stderr)
     _confirm(args, f"{verb.capitalize()} {args.kind} file {name} on {len(todo)} node(s): {', '.join(todo)}?")
@@ -446,11 +454,11 @@ def _change(args: argparse.Namespace, name: str, content: str | None) -> tuple[d
     code, status = (EXIT_FAILED, "failed") if failed else (EXIT_OK, "done")
     if wait_on and not args.no_wait:
         seen = _wait(ctx, wait_on, args.output != "json", projected=target.mount.source == "configMap")
-        late = [n for n in wait_on if seen.get(n) != dict(wait_on[n])]
+        late = [n for n in wait_on if not labels_match(seen.get(n) or {}, wait_on[n])]
         for row in rows:
             if row["node"] in seen:
                 row["labels_seen"], row["relabelled"] = seen[row["node"]], row["node"] not in late
-        text += [f"  {n}: labels now " + ", ".join(f"{k}={v}" if v is not None else f"-{k}"
+        text += [f"  {n}: labels now " + ", ".join(f"{k}={v}" if v is not None else f"{k} absent"
                                                     for k, v in sorted(seen[n].items())) for n in seen]
         if late and not failed:
             code, status = EXIT_NOT_SEEN, "not-relabelled"

@@ -364,13 +364,24 @@ def file_target(deployment: NfdDeployment, kind: FileKind, *, api_client: Any, s
 # -- waiting for nfd-master to relabel ----------------------------------------------------------------------
 
 
+# an expected value meaning "present, whatever its value" (a hook's output on the node is not known in advance);
+# never a label value: those are alphanumerics, '-', '_' and '.' (k8s.io/apimachinery validation IsValidLabelValue)
+PRESENT = "*"
+
+
 def _seen(labels: Mapping[str, str], want: Mapping[str, str | None]) -> dict[str, str | None]:
     return {k: labels.get(k) for k in want}
 
 
+def labels_match(seen: Mapping[str, str | None], want: Mapping[str, str | None]) -> bool:
+    """Whether labels seen (label -> value, None: absent) are as wanted (a value, None: absent, PRESENT: any)."""
+    return all(seen.get(k) is not None if v == PRESENT else seen.get(k) == v for k, v in want.items())
+
+
 def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None]], *, timeout: float,
                  progress: Callable[[str], None] = lambda _msg: None) -> dict[str, dict[str, str | None]]:
-    """Watch the nodes until each node's labels are as `expected` (node -> label -> value, None: absent) or
+    """Watch the nodes until each node's labels are as `expected` (node -> label -> value, None: absent, PRESENT:
+    any value) or
     `timeout` seconds pass; node -> label -> value seen last (None: absent). One watch: on the one node by
     `metadata.name` field selector, else on all nodes from the list's resourceVersion (field selectors have
     no OR); it restarts after a 410 Gone or a closed stream, as client-go's reflector does."""
@@ -391,7 +402,7 @@ def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None
             return
         seen[name] = _seen((obj.get("metadata") or {}).get("labels") or {}, expected[name])
         was = len(done)
-        if seen[name] == dict(expected[name]):
+        if labels_match(seen[name], expected[name]):
             done.add(name)
         else:
             done.discard(name)

@@ -333,3 +333,11 @@ def test_the_largest_push_fits_one_exec_argument():
 
     script = push_script(HOST_DIR, "x" * 253, bytes(range(256)) * 256, 0o755, temp_outside=True)
     assert len(script.encode()) < 131072
+
+
+def test_labels_match():
+    from console.kube.nfdfiles import PRESENT, labels_match
+
+    assert labels_match({"a": "1", "b": None}, {"a": "1", "b": None})
+    assert labels_match({"a": "7"}, {"a": PRESENT}) and not labels_match({"a": None}, {"a": PRESENT})
+    assert not labels_match({"a": "2"}, {"a": "1"}) and not labels_match({"a": "1"}, {"a": None})
