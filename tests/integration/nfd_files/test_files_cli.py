@@ -11,8 +11,6 @@ tests need only the lab's API server.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +19,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 from labstart import start_lab
-from labtools import lab_env
 
-from console.kube.connection import connect
 from console.kube.nfdfiles import wait_relabel
 from console.lab.guestroot import NFD_FEATURES_D
 from console.lab.world import Lab
@@ -39,15 +35,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     yield from start_lab("default", tmp_path_factory.mktemp("lab-nfd-files"))
 
 
-@pytest.fixture(scope="module")
-def api(lab: Lab) -> Iterator[Any]:
-    c, _target = connect(str(lab.state.kubeconfig))
-    try:
-        yield c
-    finally:
-        c.close()
-
-
 def _state(tmp_path: Path, *, config: str = "") -> dict[str, str]:
     state, cfg = tmp_path / "state", tmp_path / "config"
     (state / "console").mkdir(parents=True, exist_ok=True)
@@ -55,13 +42,6 @@ def _state(tmp_path: Path, *, config: str = "") -> dict[str, str]:
     if config:
         (cfg / "console" / "config.yaml").write_text(config)
     return {"XDG_STATE_HOME": str(state), "XDG_CONFIG_HOME": str(cfg)}
-
-
-def console(lab: Lab, env: dict[str, str], *args: str) -> tuple[int, dict[str, Any], str]:
-    proc = subprocess.run([sys.executable, "-m", "console", *args, "-o", "json"], env=lab_env(lab) | env,
-                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
 
 
 def audit(env: dict[str, str]) -> list[dict[str, Any]]:
@@ -144,12 +124,12 @@ def test_wait_relabel_returns_what_it_saw_at_the_timeout(api):
 # -- the CLI (needs the merge: guestfs, labnfd, discovery) ---------------------------------------------------
 
 
-def test_push_a_feature_file_to_one_node_then_remove_it(lab, api, tmp_path):
+def test_push_a_feature_file_to_one_node_then_remove_it(lab, api, cli, tmp_path):
     env = _state(tmp_path)
     f = tmp_path / "rack.feature"
     f.write_text("rack=r42\n")
     cms = config_maps(api)
-    code, doc, err = console(lab, env, "nfd", "files", "push", str(f), "--kind", "feature", "--node",
+    code, doc, err = cli(env, "nfd", "files", "push", str(f), "--kind", "feature", "--node",
                              "kube-worker01", "--dry-run")
     assert (code, doc["status"]) == (0, "dry-run"), err
     (row,) = doc["nodes"]
@@ -157,7 +137,7 @@ def test_push_a_feature_file_to_one_node_then_remove_it(lab, api, tmp_path):
     assert row["labels"] == {f"{FNS}/rack": "r42"}
     assert not (features_d(lab, "kube-worker01") / "rack.feature").exists()
 
-    code, doc, err = console(lab, env, "nfd", "files", "push", str(f), "--kind", "feature", "--node",
+    code, doc, err = cli(env, "nfd", "files", "push", str(f), "--kind", "feature", "--node",
                              "kube-worker01", "--yes")
     assert (code, doc["status"]) == (0, "done"), err
     assert doc["target"] == f"hostPath {NFD_FEATURES_D} on each node"
@@ -172,17 +152,17 @@ def test_push_a_feature_file_to_one_node_then_remove_it(lab, api, tmp_path):
     assert [e["phase"] for e in audit(env)] == ["intent", "outcome"]
     assert audit(env)[0]["action"] == "nfd.file.push"
 
-    code, doc, err = console(lab, env, "nfd", "files", "list", "--node", "kube-worker01", "--kind", "feature")
+    code, doc, err = cli(env, "nfd", "files", "list", "--node", "kube-worker01", "--kind", "feature")
     assert code == 0, err
     (listing,) = doc["kinds"]["feature"]["nodes"]
     assert [x["name"] for x in listing["files"] if x["name"] == "rack.feature"] == ["rack.feature"]
 
-    code, doc, err = console(lab, env, "nfd", "files", "push", str(f), "--kind", "feature", "--node",
+    code, doc, err = cli(env, "nfd", "files", "push", str(f), "--kind", "feature", "--node",
                              "kube-worker01", "--yes")
     assert (code, doc["status"]) == (0, "nothing-to-do"), err
     assert len(audit(env)) == 2  # nothing written, nothing audited
 
-    code, doc, err = console(lab, env, "nfd", "files", "rm", "rack.feature", "--kind", "feature", "--node",
+    code, doc, err = cli(env, "nfd", "files", "rm", "rack.feature", "--kind", "feature", "--node",
                              "kube-worker01", "--yes")
     assert (code, doc["status"]) == (0, "done"), err
     assert f"{FNS}/rack" not in labels(api, "kube-worker01")
@@ -190,13 +170,13 @@ def test_push_a_feature_file_to_one_node_then_remove_it(lab, api, tmp_path):
     assert config_maps(api) == cms
 
 
-def test_a_node_whose_access_fails_reports_it_the_others_get_the_file(lab, api, tmp_path):
+def test_a_node_whose_access_fails_reports_it_the_others_get_the_file(lab, api, cli, tmp_path):
     env = _state(tmp_path)
     f = tmp_path / "gpu.feature"
     f.write_text("gpu-pool=a\n")
     lab.node_exec.inject_fault("exec-fail", "kube-worker02")  # its debug pods cannot start (StartError)
     try:
-        code, doc, err = console(lab, env, "nfd", "files", "push", str(f), "--kind", "feature", "--node",
+        code, doc, err = cli(env, "nfd", "files", "push", str(f), "--kind", "feature", "--node",
                                  "kube-worker01", "kube-worker02", "kube-worker03", "--yes")
     finally:
         lab.node_exec.clear_fault("exec-fail", "kube-worker02")
@@ -212,35 +192,35 @@ def test_a_node_whose_access_fails_reports_it_the_others_get_the_file(lab, api, 
         assert [p.name for p in features_d(lab, n).iterdir() if p.name.startswith(".")] == []
         assert not (features_d(lab, "kube-worker02") / "gpu.feature").exists()
     assert audit(env)[-1]["result"] == "partial"
-    console(lab, env, "nfd", "files", "rm", "gpu.feature", "--kind", "feature", "-l",
+    cli(env, "nfd", "files", "rm", "gpu.feature", "--kind", "feature", "-l",
             "kubernetes.io/hostname in (kube-worker01,kube-worker03)", "--yes")
 
 
-def test_read_only_refuses_before_any_node_is_touched(lab, api, tmp_path):
+def test_read_only_refuses_before_any_node_is_touched(lab, api, cli, tmp_path):
     """read_only: true in the config file (the guard: console/guard.py; the audit log's own refusals are
     tests/unit/test_guard.py's)."""
     env = _state(tmp_path, config="read_only: true\n")
     f = tmp_path / "ro.feature"
     f.write_text("ro=1\n")
-    code, doc, err = console(lab, env, "nfd", "files", "push", str(f), "--kind", "feature", "--node",
+    code, doc, err = cli(env, "nfd", "files", "push", str(f), "--kind", "feature", "--node",
                              "kube-worker01", "--yes")
     assert (code, doc["error"]) == (2, "read-only"), err
     assert doc["message"].startswith("read-only: push of feature file ro.feature on kube-worker01")
     assert not (features_d(lab, "kube-worker01") / "ro.feature").exists() and audit(env) == []
 
 
-def test_usage_errors(lab, tmp_path):
+def test_usage_errors(cli, tmp_path):
     env = _state(tmp_path)
     big = tmp_path / "big.feature"
     big.write_text("x" * 65537)
-    code, doc, err = console(lab, env, "nfd", "files", "push", str(big), "--kind", "feature", "--node",
+    code, doc, err = cli(env, "nfd", "files", "push", str(big), "--kind", "feature", "--node",
                              "kube-worker01", "--yes")
     assert (code, doc["error"]) == (2, "bad-file"), err
     ok = tmp_path / "ok.feature"
     ok.write_text("a=1\n")
-    code, doc, err = console(lab, env, "nfd", "files", "push", str(ok), "--name", ".hidden", "--kind", "feature",
+    code, doc, err = cli(env, "nfd", "files", "push", str(ok), "--name", ".hidden", "--kind", "feature",
                              "--node", "kube-worker01", "--yes")
     assert (code, doc["error"]) == (2, "bad-name"), err
-    code, doc, err = console(lab, env, "nfd", "files", "push", str(ok), "--kind", "feature", "--node", "no-such",
+    code, doc, err = cli(env, "nfd", "files", "push", str(ok), "--kind", "feature", "--node", "no-such",
                              "--yes")
     assert (code, doc["error"]) == (2, "no-such-node"), err

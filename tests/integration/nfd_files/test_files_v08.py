@@ -12,19 +12,13 @@ discovery (discover_nfd).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 from labstart import start_lab
-from labtools import lab_env
 
-from console.kube.connection import connect
 from console.lab.guestroot import NFD_SOURCE_D
 from console.lab.world import Lab
 
@@ -43,31 +37,15 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     yield from start_lab("seed-live", tmp_path_factory.mktemp("lab-nfd-files-v08"))
 
 
-@pytest.fixture(scope="module")
-def api(lab: Lab) -> Iterator[Any]:
-    c, _target = connect(str(lab.state.kubeconfig))
-    try:
-        yield c
-    finally:
-        c.close()
-
-
-def console(lab: Lab, tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
-    proc = subprocess.run([sys.executable, "-m", "console", *args, "-o", "json"], env=lab_env(lab) | env,
-                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
-
-
 def labels(api: Any, node: str) -> dict[str, str]:
     return client.CoreV1Api(api).read_node(node).metadata.labels or {}
 
 
-def test_a_hook_on_one_node_labels_that_node_as_the_preview_says(lab, api, tmp_path):
+def test_a_hook_on_one_node_labels_that_node_as_the_preview_says(lab, api, cli, tmp_path):
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
     hook = tmp_path / "pid-max"
     hook.write_text(HOOK)
-    code, doc, err = console(lab, tmp_path, "nfd", "files", "push", str(hook), "--kind", "hook", "--node",
+    code, doc, err = cli(env, "nfd", "files", "push", str(hook), "--kind", "hook", "--node",
                              "kube-worker01", "--yes")
     assert (code, doc["status"], doc["nfd_version"]) == (0, "done", "v0.8.2"), err
     (row,) = doc["nodes"]
@@ -83,7 +61,7 @@ def test_a_hook_on_one_node_labels_that_node_as_the_preview_says(lab, api, tmp_p
     assert [p.name for p in src.iterdir() if p.name.startswith(".")] == []
     assert [p.name for p in src.parent.iterdir() if p.name.startswith(".console-nfd.")] == []
 
-    code, doc, err = console(lab, tmp_path, "nfd", "files", "rm", "pid-max", "--kind", "hook", "--node",
+    code, doc, err = cli(env, "nfd", "files", "rm", "pid-max", "--kind", "hook", "--node",
                              "kube-worker01", "--yes")
     assert (code, doc["status"]) == (0, "done"), err
     assert f"{FNS}/pid-max-read" not in labels(api, "kube-worker01")
