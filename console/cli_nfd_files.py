@@ -417,6 +417,11 @@ def _change(args: argparse.Namespace, name: str, content: str | None) -> tuple[d
     target = ctx.target(args.kind)
     verb = "push" if content is not None else "remove"
     nodes = ctx.nodes(target, args)
+    widened: list[str] = []
+    if target.mount.source == "configMap":  # one ConfigMap reaches every node nfd-worker runs on, not a choice
+        reach = ctx._call(lambda: target.nodes())
+        widened = [n for n in reach if n not in nodes]
+        nodes = list(reach)
     if not args.dry_run:  # refused before any node is reached (listing them runs node-debug pods)
         try:
             ctx.guard.check(f"{verb} of {args.kind} file {name} on {', '.join(nodes)}")
@@ -424,8 +429,11 @@ def _change(args: argparse.Namespace, name: str, content: str | None) -> tuple[d
             raise _refuse_or_stop(e) from e
     rows, expected = _plan(ctx, target, nodes, args, name, content)
     plan = _plan_text(target, verb.capitalize(), name, rows)
+    if widened:
+        plan += (f"\nnote: {target.description} is one ConfigMap: the {verb} reaches every node nfd-worker runs on, "
+                 f"also {', '.join(widened)}")
     base = {"kind": args.kind, "name": name, "target": target.description, "dry_run": bool(args.dry_run),
-            "namespace": ctx.deployment.namespace, "nfd_version": str(ctx.version())}
+            "namespace": ctx.deployment.namespace, "nfd_version": str(ctx.version()), "also_reached": widened}
     todo = [r["node"] for r in rows if r["action"] not in ("unchanged", "absent")]
     if not todo:
         msg = f"nothing to do: {name} is already as asked on {', '.join(nodes)}"
@@ -462,8 +470,10 @@ def _change(args: argparse.Namespace, name: str, content: str | None) -> tuple[d
                                                     for k, v in sorted(seen[n].items())) for n in seen]
         if late and not failed:
             code, status = EXIT_NOT_SEEN, "not-relabelled"
-            text.append(f"not relabelled in time on {', '.join(late)}: check nfd-worker's logs on those nodes "
-                        f"(kubectl -n {ctx.deployment.namespace} logs ds/…nfd-worker) and nfd-master's")
+            worker = ctx.deployment.worker
+            text.append(f"not relabelled in time on {', '.join(late)}: check the logs of nfd-worker on those nodes "
+                        f"(DaemonSet {ctx.deployment.namespace}/{worker.name if worker else 'nfd-worker'}) and of "
+                        "nfd-master")
     msg = (f"{verb} of {name} failed on {', '.join(failed)}" if failed else
            f"{verb} of {name} done on {', '.join(todo)}")
     text.append(msg if not failed else f"error: {msg}")
