@@ -190,9 +190,18 @@ class _Ctx:
         return names
 
     def version(self) -> Any:
-        from console.nfd import versions as V
+        """The NFD version to preview with: the `nfd_version` setting over the detected one (nfd_preview)."""
+        from console.nfd_preview import resolve_version
 
-        return self.deployment.version or V.CURRENT
+        detected = self.deployment.version
+        return resolve_version(getattr(self.settings, "nfd_version", None), str(detected) if detected else None)[0]
+
+    def master_config(self) -> Any:
+        """The deployed master's label options, at the version previewed."""
+        import dataclasses
+
+        config = self.deployment.master_config()
+        return config if config.version == self.version() else dataclasses.replace(config, version=self.version())
 
     def hooks_run(self) -> bool:
         """Whether this cluster's nfd-worker runs hooks (v0.17+ never; v0.14-v0.16 only with hooksEnabled)."""
@@ -290,7 +299,7 @@ def _labels(ctx: _Ctx, kind: str, name: str, content: str, node: str) -> tuple[d
 
     key = (kind, name, content, node if kind == "hook" else "")
     if key not in ctx.previews:
-        ctx.previews[key] = preview_file(kind, name, content, ctx.version(), config=ctx.deployment.master_config(),
+        ctx.previews[key] = preview_file(kind, name, content, ctx.version(), config=ctx.master_config(),
                                          node_name=node)
     p = ctx.previews[key]
     notes = [*p.warnings, *([p.note] if p.note else []), *(f"dropped {d.key}: {d.reason}" for d in p.dropped)]
