@@ -173,7 +173,7 @@ class _Ctx:
 
             access = review(self.api, self.settings)
         try:
-            return file_target(self.deployment, kind, api_client=self.api, settings=self.settings,  # type: ignore[arg-type]
+            return file_target(self.deployment, kind, api_client=self.api, settings=self.settings,
                                guard=self.guard, access=access)
         except (FileTargetError, NfdStoreError) as e:
             raise Stop(EXIT_USAGE, "refused", str(e), "unwritable-mount") from e

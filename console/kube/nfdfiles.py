@@ -98,7 +98,7 @@ def differences(listings: Sequence[NodeListing]) -> list[Difference]:
     read are left out: they are neither missing the file nor holding it)."""
     read = [ls for ls in listings if not ls.error]
     nodes = [ls.node for ls in read]
-    held: dict[tuple[str, str], dict[str, list[str]]] = {}
+    held: dict[tuple[FileKind, str], dict[str, list[str]]] = {}
     for ls in read:
         for f in ls.files:
             held.setdefault((f.kind, f.name), {}).setdefault(f.sha256, []).append(ls.node)
@@ -107,8 +107,7 @@ def differences(listings: Sequence[NodeListing]) -> list[Difference]:
         having = {n for ns in by_hash.values() for n in ns}
         missing = tuple(n for n in nodes if n not in having)
         if len(by_hash) > 1 or missing:
-            out.append(Difference(kind, name, {h: tuple(sorted(ns)) for h, ns in sorted(by_hash.items())},  # type: ignore[arg-type]
-                                  missing))
+            out.append(Difference(kind, name, {h: tuple(sorted(ns)) for h, ns in sorted(by_hash.items())}, missing))
     return out
 
 
