@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DECLINED, EXIT_BACKEND = 0, 1, 2, 5, 6
+MAX_FILE_BYTES = 1024 * 1024  # a ConfigMap's data is at most 1 MiB (Kubernetes MaxSecretSize/ConfigMap limit)
 
 
 class Stop(Exception):
@@ -297,3 +298,17 @@ def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
             p["resourceVersion"] = out["metadata"].get("resourceVersion", "")
             done.append(f"{p['action']}d {p['name']}")
     return report("applied", "applied: " + "; ".join(done) + "; nfd-master relabels the nodes")
+
+
+def _read_file(path: str, max_bytes: int = MAX_FILE_BYTES, why: str = "the most a ConfigMap holds") -> str:
+    """A local hook / feature file as UTF-8 text, at most `max_bytes` (`nfd publish`, `nfd files push`)."""
+    from console.bounded import InputError, Limits, read_capped
+
+    try:
+        data = read_capped(path, Limits(max_bytes=max_bytes, why=why))
+    except InputError as e:
+        raise Stop(EXIT_USAGE, "error", str(e), "bad-file") from e
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Stop(EXIT_USAGE, "error", f"{path}: not UTF-8 text (byte {e.start})", "bad-file") from e

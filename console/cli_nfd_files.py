@@ -278,18 +278,10 @@ def _list_text(kind: str, description: str, listings: Sequence[Any], diffs: Sequ
 
 
 def _read_file(path: str) -> str:
-    from console.bounded import InputError, Limits, read_capped
+    from console.cli_nfd_deploy import _read_file as read_text
     from console.kube.nfdfiles import MAX_FILE_BYTES
 
-    try:
-        data = read_capped(path, Limits(max_bytes=MAX_FILE_BYTES, why="nfd-worker skips larger files "
-                                                                       "(source/local/local.go MaxFeatureFileSize)"))
-    except InputError as e:
-        raise Stop(EXIT_USAGE, "error", str(e), "bad-file") from e
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise Stop(EXIT_USAGE, "error", f"{path}: not UTF-8 text (byte {e.start})", "bad-file") from e
+    return read_text(path, MAX_FILE_BYTES, "nfd-worker skips larger files (source/local/local.go MaxFeatureFileSize)")
 
 
 def _labels(ctx: _Ctx, kind: str, name: str, content: str, node: str) -> tuple[dict[str, str], list[str]]:
