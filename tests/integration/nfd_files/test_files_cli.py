@@ -152,10 +152,14 @@ def test_push_a_feature_file_to_one_node_then_remove_it(lab, api, cli, tmp_path)
     assert [e["phase"] for e in audit(env)] == ["intent", "outcome"]
     assert audit(env)[0]["action"] == "nfd.file.push"
 
-    code, doc, err = cli(env, "nfd", "files", "list", "--node", "kube-worker01", "--kind", "feature")
+    code, doc, err = cli(env, "nfd", "files", "list", "--kind", "feature")
     assert code == 0, err
-    (listing,) = doc["kinds"]["feature"]["nodes"]
-    assert [x["name"] for x in listing["files"] if x["name"] == "rack.feature"] == ["rack.feature"]
+    listed = {ls["node"]: ls for ls in doc["kinds"]["feature"]["nodes"]}
+    (rack,) = [x for x in listed["kube-worker01"]["files"] if x["name"] == "rack.feature"]
+    assert (rack["size"], rack["mode"]) == (9, "0644") and len(rack["sha256"]) == 64
+    (diff,) = [d for d in doc["kinds"]["feature"]["differences"] if d["name"] == "rack.feature"]
+    assert diff["by_hash"] == {rack["sha256"]: ["kube-worker01"]}
+    assert set(diff["missing_on"]) == set(listed) - {"kube-worker01"} != set()
 
     code, doc, err = cli(env, "nfd", "files", "push", str(f), "--kind", "feature", "--node",
                              "kube-worker01", "--yes")
