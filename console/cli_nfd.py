@@ -3,8 +3,9 @@
 Exit codes: 0 ok; 1 invalid rule / evaluation failed, or `--from-cluster` found no NFD; 2 usage (e.g.
 `--hook-timeout nan`, an invalid `--label-whitelist` regexp, a bad `--master-config` / `--worker-config`;
 JSON with -o json); 6 `--from-cluster` could not reach the cluster; 4 `nfd local` interrupted by
-SIGINT/SIGTERM (the running hook's whole process tree is killed first). `apply` and `push` (deploying
-rules and files, with their own exit codes) are in cli_nfd_deploy.py.
+SIGINT/SIGTERM (the running hook's whole process tree is killed first). `apply` (deploying rules, with its own
+exit codes) is in cli_nfd_deploy.py, `files` (hooks and feature files on the nodes) in cli_nfd_files.py,
+`status` (how the cluster runs NFD; 3 = no NFD) in cli_nfd_status.py, `publish` in cli_nfd_publish.py.
 """
 
 from __future__ import annotations
@@ -65,9 +66,10 @@ def add_parser(subparsers: Any) -> None:
     di.add_argument("--node-name", default=None)
     di.add_argument("-o", "--output", choices=("labels", "json", "nodefeature"), default="labels")
 
-    from console import cli_nfd_deploy
+    from console import cli_nfd_deploy, cli_nfd_files
 
-    cli_nfd_deploy.add_parsers(sub)  # apply, push: the cluster-changing commands, in their own module
+    cli_nfd_deploy.add_parsers(sub)  # apply: the cluster-changing commands, in their own modules
+    cli_nfd_files.add_parser(sub)
     from console import cli_nfd_status
 
     cli_nfd_status.register(sub)  # status: how the cluster runs NFD
@@ -157,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     from console.nfd.rules import RuleError
     from console.nfd.versions import UnsupportedVersion
 
-    if args.nfd_command in ("apply", "push"):
+    if args.nfd_command == "apply":
         from console import cli_nfd_deploy
 
         return cli_nfd_deploy.run(args)
@@ -169,6 +171,10 @@ def run(args: argparse.Namespace) -> int:
         from console import cli_nfd_publish
 
         return cli_nfd_publish.run(args)
+    if args.nfd_command == "files":
+        from console import cli_nfd_files
+
+        return cli_nfd_files.run(args)
     from console.cli_nfd_flags import FlagStop
 
     handlers = {"dryrun": _dryrun, "local": _local, "validate": _validate, "discover": _discover}

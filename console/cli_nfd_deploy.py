@@ -1,13 +1,10 @@
-"""`console nfd apply` and `console nfd push`: deploy NodeFeatureRules and NFD files headless.
+"""`console nfd apply`: deploy NodeFeatureRules headless (hooks and feature files: `nfd files`, cli_nfd_files.py).
 
     console nfd apply -f RULE.yaml [-f ...] [--dry-run] [--yes] [-o json]
-    console nfd push {hook|feature} NAME FILE [--group GROUP] [--dry-run] [--yes] [-o json]
 
 `apply` creates each NodeFeatureRule that does not exist and replaces the ones that do, with the
 resourceVersion it read (a concurrent change gives a 409 and nothing is overwritten), after validating it
-as nfd-master would and a server-side dry-run. `push` writes one hook (source.d) or feature file
-(features.d) into the configured hook store — the one the TUI's hooks screen uses (`hook_store`,
-`hook_dir` in config.yaml) — with the version it read. Both print a diff first and ask to confirm unless
+as nfd-master would and a server-side dry-run. It prints a diff first and asks to confirm unless
 --yes; identical content is "nothing to do" (nothing written, nothing audited). Every write goes through
 the session's Guard (console/guard.py): read-only refuses, and the audit intent is on disk before the write.
 
@@ -47,19 +44,12 @@ class Stop(Exception):
 
 
 def add_parsers(sub: Any) -> None:
-    """`apply` and `push` under `console nfd`."""
+    """`apply` under `console nfd`."""
     ap = sub.add_parser("apply", help="create or replace NodeFeatureRule(s) on the cluster (diff, confirm)",
                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-f", "--filename", dest="rule", required=True, action="append",
                     help="YAML with NodeFeatureRule document(s)")
     _common(ap)
-    pu = sub.add_parser("push", help="write a hook or feature file into the configured hook store (diff, confirm)",
-                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    pu.add_argument("kind", choices=("hook", "feature"))
-    pu.add_argument("name", metavar="NAME", help="file name in source.d / features.d (a ConfigMap key)")
-    pu.add_argument("file", metavar="FILE", help="local file with the content")
-    pu.add_argument("--group", default=None, help="node group of the ConfigMap store (default: workers)")
-    _common(pu)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -71,7 +61,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     command = f"nfd {args.nfd_command}"
     try:
-        doc, text = (_apply if args.nfd_command == "apply" else _push)(args)
+        doc, text = _apply(args)
     except Stop as e:
         print(f"{command}: {e}", file=sys.stderr)
         if args.output == "json":
@@ -310,57 +300,15 @@ def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return report("applied", "applied: " + "; ".join(done) + "; nfd-master relabels the nodes")
 
 
-# -- push -----------------------------------------------------------------------------------------------------
-
-
-def _read_file(path: str) -> str:
+def _read_file(path: str, max_bytes: int = MAX_FILE_BYTES, why: str = "the most a ConfigMap holds") -> str:
+    """A local hook / feature file as UTF-8 text, at most `max_bytes` (`nfd publish`, `nfd files push`)."""
     from console.bounded import InputError, Limits, read_capped
 
     try:
-        data = read_capped(path, Limits(max_bytes=MAX_FILE_BYTES, why="the most a ConfigMap holds"))
+        data = read_capped(path, Limits(max_bytes=max_bytes, why=why))
     except InputError as e:
         raise Stop(EXIT_USAGE, "error", str(e), "bad-file") from e
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise Stop(EXIT_USAGE, "error", f"{path}: not UTF-8 text (byte {e.start})", "bad-file") from e
-
-
-def _push(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
-    from console.guard import Guard
-    from console.kube.nfdstore import DEFAULT_GROUP, hook_store
-
-    content = _read_file(args.file)
-    settings = _settings(args)
-    guard = Guard.from_settings(settings)
-    api = None if settings.hook_store == "directory" else _connect(settings)
-    with _store_errors(f"reading {args.kind} {args.name}", settings):
-        store = hook_store(settings, api, args.group or DEFAULT_GROUP, guard=guard)
-        current = store.get(args.kind, args.name)
-    where = f"{store.location(args.kind)}:{args.name}"
-    base = {"kind": args.kind, "name": args.name, "target": where, "dry_run": bool(args.dry_run),
-            "exit_code": EXIT_OK}
-    if current is not None and current.content == content:
-        message = f"nothing to do: {where} already has this content"
-        return {**base, "status": "nothing-to-do", "message": message, "diff": ""}, message
-    diff = _diff(current.content if current else "", content, f"{where} (store)" if current else "/dev/null",
-                 args.file)
-    action = "replace" if current else "create"
-    refused = _missing(api, settings, "hook-save") if api is not None else None
-    if args.dry_run:
-        message = f"dry run: would {action} {where}; nothing was changed"
-        doc = {**base, "status": "dry-run", "message": message, "diff": diff, "action": action}
-        if refused is not None:
-            doc |= {"error": "forbidden", **refused.extra, "message": f"{message}; a push would be {refused}"}
-        return doc, diff + doc["message"]
-    if refused is not None:
-        raise refused
-    with _store_errors(f"save of {where}", settings):
-        guard.check(f"save of {where}")
-    print(diff, file=sys.stderr)
-    _confirm(args, f"{action.capitalize()} {where}?")
-    with _store_errors(f"saving {where}", settings):
-        saved = store.save(args.kind, args.name, content, expected_version=current.version if current else "")
-    message = f"saved {saved.target} (version {saved.version})"
-    return {**base, "status": "saved", "message": message, "diff": diff, "action": action,
-            "version": saved.version}, message

@@ -1,4 +1,4 @@
-"""`console nfd apply` / `console nfd push` against the default lab, through the real kubernetes client.
+"""`console nfd apply` against the default lab, through the real kubernetes client.
 
 Create-or-replace with the resourceVersion read, like `kubectl replace` (a stale resourceVersion is a 409:
 k8s.io/apiserver/pkg/registry/generic/registry/store.go Update, "the object has been modified"); identical
@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 from labtools import lab_env
 
-from console.kube.nfdstore import CM_PREFIX, NFD_GROUP, NFD_NAMESPACE, RULES_PLURAL
+from console.kube.nfdstore import NFD_GROUP, RULES_PLURAL
 from console.lab.world import Lab
 
 pytestmark = pytest.mark.lab
@@ -79,11 +78,6 @@ def get_rule(api_client: Any, name: str) -> dict[str, Any] | None:
         if e.status == 404:
             return None
         raise
-
-
-def configmap(api_client: Any, kind: str, group: str = "workers") -> dict[str, Any]:
-    cm = client.CoreV1Api(api_client).read_namespaced_config_map(CM_PREFIX[kind] + group, NFD_NAMESPACE)
-    return {"rv": cm.metadata.resource_version, "data": dict(cm.data or {})}
 
 
 def test_apply_creates_replaces_and_identical_is_nothing_to_do(default_lab: Lab, api_client: Any,
@@ -173,8 +167,8 @@ def test_apply_conflict_when_the_rule_changes_before_the_write(default_lab: Lab,
 
 
 @pytest.mark.parametrize("how", ["flag", "config-file"])
-def test_read_only_refuses_apply_and_push_and_changes_nothing(default_lab: Lab, api_client: Any, tmp_path: Path,
-                                                              how: str) -> None:
+def test_read_only_refuses_apply_and_changes_nothing(default_lab: Lab, api_client: Any, tmp_path: Path,
+                                                     how: str) -> None:
     env = _state(tmp_path, config="read_only: true\n" if how == "config-file" else "")
     flag = ["--read-only"] if how == "flag" else []
     f = tmp_path / "rule.yaml"
@@ -187,16 +181,10 @@ def test_read_only_refuses_apply_and_push_and_changes_nothing(default_lab: Lab, 
     # the preview still works read-only
     code, doc, err = console(default_lab, env, *flag, "nfd", "apply", "-f", str(f), "--dry-run")
     assert (code, doc["status"]) == (0, "dry-run"), err
-
-    hook = tmp_path / "hook.sh"
-    hook.write_text("#!/bin/sh\necho ro=1\n")
-    before = configmap(api_client, "hook")
-    code, doc, err = console(default_lab, env, *flag, "nfd", "push", "hook", f"ro-{how}.sh", str(hook), "--yes")
-    assert (code, doc["status"], doc["error"]) == (2, "refused", "read-only"), err
-    assert configmap(api_client, "hook") == before and audit(env) == []
+    assert audit(env) == []
 
 
-def test_audit_log_on_a_full_device_refuses_apply_and_push(default_lab: Lab, api_client: Any,
+def test_audit_log_on_a_full_device_refuses_apply(default_lab: Lab, api_client: Any,
                                                            tmp_path: Path) -> None:
     env = _state(tmp_path, audit_full=True)
     log = Path(env["XDG_STATE_HOME"]) / "console" / "audit.log"
@@ -206,35 +194,3 @@ def test_audit_log_on_a_full_device_refuses_apply_and_push(default_lab: Lab, api
     assert (code, doc["status"], doc["error"]) == (2, "refused", "audit-unwritable"), err
     assert str(log) in doc["message"] and "not done" in doc["message"]
     assert get_rule(api_client, "deploy-full") is None
-    feature = tmp_path / "feat"
-    feature.write_text("full=1\n")
-    before = configmap(api_client, "feature")
-    code, doc, err = console(default_lab, env, "nfd", "push", "feature", "full", str(feature), "--yes")
-    assert (code, doc["error"]) == (2, "audit-unwritable"), err
-    assert configmap(api_client, "feature") == before
-
-
-def test_push_into_the_configured_store(default_lab: Lab, api_client: Any, tmp_path: Path) -> None:
-    env = _state(tmp_path)
-    feature = tmp_path / "gpu"
-    feature.write_text("vendor.example.com/gpu=true\n")
-    code, doc, err = console(default_lab, env, "nfd", "push", "feature", "deploy-gpu", str(feature), "--yes")
-    assert (code, doc["status"], doc["action"]) == (0, "saved", "create"), err
-    assert configmap(api_client, "feature")["data"]["deploy-gpu"] == "vendor.example.com/gpu=true\n"
-    assert [e["phase"] for e in audit(env)] == ["intent", "outcome"]
-    assert audit(env)[0]["action"] == "nfd.feature.save"
-    code, doc, err = console(default_lab, env, "nfd", "push", "feature", "deploy-gpu", str(feature), "--yes")
-    assert (code, doc["status"]) == (0, "nothing-to-do"), err
-    assert len(audit(env)) == 2
-
-    # hook_store: directory (the same function the TUI's hooks screen uses): files land in source.d
-    hooks = tmp_path / "nfd"
-    denv = _state(tmp_path / "dir", config=yaml.safe_dump({"hook_store": "directory", "hook_dir": str(hooks)}))
-    hook = tmp_path / "h.sh"
-    hook.write_text("#!/bin/sh\necho a=1\n")
-    code, doc, err = console(default_lab, denv, "nfd", "push", "hook", "h.sh", str(hook), "--yes")
-    assert (code, doc["status"]) == (0, "saved"), err
-    assert (hooks / "source.d" / "h.sh").read_text() == hook.read_text()
-    assert os.access(hooks / "source.d" / "h.sh", os.X_OK)
-    code, doc, err = console(default_lab, denv, "nfd", "push", "hook", "h.sh", str(tmp_path / "missing"), "--yes")
-    assert (code, doc["status"], doc["error"]) == (2, "error", "bad-file"), err

@@ -3,7 +3,7 @@
 The permissions are what the API server answers (SelfSubjectRulesReview, authorization.k8s.io/v1, as
 `kubectl auth can-i --list`): `scale-up … --yes` as `lab-viewer` exits 2 naming them (JSON "error": "forbidden",
 "missing": [...]) and nothing changes — Nova shows no resize, the node is not cordoned, no journal, no Lease;
-`--dry-run` reports them and exits 0; `nfd apply`/`nfd push` refuse before any write. `lab-operator` holds what
+`--dry-run` reports them and exits 0; `nfd apply` refuses before any write. `lab-operator` holds what
 a scale-up calls (console/kube/access.py action_needs), so its dry run reports nothing missing, and its
 `kubectl auth can-i` agrees.
 """
@@ -89,7 +89,7 @@ spec:
 """
 
 
-def test_viewer_nfd_apply_and_push_refuse_before_any_write(resize_lab, tmp_path):
+def test_viewer_nfd_apply_refuses_before_any_write(resize_lab, tmp_path):
     rule = tmp_path / "rule.yaml"
     rule.write_text(RULE)
     code, doc, err = _nfd(resize_lab, tmp_path, "apply", "-f", str(rule), "--yes")
@@ -100,11 +100,6 @@ def test_viewer_nfd_apply_and_push_refuse_before_any_write(resize_lab, tmp_path)
     assert "rbac-refusal" not in {r["metadata"]["name"] for r in rules}
     code, doc, err = _nfd(resize_lab, tmp_path, "apply", "-f", str(rule), "--dry-run")
     assert code == 0 and doc["status"] == "dry-run" and doc["error"] == "forbidden", err
-    hook = tmp_path / "hook.sh"
-    hook.write_text("#!/bin/sh\necho example.com/rbac=true\n")
-    code, doc, err = _nfd(resize_lab, tmp_path, "push", "hook", "rbac.sh", str(hook), "--yes")
-    assert code == 2, err
-    assert doc["error"] == "forbidden" and "create configmaps in node-feature-discovery" in doc["missing"]
 
 
 def test_viewer_revert_is_refused_at_plan_time(resize_lab, tmp_path, scale_up, h):

@@ -1,0 +1,445 @@
+"""Hooks and feature files where nfd-worker reads them: source.d / features.d as its DaemonSet mounts them.
+
+`file_target(deployment, kind, ...)` picks the store from the volume the nfd-worker DaemonSet mounts there
+(console/nfd/deployment.py Mount): a hostPath (NFD's own manifests: deployment/helm/.../worker.yaml and
+deployment/base/worker-daemonset mount /etc/kubernetes/node-feature-discovery/features.d/ from the node) is a
+HostPathTarget, which reaches each node with the node access of the scale-up runbooks (debug pod, SSH, guest
+agent: console/kube/nodeaccess.py) and the scripts of console/kube/nfdfiles_sh.py; a ConfigMap volume is a
+ConfigMapTarget (console/kube/nfdfiles_cm.py).
+
+Limits as nfd-worker's local source (source/local/local.go): a feature file larger than MaxFeatureFileSize
+(65536 bytes) is skipped whole, so a push refuses more before touching anything; nfd-worker reads every
+entry of the directory that is a regular file and (v0.15+) does not start with '.', so a name is one plain
+path component, not hidden; we keep to the characters a ConfigMap key allows (the ConfigMap target's rule,
+and what older versions put into label names: `<file name>-<key>`).
+
+Every write goes through the Guard (console/guard.py): read-only refuses, one audit intent for the batch is
+on disk before any node is touched, its outcome after with each node's result.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from console.kube import nfdfiles_sh as sh
+from console.nfd import versions as V
+
+if TYPE_CHECKING:
+    from console.guard import Guard
+    from console.kube.nodeshell import NodeAccess
+    from console.nfd.deployment import FileKind, Mount, NfdDeployment
+
+MAX_FILE_BYTES = 65536  # source/local/local.go MaxFeatureFileSize: `filestat.Size() > MaxFeatureFileSize` skips
+PARALLEL = 4  # nodes written at once: a handful of debug pods, not a burst on the API server
+NODE_TIMEOUT = 60.0
+HOOK_MODE, FEATURE_MODE = 0o755, 0o644
+_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+# the DaemonSet controller adds these tolerations to every daemon pod
+# (kubernetes pkg/controller/daemon/util/daemonset_util.go AddOrUpdateDaemonPodTolerations)
+DAEMON_TOLERATED = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable",
+                    "node.kubernetes.io/disk-pressure", "node.kubernetes.io/memory-pressure",
+                    "node.kubernetes.io/pid-pressure", "node.kubernetes.io/unschedulable",
+                    "node.kubernetes.io/network-unavailable")
+
+
+class FileTargetError(Exception):
+    """The files cannot be reached or written as asked (no such mount, bad name, too big); says why."""
+
+
+@dataclass(frozen=True)
+class NodeFile:
+    node: str
+    kind: FileKind
+    name: str
+    size: int
+    sha256: str  # "" when the file was too large to hash
+    mode: int
+    mtime: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "mode": f"{self.mode:04o}"}
+
+
+@dataclass(frozen=True)
+class NodeListing:
+    node: str
+    files: tuple[NodeFile, ...]
+    error: str = ""  # this node could not be read (access refused, unreachable): why
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "files": [f.as_dict() for f in self.files], "error": self.error}
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One file name whose content is not the same everywhere."""
+
+    kind: FileKind
+    name: str
+    by_hash: Mapping[str, tuple[str, ...]]  # sha256 -> nodes holding that content
+    missing_on: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "by_hash": {h: list(n) for h, n in self.by_hash.items()},
+                "missing_on": list(self.missing_on)}
+
+
+def differences(listings: Sequence[NodeListing]) -> list[Difference]:
+    """Names held with different content on different nodes, or missing on some (nodes that could not be
+    read are left out: they are neither missing the file nor holding it)."""
+    read = [ls for ls in listings if not ls.error]
+    nodes = [ls.node for ls in read]
+    held: dict[tuple[FileKind, str], dict[str, list[str]]] = {}
+    for ls in read:
+        for f in ls.files:
+            held.setdefault((f.kind, f.name), {}).setdefault(f.sha256, []).append(ls.node)
+    out = []
+    for (kind, name), by_hash in sorted(held.items()):
+        having = {n for ns in by_hash.values() for n in ns}
+        missing = tuple(n for n in nodes if n not in having)
+        if len(by_hash) > 1 or missing:
+            out.append(Difference(kind, name, {h: tuple(sorted(ns)) for h, ns in sorted(by_hash.items())}, missing))
+    return out
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    node: str
+    ok: bool
+    changed: bool  # False: the node already had this content (push) or no such file (remove): nothing written
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class FileTarget(Protocol):
+    kind: FileKind
+    mount: Mount
+    description: str
+
+    def nodes(self, selector: str | None = None, names: Sequence[str] = ()) -> list[str]: ...
+    def list(self, nodes: Sequence[str]) -> list[NodeListing]: ...
+    def read(self, node: str, name: str) -> str | None: ...
+    def push(self, name: str, content: str, nodes: Sequence[str]) -> list[WriteResult]: ...
+    def remove(self, name: str, nodes: Sequence[str]) -> list[WriteResult]: ...
+
+
+def check_name(name: str) -> None:
+    """FileTargetError unless nfd-worker reads a file of this name as it is (one path component, not hidden)."""
+    if not name or "/" in name or "\0" in name:
+        raise FileTargetError(f"invalid file name {name!r}: one plain name, without '/' (nfd-worker reads the "
+                              "directory's own entries, not subdirectories)")
+    if name.startswith("."):
+        raise FileTargetError(f"invalid file name {name!r}: nfd-worker (v0.15+) skips names starting with '.'")
+    if len(name.encode()) > 253 or not _NAME.fullmatch(name):
+        raise FileTargetError(f"invalid file name {name!r}: use letters, digits, '-', '_' and '.' (at most 253; "
+                              "older NFD versions put the name into label names, and a ConfigMap key allows no more)")
+
+
+def check_content(name: str, content: str) -> bytes:
+    data = content.encode("utf-8")
+    if len(data) > MAX_FILE_BYTES:
+        raise FileTargetError(f"{name} is {len(data)} bytes: nfd-worker skips a file larger than {MAX_FILE_BYTES} "
+                              "bytes whole (source/local/local.go MaxFeatureFileSize); nothing was written")
+    return data
+
+
+# -- which nodes nfd-worker runs on ---------------------------------------------------------------------------
+
+
+def _tolerates(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
+    """k8s.io/api core/v1 Toleration.ToleratesTaint."""
+    if taint.get("key") in DAEMON_TOLERATED:
+        return True
+    for t in tolerations:
+        if t.get("effect") and t.get("effect") != taint.get("effect"):
+            continue
+        op = t.get("operator") or "Equal"
+        if op == "Exists" and (not t.get("key") or t.get("key") == taint.get("key")):
+            return True
+        if op == "Equal" and t.get("key") == taint.get("key") and (t.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def worker_runs_on(worker: Any, node: Mapping[str, Any]) -> bool:
+    """Whether the nfd-worker DaemonSet's pod template places a pod on `node`: its nodeSelector, required node
+    affinity and tolerations against the node's NoSchedule/NoExecute taints. No worker known: every node."""
+    if worker is None:
+        return True
+    from console.kube.model import NodeInfo
+    from console.kube.nodes_ops import selects_node
+
+    pod = {"spec": {"nodeSelector": dict(getattr(worker, "node_selector", {}) or {}),
+                    "affinity": dict(getattr(worker, "affinity", {}) or {})}}
+    if not selects_node(pod, NodeInfo.from_api(dict(node))):
+        return False
+    tolerations = tuple(getattr(worker, "tolerations", ()) or ())
+    taints = ((node.get("spec") or {}).get("taints")) or []
+    return all(_tolerates(tolerations, t) for t in taints if t.get("effect") in ("NoSchedule", "NoExecute"))
+
+
+def target_nodes(api_client: Any, worker: Any, selector: str | None, names: Sequence[str]) -> list[str]:
+    """The nodes matching `selector` (a label selector) and/or `names` that nfd-worker runs on, sorted."""
+    from console.kube.nodes_ops import _core, _raw_items
+
+    kw = {"label_selector": selector} if selector else {}
+    items = _raw_items(api_client, _core(api_client).list_node, **kw)
+    wanted = set(names)
+    return sorted(n["metadata"]["name"] for n in items
+                  if (not wanted or n["metadata"]["name"] in wanted) and worker_runs_on(worker, n))
+
+
+# -- hostPath -------------------------------------------------------------------------------------------------
+
+
+class HostPathTarget:
+    """The directory a hostPath volume gives nfd-worker, on each node, through node access."""
+
+    def __init__(self, deployment: NfdDeployment, kind: FileKind, *, api_client: Any, node_access: NodeAccess,
+                 guard: Guard | None, parallel: int = PARALLEL, timeout: float = NODE_TIMEOUT) -> None:
+        self.deployment = deployment
+        self.kind = kind
+        self.mount = deployment.mounts[kind]
+        self.api = api_client
+        self.access = node_access
+        self.guard = guard
+        self.parallel = max(1, parallel)
+        self.timeout = timeout
+        self.directory = self.mount.host_path.rstrip("/") or "/"
+        self.description = f"hostPath {self.directory} on each node"
+        version = deployment.version
+        # before v0.15 nfd-worker reads hidden names too: keep the temp file out of its directory
+        self.hidden_read = version is not None and not V.dotfiles_ignored(version)
+        self._prepare_lock = threading.Lock()
+
+    def nodes(self, selector: str | None = None, names: Sequence[str] = ()) -> list[str]:
+        return target_nodes(self.api, self.deployment.worker, selector, names)
+
+    def _run(self, node: str, script: str) -> sh.ScriptOutput:
+        """Run `script` on `node`; FileTargetError saying why when it did not run to its end."""
+        from console.kube.nodeshell import NodeAccessError
+
+        try:
+            with self._prepare_lock:  # one clean-up of left-over debug pods per node, not raced
+                self.access.prepare(node)
+            res = self.access.run(node, script, timeout=self.timeout)
+        except NodeAccessError as e:
+            raise FileTargetError(str(e)) from e
+        out = sh.parse_output(res.output)
+        if out.error:
+            raise FileTargetError(out.error)
+        if res.exit_code is None:
+            raise FileTargetError(f"no exit status from {node} ({res.tail()})")
+        if not res.ok or not out.ended:
+            raise FileTargetError(f"the script on {node} exited {res.exit_code}"
+                                  f"{'' if out.ended else ' before its end'} ({res.tail()})")
+        return out
+
+    def _each(self, nodes: Sequence[str], fn: Callable[[str], Any]) -> list[Any]:
+        with ThreadPoolExecutor(max_workers=min(self.parallel, max(1, len(nodes))),
+                                thread_name_prefix="nfdfiles") as pool:
+            return list(pool.map(fn, nodes))
+
+    def list(self, nodes: Sequence[str]) -> list[NodeListing]:
+        script = sh.list_script(self.directory, hidden=self.hidden_read)
+
+        def one(node: str) -> NodeListing:
+            try:
+                out = self._run(node, script)
+            except FileTargetError as e:
+                return NodeListing(node, (), str(e))
+            files = tuple(NodeFile(node, self.kind, f.name, f.size, f.sha256, f.mode, f.mtime)
+                          for f in sh.listed_files(out) if not f.name.startswith(".console-nfd."))
+            return NodeListing(node, files, f"more than {sh.MAX_FILES} files; listed the first"
+                               if out.has("truncated") else "")
+
+        return self._each(nodes, one)
+
+    def read(self, node: str, name: str) -> str | None:
+        check_name(name)
+        try:
+            out = self._run(node, sh.read_script(self.directory, name))
+        except FileTargetError as e:
+            raise FileTargetError(f"{node}: {e}") from e
+        if out.has("absent"):
+            return None
+        try:
+            return base64.b64decode("".join(out.data), validate=True).decode("utf-8", errors="replace")
+        except binascii.Error as e:
+            raise FileTargetError(f"{node}: {self.directory}/{name} came back garbled ({e})") from e
+
+    def _guarded(self, action: str, what: str, nodes: Sequence[str], detail: str,
+                 fn: Callable[[str], WriteResult]) -> list[WriteResult]:
+        from console.guard import ReadOnly
+
+        if self.guard is None:
+            raise ReadOnly(f"{what} (opened for reading only)")
+        target = f"hostPath {self.directory} on {', '.join(nodes)}"
+        with self.guard.mutation(action, target, what=what, detail=detail) as m:
+            results = self._each(nodes, fn)
+            m.after = {r.node: r.as_dict() for r in results}
+            failed = [r.node for r in results if not r.ok]
+            m.result = "ok" if not failed else "error" if len(failed) == len(results) else "partial"
+            if failed:
+                m.detail = f"{what}: failed on {', '.join(failed)}"
+        return results
+
+    def push(self, name: str, content: str, nodes: Sequence[str]) -> list[WriteResult]:
+        check_name(name)
+        data = check_content(name, content)
+        if not nodes:
+            return []
+        mode = HOOK_MODE if self.kind == "hook" else FEATURE_MODE
+        script = sh.push_script(self.directory, name, data, mode, temp_outside=self.hidden_read)
+        digest = hashlib.sha256(data).hexdigest()
+
+        def one(node: str) -> WriteResult:
+            try:
+                out = self._run(node, script)
+            except FileTargetError as e:
+                return WriteResult(node, False, False, str(e))
+            return WriteResult(node, True, not out.has("unchanged"))
+
+        what = f"write of {self.kind} file {self.directory}/{name} on {len(nodes)} node(s)"
+        return self._guarded("nfd.file.push", what, nodes,
+                             f"{what}: {len(data)} bytes, sha256 {digest}, mode {mode:04o}", one)
+
+    def remove(self, name: str, nodes: Sequence[str]) -> list[WriteResult]:
+        check_name(name)
+        if not nodes:
+            return []
+        script = sh.remove_script(self.directory, name)
+
+        def one(node: str) -> WriteResult:
+            try:
+                out = self._run(node, script)
+            except FileTargetError as e:
+                return WriteResult(node, False, False, str(e))
+            return WriteResult(node, True, out.has("removed"))
+
+        what = f"removal of {self.kind} file {self.directory}/{name} on {len(nodes)} node(s)"
+        return self._guarded("nfd.file.remove", what, nodes, what, one)
+
+
+def file_target(deployment: NfdDeployment, kind: FileKind, *, api_client: Any, settings: Any,
+                guard: Guard | None, access: Any = None) -> FileTarget:
+    """The store behind nfd-worker's `kind` directory, from the volume its DaemonSet mounts there.
+
+    `access`: what this user may do (console/kube/access.Access; None: not known), for the ConfigMap target's
+    up-front RBAC refusal. A hostPath target reaches the nodes with `settings.node_access`."""
+    mount = deployment.mounts.get(kind)
+    where = "source.d (hooks)" if kind == "hook" else "features.d (feature files)"
+    worker = deployment.worker
+    ds = f"DaemonSet {worker.namespace}/{worker.name}" if worker is not None else "the nfd-worker DaemonSet"
+    if mount is None or mount.source == "none":
+        raise FileTargetError(f"{ds} mounts nothing at {where}: nfd-worker reads only what is in its container "
+                              "image there; mount a hostPath or a ConfigMap volume at "
+                              f"{mount.mount_path if mount else 'that path'} to deploy {kind} files")
+    if mount.source == "hostPath":
+        from console.kube.nodeaccess import node_access
+
+        return HostPathTarget(deployment, kind, api_client=api_client, guard=guard,
+                              node_access=node_access(getattr(settings, "node_access", "debug-pod"),
+                                                      api_client, settings))
+    if mount.source == "configMap":
+        from console.kube.nfdfiles_cm import ConfigMapTarget
+
+        return ConfigMapTarget(deployment, kind, api_client=api_client, guard=guard, access=access)
+    raise FileTargetError(f"{ds} mounts volume {mount.volume!r} at {mount.mount_path}, neither a hostPath nor a "
+                          "ConfigMap (an emptyDir, projected or CSI volume): the console cannot write there")
+
+
+# -- waiting for nfd-master to relabel ----------------------------------------------------------------------
+
+
+# an expected value meaning "present, whatever its value" (a hook's output on the node is not known in advance);
+# never a label value: those are alphanumerics, '-', '_' and '.' (k8s.io/apimachinery validation IsValidLabelValue)
+PRESENT = "*"
+
+
+def _seen(labels: Mapping[str, str], want: Mapping[str, str | None]) -> dict[str, str | None]:
+    return {k: labels.get(k) for k in want}
+
+
+def labels_match(seen: Mapping[str, str | None], want: Mapping[str, str | None]) -> bool:
+    """Whether labels seen (label -> value, None: absent) are as wanted (a value, None: absent, PRESENT: any)."""
+    return all(seen.get(k) is not None if v == PRESENT else seen.get(k) == v for k, v in want.items())
+
+
+def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None]], *, timeout: float,
+                 progress: Callable[[str], None] = lambda _msg: None) -> dict[str, dict[str, str | None]]:
+    """Watch the nodes until each node's labels are as `expected` (node -> label -> value, None: absent, PRESENT:
+    any value) or
+    `timeout` seconds pass; node -> label -> value seen last (None: absent). One watch: on the one node by
+    `metadata.name` field selector, else on all nodes from the list's resourceVersion (field selectors have
+    no OR); it restarts after a 410 Gone or a closed stream, as client-go's reflector does."""
+    from kubernetes import watch
+    from kubernetes.client.exceptions import ApiException
+
+    from console.kube.nodes_ops import LIST_PAGE, _core, _raw
+
+    core = _core(api_client)
+    seen: dict[str, dict[str, str | None]] = {n: {k: None for k in want} for n, want in expected.items()}
+    done: set[str] = set()
+    deadline = time.monotonic() + timeout
+    kw = {"field_selector": f"metadata.name={next(iter(expected))}"} if len(expected) == 1 else {}
+
+    def note(obj: Mapping[str, Any]) -> None:
+        name = (obj.get("metadata") or {}).get("name")
+        if name not in expected:
+            return
+        seen[name] = _seen((obj.get("metadata") or {}).get("labels") or {}, expected[name])
+        was = len(done)
+        if labels_match(seen[name], expected[name]):
+            done.add(name)
+        else:
+            done.discard(name)
+        if len(done) != was:
+            progress(f"{len(done)}/{len(expected)} nodes relabelled")
+
+    if not expected:
+        return seen
+    progress(f"0/{len(expected)} nodes relabelled")
+    while True:
+        token, rv = "", None
+        while True:  # a paged list (limit/continue), keeping its resourceVersion to watch from
+            data = _raw(api_client, core.list_node, limit=LIST_PAGE, **({"_continue": token} if token else {}), **kw)
+            for obj in data.get("items") or []:
+                note(obj)
+            rv = (data.get("metadata") or {}).get("resourceVersion") or rv
+            token = (data.get("metadata") or {}).get("continue") or ""
+            if not token:
+                break
+        if len(done) == len(expected):
+            return seen
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return seen
+        w = watch.Watch()
+        try:
+            for ev in w.stream(core.list_node, resource_version=rv, timeout_seconds=max(1, int(remaining) + 1),
+                               _request_timeout=remaining + 5, allow_watch_bookmarks=False, **kw):
+                if ev["type"] == "ERROR":
+                    break  # 410 Gone: list again
+                if ev["type"] != "DELETED":
+                    note(ev["raw_object"])
+                if len(done) == len(expected) or time.monotonic() > deadline:
+                    break
+        except ApiException as e:
+            if e.status != 410:
+                raise
+        finally:
+            w.stop()
+        if len(done) == len(expected) or time.monotonic() > deadline:
+            return seen
