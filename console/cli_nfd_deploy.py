@@ -1,13 +1,14 @@
 """`console nfd apply` and `console nfd push`: deploy NodeFeatureRules and NFD files headless.
 
     console nfd apply -f RULE.yaml [-f ...] [--dry-run] [--yes] [-o json]
-    console nfd push {hook|feature} NAME FILE [--group GROUP] [--dry-run] [--yes] [-o json]
+    console nfd push {hook|feature} NAME FILE [--dry-run] [--yes] [-o json]
 
 `apply` creates each NodeFeatureRule that does not exist and replaces the ones that do, with the
 resourceVersion it read (a concurrent change gives a 409 and nothing is overwritten), after validating it
 as nfd-master would and a server-side dry-run. `push` writes one hook (source.d) or feature file
-(features.d) into the configured hook store — the one the TUI's hooks screen uses (`hook_store`,
-`hook_dir` in config.yaml) — with the version it read. Both print a diff first and ask to confirm unless
+(features.d) into the offline directory store (`hook_store: directory`, `hook_dir` in config.yaml) — the one
+the TUI's hooks screen edits offline — with the version it read (`nfd files push` writes where the cluster's
+nfd-worker reads). Both print a diff first and ask to confirm unless
 --yes; identical content is "nothing to do" (nothing written, nothing audited). Every write goes through
 the session's Guard (console/guard.py): read-only refuses, and the audit intent is on disk before the write.
 
@@ -58,7 +59,6 @@ def add_parsers(sub: Any) -> None:
     pu.add_argument("kind", choices=("hook", "feature"))
     pu.add_argument("name", metavar="NAME", help="file name in source.d / features.d (a ConfigMap key)")
     pu.add_argument("file", metavar="FILE", help="local file with the content")
-    pu.add_argument("--group", default=None, help="node group of the ConfigMap store (default: workers)")
     _common(pu)
 
 
@@ -328,14 +328,16 @@ def _read_file(path: str) -> str:
 
 def _push(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from console.guard import Guard
-    from console.kube.nfdstore import DEFAULT_GROUP, hook_store
+    from console.kube.nfdstore import NfdStoreError, hook_store
 
     content = _read_file(args.file)
     settings = _settings(args)
     guard = Guard.from_settings(settings)
-    api = None if settings.hook_store == "directory" else _connect(settings)
+    try:
+        store = hook_store(settings, guard=guard)
+    except NfdStoreError as e:
+        raise Stop(EXIT_USAGE, "error", f"{e}; `nfd files push` writes where nfd-worker reads", "usage") from e
     with _store_errors(f"reading {args.kind} {args.name}", settings):
-        store = hook_store(settings, api, args.group or DEFAULT_GROUP, guard=guard)
         current = store.get(args.kind, args.name)
     where = f"{store.location(args.kind)}:{args.name}"
     base = {"kind": args.kind, "name": args.name, "target": where, "dry_run": bool(args.dry_run),
@@ -346,15 +348,10 @@ def _push(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     diff = _diff(current.content if current else "", content, f"{where} (store)" if current else "/dev/null",
                  args.file)
     action = "replace" if current else "create"
-    refused = _missing(api, settings, "hook-save") if api is not None else None
     if args.dry_run:
         message = f"dry run: would {action} {where}; nothing was changed"
         doc = {**base, "status": "dry-run", "message": message, "diff": diff, "action": action}
-        if refused is not None:
-            doc |= {"error": "forbidden", **refused.extra, "message": f"{message}; a push would be {refused}"}
         return doc, diff + doc["message"]
-    if refused is not None:
-        raise refused
     with _store_errors(f"save of {where}", settings):
         guard.check(f"save of {where}")
     print(diff, file=sys.stderr)

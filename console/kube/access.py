@@ -111,7 +111,7 @@ def action_needs(action: str, settings: Any) -> tuple[Need, ...]:
     if action == "rule-delete":
         return (Need("get", "nodefeaturerules", NFD_GROUP), Need("delete", "nodefeaturerules", NFD_GROUP))
     if action in ("hook-save", "nfd-push"):
-        if _setting(settings, "hook_store", "configmap") == "directory":
+        if _setting(settings, "hook_store", "cluster") == "directory":
             return ()
         return tuple(Need(v, "configmaps", namespace=NFD_NAMESPACE) for v in ("get", "create", "update"))
     return ()

@@ -22,7 +22,7 @@ import yaml
 from kubernetes import client
 from labtools import lab_env
 
-from console.kube.nfdstore import CM_PREFIX, NFD_GROUP, NFD_NAMESPACE, RULES_PLURAL
+from console.kube.nfdstore import NFD_GROUP, RULES_PLURAL
 from console.lab.world import Lab
 
 pytestmark = pytest.mark.lab
@@ -79,11 +79,6 @@ def get_rule(api_client: Any, name: str) -> dict[str, Any] | None:
         if e.status == 404:
             return None
         raise
-
-
-def configmap(api_client: Any, kind: str, group: str = "workers") -> dict[str, Any]:
-    cm = client.CoreV1Api(api_client).read_namespaced_config_map(CM_PREFIX[kind] + group, NFD_NAMESPACE)
-    return {"rv": cm.metadata.resource_version, "data": dict(cm.data or {})}
 
 
 def test_apply_creates_replaces_and_identical_is_nothing_to_do(default_lab: Lab, api_client: Any,
@@ -175,7 +170,9 @@ def test_apply_conflict_when_the_rule_changes_before_the_write(default_lab: Lab,
 @pytest.mark.parametrize("how", ["flag", "config-file"])
 def test_read_only_refuses_apply_and_push_and_changes_nothing(default_lab: Lab, api_client: Any, tmp_path: Path,
                                                               how: str) -> None:
-    env = _state(tmp_path, config="read_only: true\n" if how == "config-file" else "")
+    hooks = tmp_path / "nfd"
+    directory = f"hook_store: directory\nhook_dir: {hooks}\n"
+    env = _state(tmp_path, config=directory + ("read_only: true\n" if how == "config-file" else ""))
     flag = ["--read-only"] if how == "flag" else []
     f = tmp_path / "rule.yaml"
     f.write_text(RULE.format(name=f"deploy-ro-{how}", rule="x", label="ro"))
@@ -190,15 +187,15 @@ def test_read_only_refuses_apply_and_push_and_changes_nothing(default_lab: Lab, 
 
     hook = tmp_path / "hook.sh"
     hook.write_text("#!/bin/sh\necho ro=1\n")
-    before = configmap(api_client, "hook")
     code, doc, err = console(default_lab, env, *flag, "nfd", "push", "hook", f"ro-{how}.sh", str(hook), "--yes")
     assert (code, doc["status"], doc["error"]) == (2, "refused", "read-only"), err
-    assert configmap(api_client, "hook") == before and audit(env) == []
+    assert not (hooks / "source.d").exists() and audit(env) == []
 
 
 def test_audit_log_on_a_full_device_refuses_apply_and_push(default_lab: Lab, api_client: Any,
                                                            tmp_path: Path) -> None:
-    env = _state(tmp_path, audit_full=True)
+    hooks = tmp_path / "nfd"
+    env = _state(tmp_path, audit_full=True, config=f"hook_store: directory\nhook_dir: {hooks}\n")
     log = Path(env["XDG_STATE_HOME"]) / "console" / "audit.log"
     f = tmp_path / "rule.yaml"
     f.write_text(RULE.format(name="deploy-full", rule="x", label="full"))
@@ -208,24 +205,19 @@ def test_audit_log_on_a_full_device_refuses_apply_and_push(default_lab: Lab, api
     assert get_rule(api_client, "deploy-full") is None
     feature = tmp_path / "feat"
     feature.write_text("full=1\n")
-    before = configmap(api_client, "feature")
     code, doc, err = console(default_lab, env, "nfd", "push", "feature", "full", str(feature), "--yes")
     assert (code, doc["error"]) == (2, "audit-unwritable"), err
-    assert configmap(api_client, "feature") == before
+    assert not (hooks / "features.d" / "full").exists()
 
 
 def test_push_into_the_configured_store(default_lab: Lab, api_client: Any, tmp_path: Path) -> None:
+    # the default store is where the cluster's nfd-worker reads: `nfd push` sends there no more
     env = _state(tmp_path)
     feature = tmp_path / "gpu"
     feature.write_text("vendor.example.com/gpu=true\n")
     code, doc, err = console(default_lab, env, "nfd", "push", "feature", "deploy-gpu", str(feature), "--yes")
-    assert (code, doc["status"], doc["action"]) == (0, "saved", "create"), err
-    assert configmap(api_client, "feature")["data"]["deploy-gpu"] == "vendor.example.com/gpu=true\n"
-    assert [e["phase"] for e in audit(env)] == ["intent", "outcome"]
-    assert audit(env)[0]["action"] == "nfd.feature.save"
-    code, doc, err = console(default_lab, env, "nfd", "push", "feature", "deploy-gpu", str(feature), "--yes")
-    assert (code, doc["status"]) == (0, "nothing-to-do"), err
-    assert len(audit(env)) == 2
+    assert (code, doc["error"]) == (2, "usage") and "nfd files push" in doc["message"], err
+    assert audit(env) == []
 
     # hook_store: directory (the same function the TUI's hooks screen uses): files land in source.d
     hooks = tmp_path / "nfd"
@@ -236,5 +228,10 @@ def test_push_into_the_configured_store(default_lab: Lab, api_client: Any, tmp_p
     assert (code, doc["status"]) == (0, "saved"), err
     assert (hooks / "source.d" / "h.sh").read_text() == hook.read_text()
     assert os.access(hooks / "source.d" / "h.sh", os.X_OK)
+    assert [(e["phase"], e["action"]) for e in audit(denv)] == [("intent", "nfd.hook.save"),
+                                                                ("outcome", "nfd.hook.save")]
+    code, doc, err = console(default_lab, denv, "nfd", "push", "hook", "h.sh", str(hook), "--yes")
+    assert (code, doc["status"]) == (0, "nothing-to-do"), err
+    assert len(audit(denv)) == 2
     code, doc, err = console(default_lab, denv, "nfd", "push", "hook", "h.sh", str(tmp_path / "missing"), "--yes")
     assert (code, doc["status"], doc["error"]) == (2, "error", "bad-file"), err
