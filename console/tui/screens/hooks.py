@@ -35,7 +35,6 @@ from console.gateways import Gateways
 from console.guard import GuardRefusal
 from console.kube.nfdfiles import NodeListing, wait_relabel
 from console.kube.nfdstore import DirectoryHookStore, NfdStoreError, StoredFile, hook_store
-from console.nfd import versions as V
 from console.nfd_preview import PREVIEW_TIMEOUT, FilePreview, hook_to_feature_file, hooks_note, preview_file
 from console.tui.safety import ConfirmDanger, dangerous
 from console.tui.screens import hooks_view as view
@@ -60,7 +59,6 @@ HOOK_TEMPLATE = ("#!/bin/sh\n# Each line 'key=value' (or 'key') printed on stdou
                  "echo MY_FEATURE=true\n")
 FEATURE_TEMPLATE = "# Each line 'key=value' (or 'key') becomes a node label.\nMY_FEATURE=true\n"
 PREVIEW_NODES = 16  # nodes a hook is run for in one preview (each run is a process); the rest are counted
-KUBELET_SYNC = 90.0  # s: a ConfigMap update reaches the pods within the kubelet's sync period plus its cache TTL
 
 
 class _Stopped(Exception):
@@ -519,17 +517,9 @@ class HooksScreen(DirectoryMode, EditorScreen):
         expected: dict[str, dict[str, str | None]] = {}
         for r in results:
             p = previews.get(r.node)
-            if r.ok and r.changed and p is not None and self._labels_appear(kind):
+            if r.ok and r.changed and p is not None and view.labels_appear(kind, self.version, self.deployment):
                 expected[r.node] = {k: (v if verb == "Push" else None) for k, v in p.labels.items()}
         self.post_message(FilesWritten(verb, kind, name, results, expected))
-
-    def _labels_appear(self, kind: str) -> bool:
-        """Whether this nfd-worker turns the file into labels (a hook: only where it runs hooks)."""
-        if kind != "hook":
-            return True
-        status = V.hooks_status(self.version)
-        enabled = self.deployment.worker_config().hooks_enabled if self.deployment is not None else None
-        return status == "enabled" or (status == "disabled-by-default" and bool(enabled))
 
     def on_files_written(self, msg: FilesWritten) -> None:
         colors = theme_colors(self.app)
@@ -572,9 +562,7 @@ class HooksScreen(DirectoryMode, EditorScreen):
                 raise _Stopped
             self.post_message(RelabelProgress(text))
 
-        interval = self.deployment.worker_config().sleep_interval if self.deployment is not None else 60.0
-        cm = any(t.mount.source == "configMap" for t in self.targets.values())
-        timeout = interval + (KUBELET_SYNC if cm else 0.0) + 10.0
+        timeout = view.relabel_timeout(self.deployment, self.targets.values())
         assert self.gateways is not None
         try:
             seen = wait_relabel(self.gateways.api_client, expected, timeout=timeout, progress=progress)

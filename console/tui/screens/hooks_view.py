@@ -4,16 +4,36 @@ and the relabel outcome."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rich.text import Text
 
 from console.kube.nfdfiles import NodeListing, WriteResult, differences
+from console.nfd import versions as V
 from console.nfd_preview import FilePreview
 
 STDERR_SHOWN = 2048  # bytes of a hook's stderr/stdout shown inline; the rest is summarised
 NODES_NAMED = 12  # nodes named in one line of a confirmation or report; the rest are counted
+# s: a ConfigMap update reaches the pods within the kubelet's sync period (1m) plus its ConfigMap cache TTL
+KUBELET_SYNC = 90.0
+
+
+def labels_appear(kind: str, version: V.NfdVersion, deployment: Any) -> bool:
+    """Whether this nfd-worker turns a file of `kind` into labels (a hook: only where it runs hooks)."""
+    if kind != "hook":
+        return True
+    status = V.hooks_status(version)
+    enabled = deployment.worker_config().hooks_enabled if deployment is not None else None
+    return status == "enabled" or (status == "disabled-by-default" and bool(enabled))
+
+
+def relabel_timeout(deployment: Any, targets: Iterable[Any]) -> float:
+    """How long to watch for labels: the worker's sleep interval, plus the kubelet's sync for a ConfigMap."""
+    interval = deployment.worker_config().sleep_interval if deployment is not None else 60.0
+    configmap = any(t.mount.source == "configMap" for t in targets)
+    return interval + (KUBELET_SYNC if configmap else 0.0) + 10.0
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import nfdcm
 import pytest
 from kubernetes import client
 from labstart import start_lab
 from labtools import wait_for
+from nfdcm import create_worker, scheduled
 
 from console.audit import AuditLog
 from console.guard import Guard, ReadOnly
@@ -30,26 +32,11 @@ from console.kube.nfdfiles import differences, file_target
 from console.kube.nfdfiles_cm import ConfigMapTarget
 from console.kube.nfdstore import NfdStoreError, StoreForbidden
 from console.lab.world import Lab
-from console.nfd import versions as V
-from console.nfd.deployment import Mount, NfdDeployment, Workload
+from console.nfd.deployment import NfdDeployment
 
 pytestmark = pytest.mark.lab
 
 NS = "nfd-cm-test"
-FEATURES_D = "/etc/kubernetes/node-feature-discovery/features.d"
-SOURCE_D = "/etc/kubernetes/node-feature-discovery/source.d"
-
-
-def worker_daemonset() -> dict[str, Any]:
-    labels = {"app.kubernetes.io/name": "nfd-worker"}
-    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "nfd-worker", "namespace": NS},
-            "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {
-                "containers": [{"name": "nfd-worker", "image": "registry.k8s.io/nfd/node-feature-discovery:v0.16.4",
-                                "command": ["nfd-worker"],
-                                "volumeMounts": [{"name": "features-d", "mountPath": FEATURES_D, "readOnly": True},
-                                                 {"name": "source-d", "mountPath": SOURCE_D, "readOnly": True}]}],
-                "volumes": [{"name": "features-d", "configMap": {"name": "nfd-features"}},
-                            {"name": "source-d", "configMap": {"name": "nfd-hooks"}}]}}}}
 
 
 @pytest.fixture(scope="module")
@@ -61,11 +48,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 @pytest.fixture(scope="module")
 def api(lab: Lab) -> Iterator[Any]:
     api_client, _ = connect(str(lab.state.kubeconfig))
-    core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
-    core.create_namespace({"metadata": {"name": NS}})
-    core.create_namespaced_config_map(NS, {"metadata": {"name": "nfd-features"},
-                                           "data": {"rack": "example.com/rack=r1\n"}})
-    apps.create_namespaced_daemon_set(NS, worker_daemonset(), _preload_content=False)  # status not filled yet
+    create_worker(api_client, NS, {"rack": "example.com/rack=r1\n"})
     try:
         yield api_client
     finally:
@@ -74,12 +57,8 @@ def api(lab: Lab) -> Iterator[Any]:
 
 def deployment(**mount: Any) -> NfdDeployment:
     kind = mount.pop("kind", "feature")
-    m = Mount(kind, "configMap", FEATURES_D if kind == "feature" else SOURCE_D,
-              volume="features-d" if kind == "feature" else "source-d",
-              config_map="nfd-features" if kind == "feature" else "nfd-hooks", **mount)
-    worker = Workload("DaemonSet", NS, "nfd-worker", "nfd-worker",
-                      "registry.k8s.io/nfd/node-feature-discovery:v0.16.4", ("nfd-worker",), {})
-    return NfdDeployment(NS, V.parse_version("v0.16.4"), "image", None, worker, True, {kind: m})
+    d = nfdcm.deployment(NS, hooks_mode=mount.pop("default_mode", None) if kind == "hook" else None, **mount)
+    return NfdDeployment(d.namespace, d.version, d.version_source, None, d.worker, True, {kind: d.mounts[kind]})
 
 
 def cm(api: Any, name: str = "nfd-features") -> Any:
@@ -90,18 +69,13 @@ def audit(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def scheduled(api: Any) -> list[str]:
-    pods = client.CoreV1Api(api).list_namespaced_pod(NS, label_selector="app.kubernetes.io/name=nfd-worker").items
-    return sorted(p.spec.node_name for p in pods if p.spec.node_name)
-
-
 def test_nodes_listing_push_noop_and_remove(lab: Lab, api: Any, tmp_path: Path) -> None:
     log = tmp_path / "audit.log"
     target = file_target(deployment(), "feature", api_client=api, settings=None,
                          guard=Guard(read_only=False, audit=AuditLog(log)))
     assert isinstance(target, ConfigMapTarget)
     # the nodes its pods are on: the workers (the control plane's NoSchedule taint is not tolerated)
-    reach = wait_for(lambda: scheduled(api), what="nfd-worker pods scheduled")
+    reach = wait_for(lambda: scheduled(api, NS), what="nfd-worker pods scheduled")
     all_nodes = sorted(n.metadata.name for n in client.CoreV1Api(api).list_node().items)
     assert target.nodes() == reach and set(reach) < set(all_nodes)
     assert f"ConfigMap {NS}/nfd-features (volume features-d, mode 0644" in target.description
@@ -196,11 +170,7 @@ def test_hook_needs_an_executable_default_mode(lab: Lab, api: Any, tmp_path: Pat
 def test_items_map_keys_to_paths(lab: Lab, api: Any, tmp_path: Path) -> None:
     client.CoreV1Api(api).create_namespaced_config_map(NS, {"metadata": {"name": "nfd-mapped"},
                                                             "data": {"rack-key": "r=1\n", "unlisted": "u=1\n"}})
-    d = deployment(items=(("rack-key", "rack", 0o600),))
-    m = d.mounts["feature"]
-    d = NfdDeployment(NS, d.version, "", None, d.worker, True,
-                      {"feature": Mount("feature", "configMap", m.mount_path, "features-d", config_map="nfd-mapped",
-                                        items=m.items)})
+    d = deployment(items=(("rack-key", "rack", 0o600),), config_map="nfd-mapped")
     target = ConfigMapTarget(d, "feature", api_client=api, guard=Guard(read_only=False,
                                                                       audit=AuditLog(tmp_path / "a.log")))
     node = target.nodes()[0]
