@@ -76,13 +76,13 @@ class HooksScreen(DirectoryMode, EditorScreen):
         dangerous(Binding("ctrl+s", "save", "Push", id="hooks-save"), needs="hook-save"),
         dangerous(Binding("x", "remove", "Remove", id="hooks-remove"), needs="hook-save"),
         Binding("ctrl+r", "preview", "Preview", id="hooks-preview"),
-        Binding("space", "toggle_node", "Mark node", id="hooks-mark", show=False),
+        Binding("space", "toggle_node", "Mark", id="hooks-mark"),
         Binding("a", "mark_all", "All nodes", id="hooks-mark-all", show=False),
         Binding("l", "selector", "Selector", id="hooks-selector", show=False),
         Binding("d", "diff", "Diff", id="hooks-diff"),
         Binding("v", "diff_mode", "Split/unified", id="hooks-diff-mode", show=False),
         dangerous(Binding("n", "new_file", "New", id="hooks-new"), needs="hook-save"),
-        dangerous(Binding("c", "convert", "To feature file", id="hooks-convert"), needs="hook-save"),
+        dangerous(Binding("c", "convert", "To feature file", id="hooks-convert", show=False), needs="hook-save"),
         Binding("ctrl+l", "reload", "Reload", id="hooks-reload", show=False),
         Binding("escape", "back", "Back", id="hooks-back"),
     ]
@@ -107,13 +107,14 @@ class HooksScreen(DirectoryMode, EditorScreen):
         self._convert_after_preview = False
         self._preview_seq = 0
         self._report = Text()  # the last write's report; the relabel outcome is shown under it
+        self._status_head = ""  # cluster mode: the deployment's status line
 
     @property
     def cluster_mode(self) -> bool:
         return self.settings.hook_store != "directory"
 
     def compose_under_editor(self) -> ComposeResult:
-        yield Input(placeholder="l: label selector, enter marks those nodes", id="hooks-selector-input")
+        yield Input(placeholder="l: label selector · space marks a node", id="hooks-selector-input")
         yield DataTable(id="hooks-nodes", cursor_type="row", zebra_stripes=False)
 
     def on_mount(self) -> None:
@@ -159,7 +160,7 @@ class HooksScreen(DirectoryMode, EditorScreen):
                 "hook_store: directory and hook_dir to edit files offline")))
             return
         if not self.settings.nfd_version and deployment.version is not None:
-            version, text = deployment.version, f"NFD {deployment.version} ({deployment.version_source})"
+            version, text = deployment.version, f"NFD {deployment.version} (detected)"
         targets: dict[str, Any] = {}
         listings: dict[str, list[NodeListing]] = {}
         notes: list[str] = []
@@ -185,9 +186,7 @@ class HooksScreen(DirectoryMode, EditorScreen):
             self.notify(msg.error, title="hooks", severity="warning", timeout=12)
         for note in msg.notes:
             self.notify(note, title="nfd-worker mounts", severity="warning")
-        status = msg.deployment.status_line() if msg.deployment is not None else msg.error
-        where = " · ".join(t.description for t in self.targets.values())
-        self._render_status(f"{status} · {where}" if where else status)
+        self._status_head = msg.deployment.status_line() if msg.deployment is not None else msg.error
         self.entries = view.entries(self.listings)
         self.files = [StoredFile(e.kind, e.name, "", "", "") for e in self.entries]  # type: ignore[arg-type]
         self._fill_list([(e.id, e.label) for e in self.entries])
@@ -217,10 +216,14 @@ class HooksScreen(DirectoryMode, EditorScreen):
         states = view.node_states(listings, cur.name) if cur else {}
         for x in listings:
             table.add_row("●" if x.node in self.marked else " ", x.node, states.get(x.node, ""), key=x.node)
-        cm = self.targets.get(kind)
-        table.border_title = (f"nodes · {len(self.marked)} marked" +
-                              (" · the ConfigMap reaches all" if cm is not None and cm.mount.source == "configMap"
-                               else ""))
+        target = self.targets.get(kind)
+        reaches_all = target is not None and target.mount.source == "configMap"
+        self.query_one("#hooks-selector-input", Input).placeholder = (
+            f"l: label selector · space marks a node · {len(self.marked)} marked"
+            + (" · the ConfigMap reaches all" if reaches_all else ""))
+        # the status line names where the open file's kind goes (the volume, the ConfigMap or the hostPath)
+        where = target.description if target is not None else f"nfd-worker reads no {kind}s the console can write"
+        self._render_status(f"{self._status_head} · {where}" if self._status_head else where)
 
     @on(OptionList.OptionSelected, "#hooks-list")
     def _selected(self, event: OptionList.OptionSelected) -> None:
