@@ -23,7 +23,7 @@ from console.kube import rbacrules
 
 COORDINATION, POLICY, APPS = "coordination.k8s.io", "policy", "apps"
 NFD_GROUP, METRICS_GROUP = "nfd.k8s-sigs.io", "metrics.k8s.io"
-NFD_NAMESPACE = "node-feature-discovery"  # console/kube/nfdstore.py's ConfigMap store
+NFD_NAMESPACE = "node-feature-discovery"  # hook-save asks for ConfigMaps here (the discovery replaces it)
 TIMEOUT_S = 10.0
 
 

@@ -186,3 +186,38 @@ async def test_differences_between_nodes_are_shown(kube_lab: Lab, api: Any) -> N
             "w1": "differs (aaaaaaaa)", "w2": "same", "w3": "missing", "w4": "cannot read: node access refused"}
         await settle(pilot)
     gateways.api_client.close()
+
+
+async def test_selector_marks_nodes_and_remove_edits_the_configmap(kube_lab: Lab, api: Any) -> None:
+    core = client.CoreV1Api(api)
+    core.patch_namespaced_config_map("nfd-features", NS, {"data": {"gone": "example.com/gone=1\n"}})
+    reach = scheduled(api, NS)
+    host = next(n for n in core.list_node().items if n.metadata.name == reach[-1]).metadata.labels[
+        "kubernetes.io/hostname"]
+    app, screen, gateways = app_for(kube_lab)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen.editor.blur()
+        await pilot.press("l", *f"kubernetes.io/hostname={host}", "enter")
+        await settle(pilot)
+        assert screen.marked == {reach[-1]} and node_rows(screen)[reach[-1]][0] == "●"
+        assert "1 marked · the ConfigMap reaches all" in str(screen.query_one("#hooks-selector-input").placeholder)
+        olist = screen.query_one("#hooks-list", OptionList)
+        olist.focus()
+        olist.highlighted = olist.get_option_index("feature:gone")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert screen.current is not None and screen.current.name == "gone"
+        olist.blur()
+        await pilot.press("x")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmDanger) and app.screen.action_name == "Remove"
+        # one node marked, but a ConfigMap reaches every node nfd-worker runs on: the confirmation names them all
+        assert f"Nodes ({len(reach)}): {', '.join(reach)}" in app.screen.preview
+        assert "Labels this file gave (they go):" in app.screen.preview and "example.com/gone=1" in app.screen.preview
+        await pilot.press("y")
+        await until(pilot, lambda: "Remove feature gone" in text(screen, "#hooks-result"), "the remove report")
+        assert "gone" not in features(api)
+        await pilot.press("escape")
+        await settle(pilot)
+    gateways.api_client.close()

@@ -546,8 +546,9 @@ class HooksScreen(DirectoryMode, EditorScreen):
         self._report = report
         self._show_result(report)
         done = [r.node for r in msg.results if r.ok]
-        if msg.verb == "Remove" and not failed:
-            self.current = None
+        if msg.verb == "Remove" and not failed and self.current is not None:
+            # gone from the nodes: what was removed stays in the editor as a new file (ctrl+s puts it back)
+            self.current = replace(self.current, version="", location="")
         elif msg.verb == "Push" and done and self.current is not None:
             pushed = self.editor.text if (self.current.kind, self.current.name) == (msg.kind, msg.name) else ""
             if pushed:
