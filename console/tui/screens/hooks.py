@@ -46,11 +46,11 @@ from console.tui.screens.hooks_messages import (
     FilesWritten,
     NewFileDialog,
     NodePreviewsReady,
-    NodesSelected,
     RelabelDone,
     RelabelProgress,
     TargetsLoaded,
 )
+from console.tui.screens.hooks_nodes import NodeChoice
 from console.tui.widgets.cells import theme_colors
 from console.tui.widgets.diff import unified_text
 from console.tui.widgets.editor import load_into
@@ -65,7 +65,7 @@ class _Stopped(Exception):
     """The relabel wait's worker was cancelled (the screen was left)."""
 
 
-class HooksScreen(DirectoryMode, EditorScreen):
+class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     PREFIX = "hooks"
     LIST_TITLE = "hooks & feature files"
@@ -257,54 +257,6 @@ class HooksScreen(DirectoryMode, EditorScreen):
             return
         digest = hashlib.sha256(msg.content.encode()).hexdigest()
         self.open_file(StoredFile(msg.kind, msg.name, msg.content, digest, msg.node))  # type: ignore[arg-type]
-        self._fill_nodes()
-
-    # -- node choice --------------------------------------------------------------------------------------
-    def _cursor_node(self) -> str | None:
-        table = self.query_one("#hooks-nodes", DataTable)
-        if not table.row_count:
-            return None
-        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
-
-    def action_toggle_node(self) -> None:
-        node = self._cursor_node()
-        if node is not None:
-            self.marked ^= {node}
-            self._fill_nodes()
-
-    @on(DataTable.RowSelected, "#hooks-nodes")
-    def _row_selected(self, event: DataTable.RowSelected) -> None:
-        self.marked ^= {str(event.row_key.value)}
-        self._fill_nodes()
-
-    def action_mark_all(self) -> None:
-        every = {x.node for xs in self.listings.values() for x in xs if not x.error}
-        self.marked = set() if self.marked >= every else every
-        self._fill_nodes()
-
-    def action_selector(self) -> None:
-        self.query_one("#hooks-selector-input", Input).focus()
-
-    @on(Input.Submitted, "#hooks-selector-input")
-    def _selector_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        kind = self.current.kind if self.current else "feature"
-        if kind in self.targets:
-            self.select_nodes(kind, event.value.strip())
-
-    @work(thread=True, exclusive=True, group="hooks-select", exit_on_error=False)
-    def select_nodes(self, kind: str, selector: str) -> None:
-        try:
-            self.post_message(NodesSelected(selector, self.targets[kind].nodes(selector or None)))
-        except NfdStoreError as e:
-            self.post_message(NodesSelected(selector, [], str(e)))
-
-    def on_nodes_selected(self, msg: NodesSelected) -> None:
-        if msg.error:
-            self.notify(msg.error, title="selector", severity="error")
-            return
-        self.marked = set(msg.nodes)
-        self.notify(f"{len(msg.nodes)} node(s) match {msg.selector or '(all)'}: {view.named(list(msg.nodes))}")
         self._fill_nodes()
 
     def _chosen(self, kind: str) -> tuple[list[str], str]:
