@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from console.kube.events import Events
     from console.kube.metrics import MetricsReader
     from console.kube.nfdfiles import FileTarget
-    from console.kube.nfdstore import HookStore, RuleStore
+    from console.kube.nfdstore import RuleStore
     from console.runbook.session import Session
 
 NOT_REVIEWED = "not reviewed yet"
@@ -123,12 +123,6 @@ class Gateways:
         from console.kube.nfdstore import RuleStore
 
         return RuleStore(self.api_client, guard=guard or self.guard)
-
-    def hook_store(self, *, settings: Settings | None = None, guard: Guard | None = None) -> HookStore:
-        """The offline directory store (`hook_store: directory`, `hook_dir`); NfdStoreError otherwise."""
-        from console.kube.nfdstore import hook_store
-
-        return hook_store(settings or self.settings, guard=guard or self.guard)
 
     def nfd_files(self, kind: str, deployment: Any = None, *, settings: Settings | None = None,
                   guard: Guard | None = None) -> FileTarget:
