@@ -5,7 +5,7 @@ The config file (YAML):
     theme: dark                    # a theme name from themes/ or the user's themes dir
     read_only: false               # hide every mutation and refuse it (true or false)
     nfd_version: v0.19.0           # override the NFD version detected on the cluster
-    hook_store: configmap          # configmap | directory
+    hook_store: cluster            # cluster (where nfd-worker reads: its DaemonSet volumes) | directory (offline)
     hook_dir: ~/nfd/source.d       # with hook_store: directory
     cloud: mycloud                 # clouds.yaml cloud (default $OS_CLOUD, else an openrc's OS_* variables)
     libvirt_uris: [qemu+ssh://cmp001/system]   # also $CONSOLE_LIBVIRT_URI; the VM column uses them without a cloud
@@ -68,7 +68,7 @@ class Settings:
     theme: str = "dark"
     read_only: bool = False
     nfd_version: str | None = None
-    hook_store: str = "configmap"
+    hook_store: str = "cluster"
     hook_dir: str | None = None
     cloud: str | None = None
     libvirt_uris: tuple[str, ...] = ()

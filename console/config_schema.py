@@ -33,7 +33,7 @@ MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 16  # the deepest real setting is contexts.NAME.node_debug_tolerations[i].key: 5 levels
 MAX_NODES = 10_000  # YAML nodes counted with aliases expanded: no "billion laughs"
 
-HookStore = Literal["configmap", "directory"]
+HookStore = Literal["cluster", "directory"]
 NodeAccess = Literal["debug-pod", "ssh", "guest-agent"]
 SshTarget = Literal["name", "internal-ip"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]  # "" too, in a toleration: every effect

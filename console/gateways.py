@@ -5,7 +5,7 @@
     app = ConsoleApp(gateways)
 
 Screens take what they need from `app.gateways` (the caches, the guard, the access review) and ask it for
-the stores and sessions they use (`rule_store()`, `hook_store()`, `scaleup_session()`, …): they never build
+the stores and sessions they use (`rule_store()`, `nfd_files()`, `scaleup_session()`, …): they never build
 a client, so every request of one context goes through that context's one connection. A context switch
 builds a new bundle off the UI thread and replaces the old one whole (`stop()` ends its threads).
 """
@@ -24,7 +24,8 @@ from console.kube.access import Access
 if TYPE_CHECKING:
     from console.kube.events import Events
     from console.kube.metrics import MetricsReader
-    from console.kube.nfdstore import HookStore, RuleStore
+    from console.kube.nfdfiles import FileTarget
+    from console.kube.nfdstore import RuleStore
     from console.nfd.deployment import NfdDeployment
     from console.runbook.session import Session
 
@@ -128,11 +129,22 @@ class Gateways:
 
         return RuleStore(self.api_client, guard=guard or self.guard)
 
-    def hook_store(self, group: str, *, settings: Settings | None = None, guard: Guard | None = None) -> HookStore:
-        """The hook store `settings` choose (a directory, ConfigMaps, or the nodes' hostPath); NfdStoreError."""
-        from console.kube.nfdstore import hook_store
+    def nfd_files(self, kind: str, deployment: Any = None, *, settings: Settings | None = None,
+                  guard: Guard | None = None) -> FileTarget:
+        """Where this cluster's nfd-worker reads `kind` ("hook" | "feature") files: the target its DaemonSet's
+        volume says (hostPath on each node, or a ConfigMap; console/kube/nfdfiles.file_target), writes through
+        the guard and refused unsent where this user's access says no. `deployment`: the NfdDeployment
+        (default: `nfd_deployment()`, the discovery's)."""
+        from console.kube.nfdfiles import file_target
 
-        return hook_store(settings or self.settings, self.api_client, group, guard=guard or self.guard)
+        nfd = deployment if deployment is not None else self.nfd_deployment()
+        if nfd is None:
+            from console.kube.nfdfiles import FileTargetError
+
+            raise FileTargetError("no NFD in this cluster: there is no nfd-worker to read hooks or feature files; "
+                                  "edit them offline with hook_store: directory and preview with `nfd local`")
+        return file_target(nfd, kind, api_client=self.api_client,  # type: ignore[arg-type]
+                           settings=settings or self.settings, guard=guard or self.guard, access=self.access)
 
     def node_features(self, node: str | None = None) -> dict[str, list[dict[str, Any]]]:
         """NodeFeature objects by node (one node's, or all); NfdStoreError."""

@@ -23,7 +23,7 @@ from console.kube import rbacrules
 
 COORDINATION, POLICY, APPS = "coordination.k8s.io", "policy", "apps"
 NFD_GROUP, METRICS_GROUP = "nfd.k8s-sigs.io", "metrics.k8s.io"
-NFD_NAMESPACE = "node-feature-discovery"  # console/kube/nfdstore.py's ConfigMap store
+NFD_NAMESPACE = "node-feature-discovery"  # hook-save asks for ConfigMaps here (the discovery replaces it)
 TIMEOUT_S = 10.0
 
 
@@ -111,7 +111,7 @@ def action_needs(action: str, settings: Any) -> tuple[Need, ...]:
     if action == "rule-delete":
         return (Need("get", "nodefeaturerules", NFD_GROUP), Need("delete", "nodefeaturerules", NFD_GROUP))
     if action in ("hook-save", "nfd-push"):
-        if _setting(settings, "hook_store", "configmap") == "directory":
+        if _setting(settings, "hook_store", "cluster") == "directory":
             return ()
         return tuple(Need(v, "configmaps", namespace=NFD_NAMESPACE) for v in ("get", "create", "update"))
     return ()

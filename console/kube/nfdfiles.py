@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from console.kube import nfdfiles_sh as sh
+from console.kube.nfdstore import NfdStoreError
 from console.nfd import versions as V
 
 if TYPE_CHECKING:
@@ -51,7 +52,10 @@ DAEMON_TOLERATED = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreacha
                     "node.kubernetes.io/network-unavailable")
 
 
-class FileTargetError(Exception):
+WATCH_SLICE = 10  # seconds per watch request in wait_relabel
+
+
+class FileTargetError(NfdStoreError):
     """The files cannot be reached or written as asked (no such mount, bad name, too big); says why."""
 
 
@@ -428,8 +432,11 @@ def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None
             return seen
         w = watch.Watch()
         try:
-            for ev in w.stream(core.list_node, resource_version=rv, timeout_seconds=max(1, int(remaining) + 1),
-                               _request_timeout=remaining + 5, allow_watch_bookmarks=False, **kw):
+            # watches of at most WATCH_SLICE s, each ending in a progress call: a caller that wants to stop
+            # (a screen left, Ctrl-C) raises from `progress` within that time, not at the timeout
+            for ev in w.stream(core.list_node, resource_version=rv,
+                               timeout_seconds=max(1, min(WATCH_SLICE, int(remaining) + 1)),
+                               _request_timeout=min(WATCH_SLICE, remaining) + 5, allow_watch_bookmarks=False, **kw):
                 if ev["type"] == "ERROR":
                     break  # 410 Gone: list again
                 if ev["type"] != "DELETED":
@@ -443,3 +450,4 @@ def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None
             w.stop()
         if len(done) == len(expected) or time.monotonic() > deadline:
             return seen
+        progress(f"{len(done)}/{len(expected)} nodes relabelled")

@@ -1,12 +1,9 @@
 """Where NFD hooks, feature files and NodeFeatureRules live, with optimistic concurrency.
 
-Hooks and feature files sit behind one protocol (`HookStore`) with two backends:
-
-- `ConfigMapHookStore`: ConfigMaps `nfd-hooks-<group>` (data: hook name -> script) and
-  `nfd-features-<group>` (data: file name -> content) in the NFD namespace. A file's `version` is
-  its ConfigMap's resourceVersion; a save sends it back, so a concurrent edit gives a 409.
-- `DirectoryHookStore`: `source.d/` and `features.d/` on disk. A file's `version` is a hash of its
-  content; a save re-reads the file first and refuses when it changed since it was loaded.
+Hooks and feature files for offline editing: `DirectoryHookStore`, `source.d/` and `features.d/` on this
+machine (`hook_store: directory`). A file's `version` is a hash of its content; a save re-reads the file first
+and refuses when it changed since it was loaded. Where the cluster's nfd-worker reads them (the DaemonSet's
+hostPath or ConfigMap volume) is a FileTarget: console/kube/nfdfiles.py and nfdfiles_cm.py.
 
 `RuleStore` reads and writes NodeFeatureRules (cluster-scoped) through CustomObjectsApi, with
 server-side dry-run and resourceVersion on every write. `list_node_features` and `list_nodes`
@@ -33,13 +30,10 @@ from console.guard import Guard, Mutation, ReadOnly
 from console.nfd.model import NODE_NAME_LABEL
 
 Kind = Literal["hook", "feature"]
-NFD_NAMESPACE = "node-feature-discovery"
 NFD_GROUP = "nfd.k8s-sigs.io"
 NFD_API_VERSION = "v1alpha1"
 RULES_PLURAL = "nodefeaturerules"
 NODEFEATURES_PLURAL = "nodefeatures"
-CM_PREFIX: dict[Kind, str] = {"hook": "nfd-hooks-", "feature": "nfd-features-"}
-DEFAULT_GROUP = "workers"  # the ConfigMap store's default node group (until the store writes where nfd-worker reads)
 WORKER_VERSION_ANNOTATION = "nfd.node.kubernetes.io/worker.version"
 MASTER_VERSION_ANNOTATION = "nfd.node.kubernetes.io/master.version"
 AUDIT_CAP = 64 * 1024  # characters of a file's content kept in an audit record
@@ -72,14 +66,15 @@ class StoreForbidden(NfdStoreError):
         self.missing = missing
 
 
-def _permitted(access: Any, action: str, settings: Any = None) -> None:
-    """StoreForbidden when `access` (console/kube/access.Access, None: not known) says this user may not."""
+def _permitted(access: Any, action: str, settings: Any = None, needs: Iterable[Any] | None = None) -> None:
+    """StoreForbidden when `access` (console/kube/access.Access, None: not known) says this user may not
+    (`needs`: the permissions this call makes, when the action's defaults do not say)."""
     if access is None:
         return
     from console.kube.access import MissingPermissions, require
 
     try:
-        require(access, action, settings)
+        require(access, action, settings, needs)
     except MissingPermissions as e:
         raise StoreForbidden(str(e), e.details()["missing"]) from e
 
@@ -93,9 +88,8 @@ class StoredFile:
     kind: Kind
     name: str
     content: str
-    version: str  # ConfigMap resourceVersion, or a content hash for a directory; "" = does not exist yet
+    version: str  # a hash of the content; "" = does not exist yet
     location: str  # where it lives, for confirmations and the audit log
-    group: str = ""
 
     @property
     def target(self) -> str:
@@ -103,12 +97,9 @@ class StoredFile:
 
 
 class HookStore(Protocol):
-    """Hooks and feature files of one node group."""
+    """Hooks and feature files in one place (offline: a directory)."""
 
     description: str
-    group: str
-
-    def groups(self) -> list[str]: ...
 
     def list(self) -> list[StoredFile]: ...
 
@@ -165,143 +156,6 @@ def content_version(content: str) -> str:
     return "sha256:" + hashlib.sha256(content.encode()).hexdigest()[:16]
 
 
-# -- ConfigMap store ------------------------------------------------------------------------------------------
-
-
-class ConfigMapHookStore:
-    """Hooks and feature files in ConfigMaps `nfd-hooks-<group>` / `nfd-features-<group>`."""
-
-    def __init__(self, api_client: Any, *, namespace: str = NFD_NAMESPACE, group: str = DEFAULT_GROUP,
-                 guard: Guard | None = None, access: Any = None) -> None:
-        from kubernetes import client
-
-        self.core = client.CoreV1Api(api_client)
-        self.guard = guard
-        self.access = access  # console/kube/access.Access: writes this user may not make are refused unsent
-        self.namespace = namespace
-        self.group = group
-        self.description = f"ConfigMaps in {namespace} (group {group})"
-
-    def cm_name(self, kind: Kind) -> str:
-        return CM_PREFIX[kind] + self.group
-
-    def location(self, kind: Kind) -> str:
-        return f"configmap {self.namespace}/{self.cm_name(kind)}"
-
-    def _read(self, kind: Kind) -> dict[str, Any] | None:
-        from kubernetes.client.rest import ApiException
-
-        try:
-            return _json(self.core.read_namespaced_config_map(self.cm_name(kind), self.namespace,
-                                                              _preload_content=False))
-        except ApiException as e:
-            if e.status == 404:
-                return None
-            raise _api_error(e, self.location(kind)) from e
-
-    def groups(self) -> list[str]:
-        """Groups that have a hooks or features ConfigMap (plus the current one)."""
-        from kubernetes.client.rest import ApiException
-
-        try:
-            items = _json(self.core.list_namespaced_config_map(self.namespace, _preload_content=False))["items"]
-        except ApiException as e:
-            raise _api_error(e, f"configmaps in {self.namespace}") from e
-        found = {self.group}
-        for cm in items:
-            name = cm["metadata"]["name"]
-            for prefix in CM_PREFIX.values():
-                if name.startswith(prefix) and len(name) > len(prefix):
-                    found.add(name[len(prefix):])
-        return sorted(found)
-
-    def _files(self, kind: Kind, cm: dict[str, Any] | None) -> list[StoredFile]:
-        if cm is None:
-            return []
-        rv = cm["metadata"]["resourceVersion"]
-        data = cm.get("data") or {}
-        return [StoredFile(kind, k, data[k], rv, self.location(kind), self.group) for k in sorted(data)]
-
-    def list(self) -> list[StoredFile]:
-        return [f for kind in ("hook", "feature") for f in self._files(kind, self._read(kind))]  # type: ignore[arg-type]
-
-    def get(self, kind: Kind, name: str) -> StoredFile | None:
-        return next((f for f in self._files(kind, self._read(kind)) if f.name == name), None)
-
-    def version(self, kind: Kind) -> str:
-        cm = self._read(kind)
-        return cm["metadata"]["resourceVersion"] if cm else ""
-
-    def _write(self, kind: Kind, name: str, content: str | None, expected_version: str) -> StoredFile | None:
-        from kubernetes.client.rest import ApiException
-
-        where = f"{self.location(kind)} key {name}"
-        verb = "save" if content is not None else "delete"
-        if self.guard is None or self.guard.read_only:  # refuse before reading anything
-            _guarded(self.guard, f"nfd.{kind}.{verb}", where, f"{verb} of {where}", None)
-        _permitted(self.access, "hook-save")
-        cm = self._read(kind)
-        if cm is None:
-            if content is None:
-                raise StoreNotFound(f"{where}: not found")
-            if expected_version:
-                raise StoreConflict(f"{where}: the ConfigMap was deleted since you loaded it; reload or overwrite")
-
-            body = {"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": self.cm_name(kind), "namespace": self.namespace,
-                                 "labels": {"app.kubernetes.io/managed-by": "console"}},
-                    "data": {name: content}}
-            with _guarded(self.guard, f"nfd.{kind}.save", where, f"save of {where}", None) as m:
-                try:
-                    out = _json(self.core.create_namespaced_config_map(self.namespace, body, _preload_content=False))
-                except ApiException as e:
-                    raise _api_error(e, where) from e
-                m.after, m.detail = _clip(content), f"created; resourceVersion {out['metadata']['resourceVersion']}"
-            return StoredFile(kind, name, content, out["metadata"]["resourceVersion"], self.location(kind), self.group)
-        data = dict(cm.get("data") or {})
-        if content is None:
-            if name not in data:
-                raise StoreNotFound(f"{where}: not found")
-            del data[name]
-        else:
-            data[name] = content
-        # send the version the user loaded, not the one just read: the server checks it (409 when stale)
-        meta = dict(cm["metadata"])
-        meta["resourceVersion"] = expected_version or cm["metadata"]["resourceVersion"]
-        if not expected_version and name in (cm.get("data") or {}):
-            current = StoredFile(kind, name, cm["data"][name], cm["metadata"]["resourceVersion"],
-                                 self.location(kind), self.group)
-            raise StoreConflict(f"{where}: it was created by someone else since you loaded the list", current,
-                                current.version)
-        body = {**cm, "metadata": meta, "data": data}
-        before = _clip((cm.get("data") or {}).get(name))
-        with _guarded(self.guard, f"nfd.{kind}.{verb}", where, f"{verb} of {where}", before) as m:
-            try:
-                out = _json(self.core.replace_namespaced_config_map(self.cm_name(kind), self.namespace, body,
-                                                                    _preload_content=False))
-            except ApiException as e:
-                err = _api_error(e, where)
-                if isinstance(err, StoreConflict):
-                    err.current = self.get(kind, name)
-                    err.current_version = self.version(kind)
-                raise err from e
-            m.after = _clip(content)
-            m.detail = f"resourceVersion {meta['resourceVersion']} -> {out['metadata']['resourceVersion']}"
-        if content is None:
-            return None
-        return StoredFile(kind, name, content, out["metadata"]["resourceVersion"], self.location(kind), self.group)
-
-    def save(self, kind: Kind, name: str, content: str, *, expected_version: str) -> StoredFile:
-        """Create or update one file; `expected_version` "" means "must not exist yet"."""
-        _check_name(name)
-        saved = self._write(kind, name, content, expected_version)
-        assert saved is not None
-        return saved
-
-    def delete(self, kind: Kind, name: str, *, expected_version: str) -> None:
-        self._write(kind, name, None, expected_version)
-
-
 # -- directory store ------------------------------------------------------------------------------------------
 
 
@@ -319,7 +173,6 @@ class DirectoryHookStore:
     def __init__(self, hook_dir: str | os.PathLike[str], *, guard: Guard | None = None) -> None:
         self.hooks_dir, self.features_dir = directory_layout(hook_dir)
         self.guard = guard
-        self.group = DEFAULT_GROUP
         self.description = f"directory {self.hooks_dir.parent}"
 
     def _dir(self, kind: Kind) -> Path:
@@ -328,9 +181,6 @@ class DirectoryHookStore:
     def location(self, kind: Kind) -> str:
         return str(self._dir(kind))
 
-    def groups(self) -> list[str]:
-        return [self.group]
-
     def _file(self, kind: Kind, path: Path) -> StoredFile | None:
         try:
             content = path.read_bytes().decode("utf-8", errors="replace")
@@ -338,7 +188,7 @@ class DirectoryHookStore:
             return None
         except OSError as e:
             raise NfdStoreError(f"cannot read {path}: {e.strerror}") from e
-        return StoredFile(kind, path.name, content, content_version(content), self.location(kind), self.group)
+        return StoredFile(kind, path.name, content, content_version(content), self.location(kind))
 
     def list(self) -> list[StoredFile]:
         out: list[StoredFile] = []
@@ -387,7 +237,7 @@ class DirectoryHookStore:
                 raise NfdStoreError(f"cannot write {d / name}: {e.strerror}") from e
             m.after = _clip(content)
             m.detail = f"version {expected_version or '(new)'} -> {content_version(content)}"
-        return StoredFile(kind, name, content, content_version(content), self.location(kind), self.group)
+        return StoredFile(kind, name, content, content_version(content), self.location(kind))
 
     def delete(self, kind: Kind, name: str, *, expected_version: str) -> None:
         path = self._dir(kind) / name
@@ -411,17 +261,16 @@ def _check_name(name: str) -> None:
         raise NfdStoreError(f"invalid file name {name!r}: ConfigMap keys allow only letters, digits, '-', '_', '.'")
 
 
-def hook_store(settings: Any, api_client: Any, group: str = DEFAULT_GROUP, *, guard: Guard | None = None,
-               access: Any = None) -> HookStore:
-    """The store the settings ask for (`hook_store: configmap | directory`, `hook_dir`); writes go through
-    `guard` (without one the store only reads) and, for the ConfigMap store, are refused unsent when `access`
-    (console/kube/access.Access) says this user may not make them."""
-    if getattr(settings, "hook_store", "configmap") == "directory":
-        hook_dir = getattr(settings, "hook_dir", None)
-        if not hook_dir:
-            raise NfdStoreError("hook_store is 'directory' but hook_dir is not set; set hook_dir in config.yaml")
-        return DirectoryHookStore(hook_dir, guard=guard)
-    return ConfigMapHookStore(api_client, group=group, guard=guard, access=access)
+def hook_store(settings: Any, *, guard: Guard | None = None) -> DirectoryHookStore:
+    """The offline store (`hook_store: directory`, `hook_dir`); writes go through `guard` (without one the store
+    only reads). NfdStoreError when the settings do not name a directory."""
+    if getattr(settings, "hook_store", "cluster") != "directory":
+        raise NfdStoreError("hook_store is 'cluster': hooks and feature files go where the cluster's nfd-worker "
+                            "reads them; set hook_store: directory and hook_dir to edit a local directory")
+    hook_dir = getattr(settings, "hook_dir", None)
+    if not hook_dir:
+        raise NfdStoreError("hook_store is 'directory' but hook_dir is not set; set hook_dir in config.yaml")
+    return DirectoryHookStore(hook_dir, guard=guard)
 
 
 # -- NodeFeatureRules ------------------------------------------------------------------------------------------

@@ -46,5 +46,5 @@ def test_bad_config_file_exits_2(tmp_path: Path) -> None:
     (cfg / "config.yaml").write_text("hook_store: sideways\n")
     out = _run(["--kubeconfig", str(tmp_path / "nope")], tmp_path)
     assert out.returncode == 2
-    assert "config.yaml:1: hook_store: expected one of configmap, directory, not 'sideways'" in out.stderr
+    assert "config.yaml:1: hook_store: expected one of cluster, directory, not 'sideways'" in out.stderr
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr

@@ -1,137 +1,223 @@
-"""HooksScreen against labs whose NFD reads hooks and feature files from ConfigMaps.
+"""HooksScreen on a cluster whose nfd-worker DaemonSet mounts features.d and source.d from ConfigMaps (the NFD
+article's alternative to NFD's hostPath volumes), through the real kubernetes client, at 80×24.
 
-default lab (NFD v0.19: no hooks): edit a feature file and see the nodes relabelled; turn the leftover
-hook into a feature file. seed-resize lab (NFD v0.8.2: hooks run): edit a hook, preview, save, relabel.
+The DaemonSet and its ConfigMap are made by the test (tests/support/nfdcm.py); the NfdDeployment is built by hand
+until the discovery (console/kube/nfddiscovery.py) merges.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from labstart import start_lab
-from textual.widgets import OptionList, Static, TextArea
+from kubernetes import client
+from labtools import wait_for
+from nfdcm import create_worker, deployment, scheduled
+from textual.widgets import DataTable, OptionList, Static, TextArea
 from tuitools import Host, settle
 
 from console.config import Settings
 from console.gateways import Gateways
-from console.kube.nfdstore import list_nodes
+from console.kube.connection import connect
+from console.kube.nfdfiles import NodeFile, NodeListing
 from console.lab.world import Lab
 from console.tui.safety import ConfirmDanger
 from console.tui.screens.hooks import HooksScreen
+from console.tui.screens.hooks_messages import TargetsLoaded
 
 pytestmark = pytest.mark.lab
 
+NS = "nfd-cm-tui"
 
-# default_lab (one per module) comes from tests/tui/conftest.py
+
 @pytest.fixture(scope="module")
-def v08_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from start_lab("seed-resize", tmp_path_factory.mktemp("lab-seed-resize-hooks"))
+def api(kube_lab: Lab) -> Iterator[Any]:
+    api_client, _ = connect(str(kube_lab.state.kubeconfig))
+    create_worker(api_client, NS, {"rack": "example.com/rack=r1\n"})
+    wait_for(lambda: scheduled(api_client, NS), what="nfd-worker pods scheduled")
+    try:
+        yield api_client
+    finally:
+        api_client.close()
 
 
-def cluster_for(lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Gateways:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    return Gateways.connect(Settings(kubeconfig=str(lab.state.kubeconfig)))
+def app_for(lab: Lab, **settings: Any) -> tuple[Host, HooksScreen, Gateways]:
+    s = Settings(kubeconfig=str(lab.state.kubeconfig), **settings)
+    gateways = Gateways.connect(s)
+    screen = HooksScreen(gateways=gateways, settings=s, deployment=deployment(NS))
+    return Host(screen, s, gateways), screen, gateways
 
 
-def wait_label(kube: Gateways, node: str, key: str, value: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    labels: dict[str, str] = {}
-    while time.monotonic() < deadline:
-        labels = list_nodes(kube.api_client)[node]["metadata"]["labels"]
-        if labels.get(key) == value:
+def text(screen: HooksScreen, wid: str) -> str:
+    return str(screen.query_one(wid, Static).render())
+
+
+def node_rows(screen: HooksScreen) -> dict[str, tuple[str, str]]:
+    table = screen.query_one("#hooks-nodes", DataTable)
+    return {str(table.get_row_at(i)[1]): (str(table.get_row_at(i)[0]), str(table.get_row_at(i)[2]))
+            for i in range(table.row_count)}
+
+
+def features(api: Any) -> dict[str, str]:
+    return dict(client.CoreV1Api(api).read_namespaced_config_map("nfd-features", NS).data or {})
+
+
+async def until(pilot: Any, predicate: Any, what: str) -> None:
+    for _ in range(400):
+        if predicate():
             return
-        time.sleep(0.1)
-    raise AssertionError(f"{node} never got {key}={value}; it has {sorted(labels)}")
+        await pilot.pause(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
-async def open_entry(pilot: Any, screen: HooksScreen, option_id: str) -> None:
-    olist = screen.query_one("#hooks-list", OptionList)
-    olist.focus()
-    olist.highlighted = olist.get_option_index(option_id)
-    await pilot.press("enter")
-    await pilot.pause()
-
-
-async def test_feature_file_edit_relabels_nodes(default_lab: Lab, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    kube = cluster_for(default_lab, tmp_path, monkeypatch)
-    screen = HooksScreen(gateways=kube, settings=Settings())
-    app = Host(screen, screen.settings)
+async def test_listing_confirm_names_nodes_push_and_report(kube_lab: Lab, api: Any) -> None:
+    app, screen, gateways = app_for(kube_lab)
+    reach = scheduled(api, NS)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        status = str(screen.query_one("#hooks-status", Static).render())
-        assert "ConfigMaps in node-feature-discovery (group workers)" in status
-        assert "NFD v0.19.0 (detected on the cluster)" in status and "no hooks (removed in v0.17)" in status
-        # what an admin actually sees at 80×24: the note on the first line, the location cut, not wrapped
+        status = text(screen, "#hooks-status")
+        assert f"ConfigMap {NS}/nfd-features (volume features-d, mode 0644" in status
+        assert f"all {len(reach)} nodes nfd-worker runs on (its pods)" in status
         shown = [screen.query_one("#hooks-status", Static).render_line(y).text for y in range(2)]
-        assert "no hooks (removed in v0.17)" in shown[0] and "c makes a hook a feature file" in shown[0], shown
-        assert shown[1].lstrip().startswith("ConfigMaps in node-feature-discovery"), shown
-        await open_entry(pilot, screen, "feature:inventory")
+        assert "hooks off unless sources.local.hooksEnabled" in shown[0], shown  # 80 columns: note first
+        olist = screen.query_one("#hooks-list", OptionList)
+        assert [olist.get_option_at_index(i).prompt for i in range(olist.option_count)] == ["file rack"]
+        assert node_rows(screen) == {n: (" ", "same") for n in reach}
+        assert screen.query_one("#hooks-nodes").region.height > 0  # visible at 80×24
         editor = screen.query_one("#hooks-editor", TextArea)
-        assert "example.com/rack=r1" in editor.text
-        editor.text = editor.text.replace("example.com/rack=r1", "example.com/rack=r42")
-        await pilot.press("ctrl+r")
-        await settle(pilot)
-        assert "example.com/rack=r42" in str(screen.query_one("#hooks-result", Static).render())
+        assert editor.text == "example.com/rack=r1\n"
+
+        editor.text = "example.com/rack=r42\n"
+        editor.blur()
         await pilot.press("ctrl+s")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmDanger)
-        assert app.screen.target == "configmap node-feature-discovery/nfd-features-workers:inventory"
-        assert "+example.com/rack=r42" in app.screen.preview
-        await pilot.press("y")
-        await settle(pilot)
-        wait_label(kube, "kube-worker01", "example.com/rack", "r42")
-        entry = json.loads((Path(os.environ["XDG_STATE_HOME"]) / "console" / "audit.log").read_text().splitlines()[-1])
-        assert entry["action"] == "nfd.feature.save" and entry["result"] == "ok"
-
-        # the leftover hook: NFD v0.19 ignores it; saving it says so
-        await open_entry(pilot, screen, "hook:my-script")
-        screen.query_one("#hooks-editor", TextArea).text = "#!/bin/sh\necho converted.flag=yes\n"
-        await pilot.press("ctrl+s")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmDanger)
-        await pilot.press("y")
-        await settle(pilot)
-        shown = [n.message for n in app._notifications]
-        assert any("does not run hooks" in m and "press c" in m for m in shown), shown
-        # turn it into a feature file and its labels appear
-        screen.query_one("#hooks-editor", TextArea).blur()
-        await pilot.press("c")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmDanger)
-        assert app.screen.target.endswith("nfd-features-workers:my-script")
+        body = app.screen.preview
+        assert f"Target: ConfigMap {NS}/nfd-features" in body
+        assert f"Nodes ({len(reach)}): {', '.join(reach)}" in body
+        assert "reaches every node nfd-worker runs on" in body
+        assert "example.com/rack=r42" in body and "+example.com/rack=r42" in body
+        assert app.screen.target == f"feature rack on {len(reach)} node(s)"
         await pilot.press("y")
+        await until(pilot, lambda: "Push feature rack" in text(screen, "#hooks-result"), "the per-node report")
+        report = text(screen, "#hooks-result")
+        assert f"{len(reach)} changed, 0 unchanged, 0 failed" in report and reach[0] in report
+        assert features(api) == {"rack": "example.com/rack=r42\n"}
+        await until(pilot, lambda: str(screen.query_one("#hooks-output").border_title).startswith("relabel:"),
+                    "relabel progress")
+        audit = (Path(os.environ["XDG_STATE_HOME"]) / "console" / "audit.log").read_text()
+        assert '"action": "nfd.feature.push"' in audit
+        await pilot.press("escape")  # leaving the screen ends the relabel wait
         await settle(pilot)
-        wait_label(kube, "kube-worker02", "feature.node.kubernetes.io/converted.flag", "yes")
-    kube.api_client.close()
+    gateways.api_client.close()
 
 
-async def test_hook_edit_preview_save_relabels_on_v08(v08_lab: Lab, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    kube = cluster_for(v08_lab, tmp_path, monkeypatch)
-    screen = HooksScreen(gateways=kube, settings=Settings())
-    app = Host(screen, screen.settings)
+async def test_read_only_refuses_visibly_and_below_the_ui(kube_lab: Lab, api: Any) -> None:
+    app, screen, gateways = app_for(kube_lab, read_only=True)
+    before = features(api)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert "NFD v0.8.2" in screen.version_text
-        await open_entry(pilot, screen, "hook:my-script")
-        editor = screen.query_one("#hooks-editor", TextArea)
-        assert editor.text.startswith("#!/bin/sh")
-        editor.text = "#!/bin/sh\necho FROM_CONSOLE=1\n"
-        await pilot.press("ctrl+r")
-        await settle(pilot)
-        # v0.8 names hook labels <hook file name>-<key>
-        assert "feature.node.kubernetes.io/my-script-FROM_CONSOLE=1" in str(
-            screen.query_one("#hooks-result", Static).render())
-        await pilot.press("ctrl+s")
+        assert "read-only: push and remove are disabled" in text(screen, "#hooks-status")
+        assert screen.check_action("save", ()) is False and screen.check_action("remove", ()) is False
+        screen.action_save()
         await pilot.pause()
+        assert any("read-only mode: push is disabled" in n.message for n in app._notifications)
+        # reached anyway: the target's guard refuses it, nothing is sent
+        screen.write_files("Push", "feature", "rack", "example.com/rack=ro\n", scheduled(api, NS), {})
+        await settle(pilot)
+        assert any(n.message.startswith("read-only: push of feature rack") for n in app._notifications)
+    assert features(api) == before
+    assert not (Path(os.environ["XDG_STATE_HOME"]) / "console" / "audit.log").exists()
+    gateways.api_client.close()
+
+
+async def test_a_hook_into_a_non_executable_volume_is_refused_with_the_mode(kube_lab: Lab, api: Any) -> None:
+    app, screen, gateways = app_for(kube_lab)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen.editor.blur()
+        await pilot.press("n")
+        await pilot.pause()
+        await pilot.press(*"probe")
+        await pilot.click("#new-hook")
+        await settle(pilot)
+        screen.editor.blur()
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmDanger) and f"ConfigMap {NS}/nfd-hooks" in app.screen.preview
         await pilot.press("y")
         await settle(pilot)
-        wait_label(kube, "kube-worker01", "feature.node.kubernetes.io/my-script-FROM_CONSOLE", "1")
-    kube.api_client.close()
+        said = " ".join(n.message for n in app._notifications)
+        assert "mode 0644" in said and "defaultMode: 0755" in said and "volume source-d" in said
+    with pytest.raises(client.ApiException):
+        client.CoreV1Api(api).read_namespaced_config_map("nfd-hooks", NS)
+    gateways.api_client.close()
+
+
+async def test_differences_between_nodes_are_shown(kube_lab: Lab, api: Any) -> None:
+    """What the list and the node table show for per-node listings that differ (as a hostPath target reports
+    them): ≠ for the same name with different content, n/m where some nodes lack it, each node's state."""
+    app, screen, gateways = app_for(kube_lab)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+
+        def f(node: str, name: str, digest: str) -> NodeFile:
+            return NodeFile(node, "feature", name, 10, digest * 64, 0o644, 0.0)
+
+        listings = [NodeListing("w1", (f("w1", "rack", "a"), f("w1", "zone", "c"))),
+                    NodeListing("w2", (f("w2", "rack", "b"), f("w2", "zone", "c"))),
+                    NodeListing("w3", (f("w3", "zone", "c"),)),
+                    NodeListing("w4", (), error="node access refused")]
+        screen.post_message(TargetsLoaded(screen.deployment, screen.targets, {"feature": listings},
+                                          screen.version, screen.version_text))
+        await pilot.pause()
+        olist = screen.query_one("#hooks-list", OptionList)
+        assert [str(olist.get_option_at_index(i).prompt) for i in range(olist.option_count)] == [
+            "file rack ≠ 2/3", "file zone"]
+        screen.current = None
+        screen.open_file(screen.files[0])
+        screen._fill_nodes()
+        await pilot.pause()
+        rows = node_rows(screen)
+        assert {n: s for n, (_, s) in rows.items()} == {
+            "w1": "differs (aaaaaaaa)", "w2": "same", "w3": "missing", "w4": "cannot read: node access refused"}
+        await settle(pilot)
+    gateways.api_client.close()
+
+
+async def test_selector_marks_nodes_and_remove_edits_the_configmap(kube_lab: Lab, api: Any) -> None:
+    core = client.CoreV1Api(api)
+    core.patch_namespaced_config_map("nfd-features", NS, {"data": {"gone": "example.com/gone=1\n"}})
+    reach = scheduled(api, NS)
+    host = next(n for n in core.list_node().items if n.metadata.name == reach[-1]).metadata.labels[
+        "kubernetes.io/hostname"]
+    app, screen, gateways = app_for(kube_lab)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen.editor.blur()
+        await pilot.press("l", *f"kubernetes.io/hostname={host}", "enter")
+        await settle(pilot)
+        assert screen.marked == {reach[-1]} and node_rows(screen)[reach[-1]][0] == "●"
+        assert "1 marked · the ConfigMap reaches all" in str(screen.query_one("#hooks-selector-input").placeholder)
+        olist = screen.query_one("#hooks-list", OptionList)
+        olist.focus()
+        olist.highlighted = olist.get_option_index("feature:gone")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert screen.current is not None and screen.current.name == "gone"
+        olist.blur()
+        await pilot.press("x")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmDanger) and app.screen.action_name == "Remove"
+        # one node marked, but a ConfigMap reaches every node nfd-worker runs on: the confirmation names them all
+        assert f"Nodes ({len(reach)}): {', '.join(reach)}" in app.screen.preview
+        assert "Labels this file gave (they go):" in app.screen.preview and "example.com/gone=1" in app.screen.preview
+        await pilot.press("y")
+        await until(pilot, lambda: "Remove feature gone" in text(screen, "#hooks-result"), "the remove report")
+        assert "gone" not in features(api)
+        await pilot.press("escape")
+        await settle(pilot)
+    gateways.api_client.close()

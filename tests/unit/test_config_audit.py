@@ -30,7 +30,7 @@ def test_env_clients(tmp_path):
         ("theme: [", ":1: theme: not valid YAML"),
         ("- a\n", ":1: expected a mapping"),
         ("colour: red\n", ":1: colour: unknown setting"),
-        ("hook_store: s3\n", ":1: hook_store: expected one of configmap, directory, not 's3'"),
+        ("hook_store: s3\n", ":1: hook_store: expected one of cluster, directory, not 's3'"),
     ],
 )
 def test_bad_config_names_file_and_key(tmp_path, text, message):

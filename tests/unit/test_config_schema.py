@@ -33,7 +33,7 @@ CASES = [
     ("nfd_version: 0.16\n", 1, "nfd_version", "expected a string, not 0.16 (quote it"),
     ("cloud: dev\ncolour: red\n", 2, "colour", "unknown setting"),
     ("readonly: true\n", 1, "readonly", "did you mean read_only?"),
-    ("hook_store: s3\n", 1, "hook_store", "expected one of configmap, directory, not 's3'"),
+    ("hook_store: s3\n", 1, "hook_store", "expected one of cluster, directory, not 's3'"),
     ("node_access: telnet\n", 1, "node_access", "expected one of debug-pod, ssh, guest-agent"),
     ("ssh_target: ip\n", 1, "ssh_target", "expected one of name, internal-ip"),
     ("key_overrides: 5\n", 1, "key_overrides", "expected a mapping of binding id to keys"),
@@ -172,7 +172,7 @@ def test_env_read_only_words(value: str, expected: bool) -> None:
 @pytest.mark.parametrize(("env", "says"), [
     ({"CONSOLE_READ_ONLY": "ture"}, "environment CONSOLE_READ_ONLY: read_only: expected true or false, not 'ture'"),
     ({"CONSOLE_READ_ONLY": "maybe"}, "environment CONSOLE_READ_ONLY: read_only: expected true or false"),
-    ({"CONSOLE_HOOK_STORE": "s3"}, "environment CONSOLE_HOOK_STORE: hook_store: expected one of configmap"),
+    ({"CONSOLE_HOOK_STORE": "s3"}, "environment CONSOLE_HOOK_STORE: hook_store: expected one of cluster"),
     ({"CONSOLE_NODE_ACCESS": "telnet"}, "environment CONSOLE_NODE_ACCESS: node_access: expected one of"),
     ({"CONSOLE_NODE_DEBUG_TOLERATIONS": "[{key: a, operator: Maybe}]"},
      "environment CONSOLE_NODE_DEBUG_TOLERATIONS: node_debug_tolerations[0].operator: expected one of Equal"),

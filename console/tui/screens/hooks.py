@@ -1,7 +1,24 @@
-"""Hooks and feature files: list, edit, preview the labels they yield, diff, save with conflict detection."""
+"""`:hooks` — NFD hooks (source.d) and feature files (features.d) where the cluster's nfd-worker reads them.
+
+Cluster mode (`hook_store: cluster`, the default): the nfd-worker DaemonSet's volumes say where the files are (a
+hostPath on each node, or a ConfigMap; console/kube/nfdfiles.py). The screen lists what each node has and where
+nodes differ (≠: same name, different content; n/m: missing on some), edits one file, previews the labels it
+gives on each chosen node with this cluster's NFD, then pushes or removes it after a confirmation naming the
+nodes and the target, reports per node and watches the nodes' labels until NFD has relabelled them. Nodes are
+marked in the node table (space / enter, a: all) or chosen by a label selector (l). A ConfigMap reaches every
+node nfd-worker runs on, whatever is marked; the confirmation says so.
+
+Directory mode (`hook_store: directory`): a local source.d / features.d for offline editing, saved with
+content-hash conflict detection.
+
+All I/O runs in thread workers that report by the typed messages of hooks_messages.py.
+"""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -9,207 +26,250 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
-from textual.message import Message
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
 
 from console.config import Settings
 from console.gateways import Gateways
 from console.guard import GuardRefusal
-from console.kube.nfdstore import (
-    DEFAULT_GROUP,
-    ConfigMapHookStore,
-    HookStore,
-    NfdStoreError,
-    StoreConflict,
-    StoredFile,
-    hook_store,
-)
-from console.nfd import versions as V
-from console.nfd_preview import (
-    PREVIEW_TIMEOUT,
-    FilePreview,
-    hook_to_feature_file,
-    hooks_note,
-    preview_file,
-    resolve_version,
-)
+from console.kube.nfdfiles import NodeListing, wait_relabel
+from console.kube.nfdstore import DirectoryHookStore, NfdStoreError, StoredFile, hook_store
+from console.nfd_preview import PREVIEW_TIMEOUT, FilePreview, hook_to_feature_file, hooks_note, preview_file
 from console.tui.safety import ConfirmDanger, dangerous
+from console.tui.screens import hooks_view as view
 from console.tui.screens.editor_base import EditorScreen
+from console.tui.screens.hooks_dir import DirectoryMode
+from console.tui.screens.hooks_messages import (
+    FilePreviewReady,
+    FileRead,
+    FilesWritten,
+    NewFileDialog,
+    NodePreviewsReady,
+    RelabelDone,
+    RelabelProgress,
+    TargetsLoaded,
+)
+from console.tui.screens.hooks_nodes import NodeChoice
+from console.tui.widgets.cells import theme_colors
 from console.tui.widgets.diff import unified_text
-from console.tui.widgets.diff_dialog import ConflictDialog
 from console.tui.widgets.editor import load_into
 from console.tui.widgets.nfdstatus import NfdStatusLine
 
-STDERR_SHOWN = 2048  # bytes of a hook's stderr/stdout shown inline; the rest is summarised
 HOOK_TEMPLATE = ("#!/bin/sh\n# Each line 'key=value' (or 'key') printed on stdout becomes a node label.\n"
                  "echo MY_FEATURE=true\n")
 FEATURE_TEMPLATE = "# Each line 'key=value' (or 'key') becomes a node label.\nMY_FEATURE=true\n"
+PREVIEW_NODES = 16  # nodes a hook is run for in one preview (each run is a process); the rest are counted
 
 
-class FilesLoaded(Message):
-    def __init__(self, files: list[StoredFile], version: V.NfdVersion, version_text: str, groups: list[str],
-                 error: str = "") -> None:
-        super().__init__()
-        self.files, self.version, self.version_text, self.groups, self.error = (files, version, version_text,
-                                                                                 groups, error)
+class _Stopped(Exception):
+    """The relabel wait's worker was cancelled (the screen was left)."""
 
 
-class FilePreviewReady(Message):
-    def __init__(self, preview: FilePreview, content: str, seq: int = 0) -> None:
-        super().__init__()
-        self.preview, self.content, self.seq = preview, content, seq
-
-
-class FileSaved(Message):
-    def __init__(self, file: StoredFile, previous: StoredFile) -> None:
-        super().__init__()
-        self.file, self.previous = file, previous
-
-
-class FileSaveFailed(Message):
-    def __init__(self, error: NfdStoreError | GuardRefusal, kind: str, name: str, content: str) -> None:
-        super().__init__()
-        self.error, self.kind, self.name, self.content = error, kind, name, content
-
-
-class NewFileDialog(ModalScreen[tuple[str, str] | None]):
-    """Ask for a name and whether it is a hook or a feature file."""
-
-    DEFAULT_CSS = """
-    NewFileDialog { align: center middle; }
-    NewFileDialog #new-box { width: 60; height: auto; border: thick $primary; background: $surface; padding: 0 1; }
-    NewFileDialog #new-buttons { height: 3; align-horizontal: right; }
-    NewFileDialog Button { margin-left: 1; }
-    """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="new-file-cancel")]
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="new-box"):
-            yield Label("New file name (letters, digits, '-', '_', '.'):", markup=False)
-            yield Input(placeholder="my-feature", id="new-name")
-            with Horizontal(id="new-buttons"):
-                yield Button("Hook", id="new-hook")
-                yield Button("Feature file", id="new-feature", variant="primary")
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        name = self.query_one("#new-name", Input).value.strip()
-        if not name:
-            self.notify("type a name first", severity="warning")
-            return
-        self.dismiss(("hook" if event.button.id == "new-hook" else "feature", name))
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        if event.value.strip():
-            self.dismiss(("feature", event.value.strip()))
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-class HooksScreen(EditorScreen):
-    """`:hooks` — the node group's hooks (source.d) and feature files (features.d)."""
-
+class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     PREFIX = "hooks"
     LIST_TITLE = "hooks & feature files"
     OUTPUT_TITLE = "preview"
     LOADING = "Loading hooks and feature files…"
-    HINT = "ctrl+r runs a preview of the file being edited."
+    HINT = "ctrl+r previews the file on the chosen nodes; ctrl+s pushes it."
     BINDINGS: ClassVar[list[BindingType]] = [
-        dangerous(Binding("ctrl+s", "save", "Save", id="hooks-save"), needs="hook-save"),
+        dangerous(Binding("ctrl+s", "save", "Push", id="hooks-save"), needs="hook-save"),
+        dangerous(Binding("x", "remove", "Remove", id="hooks-remove"), needs="hook-save"),
         Binding("ctrl+r", "preview", "Preview", id="hooks-preview"),
+        Binding("space", "toggle_node", "Mark", id="hooks-mark"),
+        Binding("a", "mark_all", "All nodes", id="hooks-mark-all", show=False),
+        Binding("l", "selector", "Selector", id="hooks-selector", show=False),
         Binding("d", "diff", "Diff", id="hooks-diff"),
         Binding("v", "diff_mode", "Split/unified", id="hooks-diff-mode", show=False),
         dangerous(Binding("n", "new_file", "New", id="hooks-new"), needs="hook-save"),
-        dangerous(Binding("c", "convert", "To feature file", id="hooks-convert"), needs="hook-save"),
-        Binding("g", "next_group", "Group", id="hooks-group", show=False),
+        dangerous(Binding("c", "convert", "To feature file", id="hooks-convert", show=False), needs="hook-save"),
         Binding("ctrl+l", "reload", "Reload", id="hooks-reload", show=False),
         Binding("escape", "back", "Back", id="hooks-back"),
     ]
 
     def __init__(self, gateways: Gateways | None = None, settings: Settings | None = None, *,
-                 group: str | None = None, preview_timeout: float = PREVIEW_TIMEOUT) -> None:
+                 deployment: Any = None, preview_timeout: float = PREVIEW_TIMEOUT) -> None:
         super().__init__(gateways, settings)
         self.preview_timeout = preview_timeout
-        self.group = group or DEFAULT_GROUP
-        self.store: HookStore | None = None  # chosen on mount, from the settings
-        self.files: list[StoredFile] = []
-        self.groups: list[str] = [self.group]
-        self.current: StoredFile | None = None
+        self.deployment = deployment  # console/nfd/deployment.NfdDeployment; None: discovered on mount
+        self.store: DirectoryHookStore | None = None  # directory mode
+        self.targets: dict[str, Any] = {}  # cluster mode: kind -> FileTarget
+        self.listings: dict[str, list[NodeListing]] = {}
+        self.marked: set[str] = set()
+        self.files: list[StoredFile] = []  # directory mode: the store's; cluster mode: one per list entry
+        self.entries: list[view.Entry] = []
+        self.current: StoredFile | None = None  # cluster mode: version = the sha256 read, location = the node
         self.drafts: dict[tuple[str, str], str] = {}
         self.preview: FilePreview | None = None
         self.preview_content: str | None = None
+        self.node_previews: dict[str, FilePreview] = {}
+        self._pending: tuple[str, list[str]] | None = None  # (verb, nodes) waiting for its previews
         self._convert_after_preview = False
         self._preview_seq = 0
+        self._report = Text()  # the last write's report; the relabel outcome is shown under it
+        self._status_head = ""  # cluster mode: the deployment's status line
+
+    @property
+    def cluster_mode(self) -> bool:
+        return self.settings.hook_store != "directory"
+
+    def compose_under_editor(self) -> ComposeResult:
+        yield Input(placeholder="l: label selector · space marks a node", id="hooks-selector-input")
+        yield DataTable(id="hooks-nodes", cursor_type="row", zebra_stripes=False)
 
     def on_mount(self) -> None:
         self.mount_common()
         self.mount(NfdStatusLine(self.gateways, id="hooks-nfd"), before="#hooks-status")  # NFD as deployed
-        self._open_store()
+        table = self.query_one("#hooks-nodes", DataTable)
+        table.add_columns("", "node", "this file")
+        for w in (table, self.query_one("#hooks-selector-input")):
+            w.display = self.cluster_mode
+        self._render_status()
+        if self.cluster_mode:
+            self.load_targets()
+            return
+        try:
+            self.store = hook_store(self.settings, guard=self.guard)
+        except NfdStoreError as e:
+            self.notify(str(e), title="no hook store", severity="error")
         self.load_files()
 
-    def _open_store(self) -> None:
-        try:
-            if self.gateways is not None:
-                self.store = self.gateways.hook_store(self.group, settings=self.settings, guard=self.guard)
-            else:  # no cluster: only a local directory can be the store (anything else says it needs one)
-                self.store = hook_store(self.settings, None, self.group, guard=self.guard)
-        except NfdStoreError as e:
-            self.store = None
-            self.notify(str(e), title="no hook store", severity="error")
+    def on_unmount(self) -> None:
+        self.workers.cancel_group(self, "hooks-relabel")
 
-    # -- loading ------------------------------------------------------------------------------------------
+    # -- status -------------------------------------------------------------------------------------------
+    def _render_status(self, where: str = "") -> None:
+        ro = " · read-only: push and remove are disabled" if self.read_only else ""
+        if not where:
+            where = self.store.description if self.store else ("finding nfd-worker…" if self.cluster_mode else
+                                                               "no hook store")
+        # the note first, each line cut with … (hooks.tcss): at 80 columns the location must not push it out
+        self.query_one("#hooks-status", Static).update(f"{hooks_note(self.version)}{ro}\n{where}")
+
+    # -- cluster mode: loading ----------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="hooks-load", exit_on_error=False)
-    def load_files(self) -> None:
+    def load_targets(self) -> None:
         version, text = self.version, f"NFD {self.version} (from settings)"
-        error = ""
-        if self.store is None:
-            self.post_message(FilesLoaded([], version, text, [self.group], "no hook store configured"))
+        if self.gateways is None:
+            self.post_message(TargetsLoaded(None, {}, {}, version, text, error="no cluster connection: set "
+                                            "hook_store: directory and hook_dir to edit files offline"))
             return
-        if isinstance(self.store, ConfigMapHookStore) and self.gateways is None:
-            self.post_message(FilesLoaded([], version, text, [self.group], "no cluster connection"))
+        deployment = self.deployment if self.deployment is not None else self.gateways.nfd_deployment()
+        if deployment is None:
+            self.post_message(TargetsLoaded(None, {}, {}, version, text, error=(
+                "no NFD found in this cluster (no nfd-worker DaemonSet): previews still work; set "
+                "hook_store: directory and hook_dir to edit files offline")))
             return
-        try:
-            if not self.settings.nfd_version and self.gateways is not None:
-                version, text = resolve_version(None, self.gateways.nfd_version())
-            files, groups = self.store.list(), self.store.groups()
-        except NfdStoreError as e:
-            files, groups, error = [], [self.group], str(e)
-        if not self.settings.nfd_version and self.gateways is None:
-            text = f"NFD {version} (no cluster; set nfd_version to choose)"
-        self.post_message(FilesLoaded(files, version, text, groups, error))
+        if not self.settings.nfd_version and deployment.version is not None:
+            version, text = deployment.version, f"NFD {deployment.version} (detected)"
+        targets: dict[str, Any] = {}
+        listings: dict[str, list[NodeListing]] = {}
+        notes: list[str] = []
+        for kind in ("hook", "feature"):
+            mount = deployment.mounts.get(kind)
+            if mount is None or mount.source in ("none", "other"):
+                where = "source.d" if kind == "hook" else "features.d"
+                notes.append(f"nfd-worker has no {where} the console can write ({mount.source if mount else 'none'})")
+                continue
+            try:
+                target = self.gateways.nfd_files(kind, deployment, settings=self.settings, guard=self.guard)
+                listings[kind] = target.list(target.nodes())
+            except NfdStoreError as e:
+                notes.append(f"{kind}s: {e}")
+                continue
+            targets[kind] = target
+        self.post_message(TargetsLoaded(deployment, targets, listings, version, text, notes))
 
-    def on_files_loaded(self, msg: FilesLoaded) -> None:
-        self.files, self.version, self.version_text, self.groups = msg.files, msg.version, msg.version_text, msg.groups
+    def on_targets_loaded(self, msg: TargetsLoaded) -> None:
+        self.deployment, self.targets, self.listings = msg.deployment, dict(msg.targets), dict(msg.listings)
+        self.version, self.version_text = msg.version, msg.version_text
         if msg.error:
-            self.notify(f"{msg.error}", title="cannot list hooks", severity="error")
-        self._render_status()
+            self.notify(msg.error, title="hooks", severity="warning", timeout=12)
+        for note in msg.notes:
+            self.notify(note, title="nfd-worker mounts", severity="warning")
+        self._status_head = msg.deployment.status_line() if msg.deployment is not None else msg.error
+        self.entries = view.entries(self.listings)
+        self.files = [StoredFile(e.kind, e.name, "", "", "") for e in self.entries]  # type: ignore[arg-type]
+        self._fill_list([(e.id, e.label) for e in self.entries])
+        if self.current is None and self.entries:
+            self._open_entry(self.entries[0])
+        self._fill_nodes()
+
+    def _fill_list(self, items: Sequence[tuple[str, str]]) -> None:
         olist = self.query_one("#hooks-list", OptionList)
         olist.clear_options()
-        for f in self.files:
-            tag = "hook" if f.kind == "hook" else "file"
-            olist.add_option(Option(f"{tag} {f.name}", id=f"{f.kind}:{f.name}"))
-        if not self.files:
+        for oid, label in items:
+            olist.add_option(Option(label, id=oid))
+        if not items:
             olist.add_option(Option("(none yet: press n)", id="none", disabled=True))
-        if self.current is not None:
-            fresh = next((f for f in self.files if (f.kind, f.name) == (self.current.kind, self.current.name)), None)
-            if fresh is not None and fresh.content == self.current.content:
-                self.current = fresh  # keep the newest resourceVersion for the same content
-        elif self.files:
-            self.open_file(self.files[0])
-        if self.files and olist.highlighted is None:
+        elif olist.highlighted is None:
             olist.highlighted = 0
 
-    def _render_status(self) -> None:
-        where = self.store.description if self.store else "no hook store"
-        # the note first, each line cut with … (hooks.tcss): at 80 columns the location used to wrap and push the note
-        # ("has no hooks: press c") out of the two visible lines
-        self.query_one("#hooks-status", Static).update(f"{hooks_note(self.version)}\n{where} · {self.version_text}")
+    def _reach(self, kind: str) -> list[str]:
+        return [x.node for x in self.listings.get(kind, []) if not x.error]
+
+    def _fill_nodes(self) -> None:
+        table = self.query_one("#hooks-nodes", DataTable)
+        table.clear()
+        cur = self.current
+        kind = cur.kind if cur else "feature"
+        listings = self.listings.get(kind) or next(iter(self.listings.values()), [])
+        states = view.node_states(listings, cur.name) if cur else {}
+        for x in listings:
+            table.add_row("●" if x.node in self.marked else " ", x.node, states.get(x.node, ""), key=x.node)
+        target = self.targets.get(kind)
+        reaches_all = target is not None and target.mount.source == "configMap"
+        self.query_one("#hooks-selector-input", Input).placeholder = (
+            f"l: label selector · space marks a node · {len(self.marked)} marked"
+            + (" · the ConfigMap reaches all" if reaches_all else ""))
+        # the status line names where the open file's kind goes (the volume, the ConfigMap or the hostPath)
+        where = target.description if target is not None else f"nfd-worker reads no {kind}s the console can write"
+        self._render_status(f"{self._status_head} · {where}" if self._status_head else where)
+
+    @on(OptionList.OptionSelected, "#hooks-list")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        kind, _, name = (event.option.id or "").partition(":")
+        if self.cluster_mode:
+            entry = next((e for e in self.entries if (e.kind, e.name) == (kind, name)), None)
+            if entry is not None:
+                self._open_entry(entry)
+            return
+        f = next((f for f in self.files if f.kind == kind and f.name == name), None)
+        if f is not None:
+            self.open_file(f)
+            self.editor.focus()
+
+    def _open_entry(self, entry: view.Entry, node: str | None = None) -> None:
+        node = node or view.majority_node(self.listings.get(entry.kind, []), entry.name)
+        if node is None:
+            return
+        self.read_file(entry.kind, entry.name, node)
+
+    @work(thread=True, exclusive=True, group="hooks-read", exit_on_error=False)
+    def read_file(self, kind: str, name: str, node: str) -> None:
+        try:
+            self.post_message(FileRead(kind, name, node, self.targets[kind].read(node, name)))
+        except (NfdStoreError, GuardRefusal) as e:
+            self.post_message(FileRead(kind, name, node, None, str(e)))
+
+    def on_file_read(self, msg: FileRead) -> None:
+        if msg.content is None:
+            self.notify(msg.error or f"{msg.name} is gone from {msg.node}; ctrl+l reloads", severity="warning")
+            return
+        digest = hashlib.sha256(msg.content.encode()).hexdigest()
+        self.open_file(StoredFile(msg.kind, msg.name, msg.content, digest, msg.node))  # type: ignore[arg-type]
+        self._fill_nodes()
+
+    def _chosen(self, kind: str) -> tuple[list[str], str]:
+        """The nodes a push / remove of `kind` reaches, and a note when that is not the marked ones."""
+        reach = self._reach(kind)
+        target = self.targets.get(kind)
+        if target is not None and target.mount.source == "configMap":
+            extra = sorted(self.marked - set(reach))
+            note = "A ConfigMap reaches every node nfd-worker runs on, marked or not."
+            return reach, note + (f" Not reached: {view.named(extra)}." if extra else "")
+        return [n for n in reach if n in self.marked], ""
 
     # -- editing ------------------------------------------------------------------------------------------
     def open_file(self, f: StoredFile) -> None:
@@ -221,40 +281,22 @@ class HooksScreen(EditorScreen):
                 self.drafts.pop(key, None)
         self.current = f
         load_into(self.editor, f.kind, f.name, self.drafts.get((f.kind, f.name), f.content))
-        self.preview, self.preview_content = None, None
-        self._show_result(Text(f"{f.kind} {f.name} from {f.location}. ctrl+r: preview · d: diff · ctrl+s: save"))
-
-    @on(OptionList.OptionSelected, "#hooks-list")
-    def _selected(self, event: OptionList.OptionSelected) -> None:
-        kind, _, name = (event.option.id or "").partition(":")
-        f = next((f for f in self.files if f.kind == kind and f.name == name), None)
-        if f is not None:
-            self.open_file(f)
-            self.editor.focus()
+        self.preview, self.preview_content, self.node_previews = None, None, {}
+        where = f"from {f.location}" if f.location else "(new)"
+        self._show_result(Text(f"{f.kind} {f.name} {where}. ctrl+r: preview · d: diff · ctrl+s: push"))
 
     def action_reload(self) -> None:
         if self.current is not None:
             self.drafts.pop((self.current.kind, self.current.name), None)
         self.current = None
-        self.load_files()
-
-    def action_next_group(self) -> None:
-        if len(self.groups) < 2:
-            self.notify(f"only one node group: {self.group}")
-            return
-        self.group = self.groups[(self.groups.index(self.group) + 1) % len(self.groups)]
-        self._open_store()
-        self.current, self.drafts = None, {}
-        self.load_files()
-
-    def _need_store(self) -> bool:
-        if self.store is None:
-            self.notify("no hook store: set hook_store/hook_dir in config.yaml or connect to a cluster",
-                        severity="warning")
-        return self.store is not None
+        if self.cluster_mode:
+            self.load_targets()
+        else:
+            self.load_files()
 
     def action_new_file(self) -> None:
-        if not self._need_store():
+        if not self.cluster_mode and self.store is None:
+            self.notify("no hook store: set hook_dir in config.yaml", severity="warning")
             return
 
         def created(result: tuple[str, str] | None) -> None:
@@ -264,129 +306,244 @@ class HooksScreen(EditorScreen):
             if any(f.kind == kind and f.name == name for f in self.files):
                 self.notify(f"{kind} {name} exists already: pick it in the list", severity="warning")
                 return
-            text = HOOK_TEMPLATE if kind == "hook" else FEATURE_TEMPLATE
-            assert self.store is not None
-            self.open_file(StoredFile(kind, name, "", "", self.store.location(kind), self.group))  # type: ignore[arg-type]
-            load_into(self.editor, kind, name, text)
+            if self.cluster_mode and kind not in self.targets:
+                self.notify(f"nfd-worker reads no {kind}s here (see the status line)", severity="warning")
+                return
+            location = self.store.location(kind) if self.store else ""  # type: ignore[arg-type]
+            self.open_file(StoredFile(kind, name, "", "", location))  # type: ignore[arg-type]
+            load_into(self.editor, kind, name, HOOK_TEMPLATE if kind == "hook" else FEATURE_TEMPLATE)
             self.editor.focus()
 
         self.app.push_screen(NewFileDialog(), created)
+
+    def _deployed(self) -> tuple[str, str] | None:
+        if self.current is None:
+            return None
+        if self.current.version:
+            return self.current.content, f"on {self.current.location}" if self.cluster_mode else "deployed"
+        return "", "(new file)"
 
     # -- preview ------------------------------------------------------------------------------------------
     def action_preview(self) -> None:
         if self.current is None:
             self.notify("open a hook or feature file first", severity="warning")
             return
-        content = self.editor.text
+        self._start_preview(self.editor.text)
+
+    def _start_preview(self, content: str, nodes: Sequence[str] | None = None) -> None:
+        assert self.current is not None
         what = "running hook" if self.current.kind == "hook" else "parsing"
-        limits = f"timeout {self.preview_timeout:g}s, output capped at 1 MiB"
-        self._show_result(Text(f"{what} {self.current.name} ({limits})…"))
+        self._show_result(Text(f"{what} {self.current.name} (timeout {self.preview_timeout:g}s)…"))
         self.query_one("#hooks-output").loading = True
         self._preview_seq += 1
-        self.run_preview(self.current.kind, self.current.name, content, self._preview_seq)
+        if not self.cluster_mode:
+            self.run_preview(self.current.kind, self.current.name, content, self._preview_seq)
+            return
+        if nodes is None:
+            chosen, _ = self._chosen(self.current.kind)
+            nodes = chosen or self._reach(self.current.kind)
+        self.run_node_previews(self._preview_seq, self.current.kind, self.current.name, content, list(nodes))
 
     @work(thread=True, exclusive=True, group="hooks-preview", exit_on_error=False)
     def run_preview(self, kind: str, name: str, content: str, seq: int = 0) -> None:
         # the hook runs in a scratch directory with a timeout and an output cap, off the UI thread
         self.post_message(FilePreviewReady(preview_file(kind, name, content, self.version,
-                                                    timeout=self.preview_timeout), content, seq))
+                                                        timeout=self.preview_timeout), content, seq))
+
+    @work(thread=True, exclusive=True, group="hooks-preview", exit_on_error=False)
+    def run_node_previews(self, seq: int, kind: str, name: str, content: str, nodes: list[str]) -> None:
+        """One preview per node with this cluster's master configuration (a hook sees the node's NODE_NAME)."""
+        config = self.deployment.master_config() if self.deployment is not None else None
+        if config is not None and self.settings.nfd_version:
+            config = replace(config, version=self.version)
+        previews: dict[str, FilePreview] = {}
+        first: FilePreview | None = None
+        for node in nodes:
+            if kind == "feature" and first is not None:  # a feature file does not depend on the node
+                previews[node] = first
+                continue
+            if kind == "hook" and len(previews) >= PREVIEW_NODES:
+                break
+            previews[node] = first = preview_file(kind, name, content, self.version, config=config, node_name=node,
+                                                  timeout=self.preview_timeout)
+        self.post_message(NodePreviewsReady(seq, kind, name, content, previews))
 
     def on_file_preview_ready(self, msg: FilePreviewReady) -> None:
         if msg.seq != self._preview_seq:
             return  # an older run that finished late (a thread cannot be cancelled)
         self.query_one("#hooks-output").loading = False
         self.preview, self.preview_content = msg.preview, msg.content
-        self._show_result(render_preview(msg.preview, self.version_text, theme_colors(self)))
+        self._show_result(view.render_preview(msg.preview, self.version_text, theme_colors(self.app)))
         if self._convert_after_preview:
             self._convert_after_preview = False
             self.action_convert()
 
-    # -- diff ---------------------------------------------------------------------------------------------
-    def _deployed(self) -> tuple[str, str] | None:
-        if self.current is None:
-            return None
-        if self.current.version:
-            return self.current.content, "deployed"
-        return "", "(new file)"
+    def on_node_previews_ready(self, msg: NodePreviewsReady) -> None:
+        if msg.seq != self._preview_seq:
+            return
+        self.query_one("#hooks-output").loading = False
+        self.node_previews = dict(msg.previews)
+        grouped = view.group_previews(msg.previews)
+        self.preview, self.preview_content = (grouped[0][1] if grouped else None), msg.content
+        out = Text()
+        for nodes, p in grouped:
+            out.append_text(view.render_preview(p, self.version_text, theme_colors(self.app), nodes))
+        self._show_result(out if grouped else Text("no node to preview on: mark nodes or type a selector (l)"))
+        if self._pending is not None:
+            verb, nodes = self._pending
+            self._pending = None
+            self._confirm_write(verb, nodes, msg.content, grouped)
+        elif self._convert_after_preview:
+            self._convert_after_preview = False
+            self.action_convert()
 
-    # -- save ---------------------------------------------------------------------------------------------
-    def action_save(self) -> None:
+    # -- push / remove ------------------------------------------------------------------------------------
+    def _refuse_read_only(self, verb: str) -> bool:
         if self.read_only:
-            self.notify("read-only mode: saving is disabled", severity="warning")
+            self.notify(f"read-only mode: {verb} is disabled", severity="warning")
+        return self.read_only
+
+    def action_save(self) -> None:
+        if self._refuse_read_only("push"):
             return
         cur = self.current
-        if cur is None or not self._need_store():
-            self.notify("nothing to save: open or create a file first", severity="warning")
+        if cur is None:
+            self.notify("nothing to push: open or create a file first", severity="warning")
             return
-        content = self.editor.text
-        if cur.version and content == cur.content:
-            self.notify(f"{cur.name}: no changes to save")
+        if not self.cluster_mode:
+            self._save_directory(cur)
             return
-        before = cur.content if cur.version else ""
-        preview = unified_text(before, content, "deployed" if cur.version else "(new file)", "edited")
+        self._begin_write("Push", cur, self.editor.text)
+
+    def action_remove(self) -> None:
+        if self._refuse_read_only("remove"):
+            return
+        cur = self.current
+        if cur is None or not cur.version:
+            self.notify("open a file that exists on the nodes to remove it", severity="warning")
+            return
+        if not self.cluster_mode:
+            self._confirm_directory_delete(cur)
+            return
+        self._begin_write("Remove", cur, cur.content)
+
+    def _begin_write(self, verb: str, cur: StoredFile, content: str) -> None:
+        if cur.kind not in self.targets:
+            self.notify(f"nfd-worker reads no {cur.kind}s from anything the console can write", severity="warning")
+            return
+        nodes, _ = self._chosen(cur.kind)
+        if not nodes:
+            self.notify("no node chosen: mark nodes (space, a: all) or type a label selector (l)", severity="warning")
+            return
+        self._pending = (verb, nodes)
+        self._start_preview(content, nodes)  # the confirmation shows the labels it gives on those nodes
+
+    def _confirm_write(self, verb: str, nodes: list[str], content: str,
+                       grouped: Sequence[tuple[tuple[str, ...], FilePreview]]) -> None:
+        cur = self.current
+        if cur is None:
+            return
+        target = self.targets[cur.kind]
+        _, note = self._chosen(cur.kind)
+        if verb == "Push":
+            states = view.node_states(self.listings.get(cur.kind, []), cur.name)
+            if cur.version and content == cur.content and all(states.get(n) == "same" for n in nodes):
+                self.notify(f"{cur.name}: every chosen node has this content already; nothing to push")
+                return
+            diff = unified_text(cur.content if cur.version else "", content,
+                                f"on {cur.location}" if cur.version else "(new file)", "edited")
+        else:
+            diff = ""
+        body = view.confirm_text(verb, target.description, nodes, diff, grouped, note)
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self.save_file(cur, content, cur.version)
+                self.write_files(verb, cur.kind, cur.name, content, nodes, dict(self.node_previews))
 
-        self.app.push_screen(ConfirmDanger("Save", cur.target, preview), confirmed)
+        self.app.push_screen(ConfirmDanger(verb, f"{cur.kind} {cur.name} on {len(nodes)} node(s)", body), confirmed)
 
-    @work(thread=True, exclusive=True, group="hooks-save", exit_on_error=False)
-    def save_file(self, base: StoredFile, content: str, expected_version: str) -> None:
-        assert self.store is not None
-        try:  # the store's guard refuses it in read-only and audits it (intent before, outcome after)
-            saved = self.store.save(base.kind, base.name, content, expected_version=expected_version)
+    @work(thread=True, exclusive=True, group="hooks-write", exit_on_error=False)
+    def write_files(self, verb: str, kind: str, name: str, content: str, nodes: list[str],
+                    previews: Mapping[str, FilePreview]) -> None:
+        target = self.targets[kind]
+        try:  # the target's guard refuses it in read-only and audits it (intent before, outcome after)
+            results = target.push(name, content, nodes) if verb == "Push" else target.remove(name, nodes)
         except (NfdStoreError, GuardRefusal) as e:
-            self.post_message(FileSaveFailed(e, base.kind, base.name, content))
+            self.post_message(FilesWritten(verb, kind, name, [], {}, e))
             return
-        self.post_message(FileSaved(saved, base))
+        expected: dict[str, dict[str, str | None]] = {}
+        for r in results:
+            p = previews.get(r.node)
+            if r.ok and r.changed and p is not None and view.labels_appear(kind, self.version, self.deployment):
+                expected[r.node] = {k: (v if verb == "Push" else None) for k, v in p.labels.items()}
+        self.post_message(FilesWritten(verb, kind, name, results, expected))
 
-    def on_file_saved(self, msg: FileSaved) -> None:
-        self.drafts.pop((msg.file.kind, msg.file.name), None)
-        if self.current is not None and (self.current.kind, self.current.name) == (msg.file.kind, msg.file.name):
-            self.current = msg.file
-        self.notify(f"saved {msg.file.target}")
-        if msg.file.kind == "hook" and V.hooks_status(self.version) != "enabled":
-            # saved, but this nfd-worker will not run it: say so rather than let the admin wait for labels
-            self.notify(f"NFD {self.version} does not run hooks by default, so no node label changes; "
-                        "press c to turn this hook into a feature file", severity="warning", timeout=12)
-        self.load_files()
-
-    def on_file_save_failed(self, msg: FileSaveFailed) -> None:
-        err = msg.error
-        if isinstance(err, GuardRefusal):  # refused before the write (or, `done`, written but not audited)
-            self.notify_refusal(err, "saved; audit record missing", "save refused")
-            if err.done:
-                self.load_files()
+    def on_files_written(self, msg: FilesWritten) -> None:
+        colors = theme_colors(self.app)
+        if msg.error is not None:
+            if isinstance(msg.error, GuardRefusal):
+                self.notify_refusal(msg.error, "written; audit record missing", f"{msg.verb.lower()} refused")
+            else:
+                self.notify(str(msg.error), title=f"{msg.verb.lower()} refused", severity="error", timeout=15)
+            self._show_result(Text(f"✗ {msg.error}", style=colors.get("error", "red")))
             return
-        if not isinstance(err, StoreConflict):
-            self.notify(str(err), title="save failed", severity="error")
+        failed = [r for r in msg.results if not r.ok]
+        self.notify(f"{msg.verb.lower()} {msg.kind} {msg.name}: {len(msg.results) - len(failed)} ok, "
+                    f"{len(failed)} failed", severity="error" if failed else "information")
+        report = view.report_text(msg.verb, msg.kind, msg.name, msg.results, colors)
+        if msg.expected:
+            report.append(f"waiting for NFD to relabel {len(msg.expected)} node(s)…\n", style="italic")
+            self.wait_for_labels(dict(msg.expected))
+        elif any(r.changed for r in msg.results):
+            report.append("nfd-worker does not turn this file into labels here (see the status line)\n",
+                          style=colors.get("warning", "yellow"))
+        self._report = report
+        self._show_result(report)
+        done = [r.node for r in msg.results if r.ok]
+        if msg.verb == "Remove" and not failed and self.current is not None:
+            # gone from the nodes: what was removed stays in the editor as a new file (ctrl+s puts it back)
+            self.current = replace(self.current, version="", location="")
+        elif msg.verb == "Push" and done and self.current is not None:
+            pushed = self.editor.text if (self.current.kind, self.current.name) == (msg.kind, msg.name) else ""
+            if pushed:
+                self.drafts.pop((msg.kind, msg.name), None)
+                self.current = StoredFile(msg.kind, msg.name, pushed,  # type: ignore[arg-type]
+                                          hashlib.sha256(pushed.encode()).hexdigest(), done[0])
+        self.load_targets()  # the listings as the nodes have them now
+
+    @work(thread=True, exclusive=True, group="hooks-relabel", exit_on_error=False)
+    def wait_for_labels(self, expected: dict[str, dict[str, str | None]]) -> None:
+        worker = get_current_worker()
+
+        def progress(text: str) -> None:
+            if worker.is_cancelled:
+                raise _Stopped
+            self.post_message(RelabelProgress(text))
+
+        timeout = view.relabel_timeout(self.deployment, self.targets.values())
+        assert self.gateways is not None
+        try:
+            seen = wait_relabel(self.gateways.api_client, expected, timeout=timeout, progress=progress)
+        except _Stopped:
             return
-        theirs = err.current.content if isinstance(err.current, StoredFile) else ""
+        self.post_message(RelabelDone(expected, seen))
 
-        def chosen(choice: str | None) -> None:
-            if choice == "reload":
-                if isinstance(err.current, StoredFile):
-                    self.drafts.pop((msg.kind, msg.name), None)
-                    self.current = None
-                    self.open_file(err.current)
-                self.load_files()
-            elif choice == "overwrite" and self.current is not None:
-                self.save_file(self.current, msg.content, err.current_version)
+    def on_relabel_progress(self, msg: RelabelProgress) -> None:
+        self.query_one("#hooks-output").border_title = f"relabel: {msg.text}"
 
-        self.notify(str(err), title="conflict", severity="warning")
-        self.app.push_screen(ConflictDialog(str(err), theirs, msg.content), chosen)
+    def on_relabel_done(self, msg: RelabelDone) -> None:
+        out = Text()
+        out.append_text(getattr(self, "_report", Text()))
+        out.append_text(view.relabel_text(msg.expected, msg.seen, theme_colors(self.app)))
+        self._show_result(out)
 
     # -- hook -> feature file -----------------------------------------------------------------------------
     def action_convert(self) -> None:
         cur = self.current
-        if not self._need_store() or self.store is None:
-            return
         if cur is None or cur.kind != "hook":
             self.notify("open a hook to turn it into a feature file", severity="warning")
             return
-        if self.read_only:
-            self.notify("read-only mode: saving is disabled", severity="warning")
+        if self._refuse_read_only("saving"):
             return
         if self.preview is None or self.preview_content != self.editor.text:
             self._convert_after_preview = True
@@ -402,59 +559,13 @@ class HooksScreen(EditorScreen):
             self.notify(f"a feature file {cur.name} exists already; rename the hook or edit that file",
                         severity="warning")
             return
-        target = StoredFile("feature", cur.name, "", "", self.store.location("feature"), self.group)
-
-        def confirmed(ok: bool | None) -> None:
-            if ok:
-                self.save_file(target, content, "")
-
-        self.app.push_screen(ConfirmDanger("Create feature file", target.target, content), confirmed)
-
-
-def theme_colors(screen: Screen[Any]) -> dict[str, str]:
-    """Error/warning colours from the active theme, for Rich text built in Python."""
-    v = screen.app.get_css_variables()
-    return {"error": v.get("error", "red"), "warning": v.get("warning", "yellow")}
-
-
-def render_preview(p: FilePreview, version_text: str, colors: dict[str, str] | None = None) -> Text:
-    """The preview panel: labels, dropped labels with reasons, hook errors and stderr."""
-    colors = colors or {"error": "red", "warning": "yellow"}
-    red, yellow = colors["error"], colors["warning"]
-    t = Text()
-    t.append(f"{p.kind} {p.name} under {version_text}\n", style="bold")
-    if p.note:
-        t.append(p.note + "\n", style="italic")
-    hook = p.hook
-    if hook is not None and hook.error:
-        t.append(f"✗ {hook.error}\n", style=f"bold {red}")
-        if hook.timed_out:
-            t.append("  would have hung nfd-worker: it has no timeout for hooks\n", style=red)
-    t.append(f"Labels ({len(p.labels)}):\n", style="bold")
-    for k, v in p.labels.items():
-        t.append(f"  {k}={v}\n")
-    if not p.labels:
-        t.append("  (none)\n")
-    if p.dropped:
-        t.append(f"Dropped ({len(p.dropped)}):\n", style="bold")
-        for d in p.dropped[:50]:
-            t.append(f"  {d.key[:80]}={d.value[:40]!r}: {d.reason} (nfd-{d.stage})\n", style=yellow)
-        if len(p.dropped) > 50:
-            t.append(f"  … and {len(p.dropped) - 50} more\n", style=yellow)
-    if hook is not None and hook.stderr:
-        t.append(f"stderr ({len(hook.stderr)} chars):\n", style="bold")
-        t.append(_cap(hook.stderr) + "\n", style="dim")
-    if hook is not None and hook.error and hook.stdout:
-        t.append(f"stdout (discarded, {len(hook.stdout)} chars):\n", style="bold")
-        t.append(_cap(hook.stdout) + "\n", style="dim")
-    other = [w for w in p.warnings if not w.startswith("label ") and not (hook and hook.error and hook.error in w)]
-    if other:
-        t.append("Warnings:\n", style="bold")
-        for w in other[:20]:
-            t.append(f"  {w}\n", style=yellow)
-    return t
-
-
-def _cap(s: str) -> str:
-    s = "".join(c if c.isprintable() or c in "\n\t" else "�" for c in s[:STDERR_SHOWN])
-    return s + ("\n… (truncated)" if len(s) >= STDERR_SHOWN else "")
+        if self.cluster_mode:  # a new feature file in the editor: push it to the nodes like any other
+            self.open_file(StoredFile("feature", cur.name, "", "", ""))
+            load_into(self.editor, "feature", cur.name, content)
+            self.notify(f"feature file {cur.name} made from the hook's output; ctrl+s pushes it")
+            return
+        if self.store is None:
+            return
+        target = StoredFile("feature", cur.name, "", "", self.store.location("feature"))
+        self.app.push_screen(ConfirmDanger("Create feature file", target.target, content),
+                             lambda ok: self.save_file(target, content, "") if ok else None)

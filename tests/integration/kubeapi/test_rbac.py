@@ -128,7 +128,7 @@ def test_console_access_review_against_the_lab(rbac_lab: Any) -> None:
     from console.kube.access import Need, review
 
     settings = SimpleNamespace(node_access="debug-pod", node_debug_namespace="default", lease_namespace="default",
-                               hook_store="configmap")
+                               hook_store="cluster")
     for context, user in (("lab-viewer", "viewer"), ("lab-operator", "operator"), ("lab", "lab-admin")):
         api = config.new_client_from_config(config_file=str(rbac_lab.kubeconfig), context=context)
         try:
@@ -156,8 +156,9 @@ def test_console_access_review_against_the_lab(rbac_lab: Any) -> None:
 
 
 def test_stores_refuse_unsent_what_rbac_does_not_allow(rbac_lab: Any, tmp_path: Any) -> None:
-    """Below any UI: the NodeFeatureRule and ConfigMap hook stores built with the user's Access refuse a write
-    this user may not make before the guard logs an intent or a request is sent (console/kube/nfdstore.py)."""
+    """Below any UI: the NodeFeatureRule store and the ConfigMap file target built with the user's Access refuse a
+    write this user may not make before the guard logs an intent or a request is sent (nfdstore.py,
+    nfdfiles_cm.py)."""
     from types import SimpleNamespace
 
     from kubernetes import config
@@ -165,12 +166,14 @@ def test_stores_refuse_unsent_what_rbac_does_not_allow(rbac_lab: Any, tmp_path: 
     from console.audit import AuditLog
     from console.guard import Guard
     from console.kube.access import review
-    from console.kube.nfdstore import ConfigMapHookStore, RuleStore, StoreForbidden
+    from console.kube.nfdfiles_cm import ConfigMapTarget
+    from console.kube.nfdstore import RuleStore, StoreForbidden
+    from console.nfd.deployment import Mount, NfdDeployment, Workload
 
     api = config.new_client_from_config(config_file=str(rbac_lab.kubeconfig), context="lab-viewer")
     log = tmp_path / "audit.log"
     try:
-        access = review(api, SimpleNamespace(hook_store="configmap"))
+        access = review(api, SimpleNamespace(hook_store="cluster"))
         guard = Guard(read_only=False, audit=AuditLog(log))
         rules = RuleStore(api, guard=guard, access=access)
         assert [r["metadata"]["name"] for r in rules.list()] == ["gpu-rule"]  # reads still work
@@ -179,9 +182,14 @@ def test_stores_refuse_unsent_what_rbac_does_not_allow(rbac_lab: Any, tmp_path: 
                           "metadata": {"name": "x"}, "spec": {"rules": []}})
         assert err.value.missing == ["create nodefeaturerules.nfd.k8s-sigs.io",
                                      "update nodefeaturerules.nfd.k8s-sigs.io"]
-        with pytest.raises(StoreForbidden):
-            ConfigMapHookStore(api, guard=guard, access=access).save("hook", "a.sh", "#!/bin/sh\n",
-                                                                     expected_version="")
+        # an nfd-worker whose features.d is a ConfigMap volume: the viewer may read it, not update it
+        worker = Workload("DaemonSet", "node-feature-discovery", "nfd-worker", "nfd-worker", "", (), {})
+        mount = Mount("feature", "configMap", "/etc/kubernetes/node-feature-discovery/features.d",
+                      volume="features-d", config_map="nfd-features")
+        nfd = NfdDeployment("node-feature-discovery", None, "", None, worker, False, {"feature": mount})
+        with pytest.raises(StoreForbidden) as cm_err:
+            ConfigMapTarget(nfd, "feature", api_client=api, guard=guard, access=access).push("a", "A=1\n", [])
+        assert cm_err.value.missing == ["update configmaps in node-feature-discovery"]
     finally:
         api.close()
     assert not log.exists() or log.read_text() == ""

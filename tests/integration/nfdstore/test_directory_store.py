@@ -57,10 +57,13 @@ def test_bad_names_are_refused(tmp_path: Path, name: str) -> None:
 
 
 def test_settings_choose_the_store(tmp_path: Path) -> None:
-    store = hook_store(Settings(hook_store="directory", hook_dir=str(tmp_path / "source.d")), None)
+    store = hook_store(Settings(hook_store="directory", hook_dir=str(tmp_path / "source.d")))
     assert isinstance(store, DirectoryHookStore) and store.features_dir == tmp_path / "features.d"
     with pytest.raises(NfdStoreError, match="hook_dir"):
-        hook_store(Settings(hook_store="directory"), None)
+        hook_store(Settings(hook_store="directory"))
+    # the default, `cluster`, is where nfd-worker reads (a FileTarget), not a local store
+    with pytest.raises(NfdStoreError, match="hook_store: directory"):
+        hook_store(Settings())
 
 
 def test_a_store_without_a_guard_or_read_only_writes_nothing(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""nfdstore against the default lab through the real kubernetes client: ConfigMaps, rules, conflicts, dry-run."""
+"""nfdstore against the default lab through the real kubernetes client: rules, conflicts, dry-run."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from labtools import wait_for
 from console.audit import AuditLog
 from console.guard import Guard
 from console.kube.nfdstore import (
-    ConfigMapHookStore,
     RuleStore,
     StoreConflict,
     StoreNotFound,
@@ -39,36 +38,6 @@ def avx_rule(name: str = "avx512-test") -> dict[str, Any]:
 @pytest.fixture
 def guard(tmp_path) -> Guard:
     return Guard(read_only=False, audit=AuditLog(tmp_path / "audit.log"))
-
-
-def test_configmap_store_lists_saves_and_detects_conflicts(default_lab: Lab, api_client: Any, guard: Guard) -> None:
-    store = ConfigMapHookStore(api_client, group="workers", guard=guard)
-    assert {"workers", "control-plane"} <= set(store.groups())
-    files = {(f.kind, f.name): f for f in store.list()}
-    assert ("hook", "my-script") in files and ("feature", "inventory") in files
-    inv = files[("feature", "inventory")]
-    assert inv.location == "configmap node-feature-discovery/nfd-features-workers" and inv.version
-
-    saved = store.save("feature", "inventory", inv.content + "EXTRA_FROM_TEST=yes\n", expected_version=inv.version)
-    assert saved.version != inv.version
-    assert "EXTRA_FROM_TEST=yes" in store.get("feature", "inventory").content  # type: ignore[union-attr]
-
-    # saving again from the stale version: 409 from the API server, with what is there now
-    with pytest.raises(StoreConflict) as exc:
-        store.save("feature", "inventory", "STALE=1\n", expected_version=inv.version)
-    assert "EXTRA_FROM_TEST" in exc.value.current.content
-    assert exc.value.current_version == saved.version
-    # a new file must not exist yet; a second "create" of it conflicts
-    new = store.save("feature", "from-test", "A=1\n", expected_version="")
-    with pytest.raises(StoreConflict):
-        store.save("feature", "from-test", "A=2\n", expected_version="")
-    store.delete("feature", "from-test", expected_version=new.version)
-    assert store.get("feature", "from-test") is None
-    # a group without ConfigMaps yet: the first save creates its ConfigMap
-    fresh = ConfigMapHookStore(api_client, group="test-group", guard=guard)
-    assert fresh.list() == []
-    made = fresh.save("hook", "probe.sh", "#!/bin/sh\necho X=1\n", expected_version="")
-    assert made.location.endswith("nfd-hooks-test-group") and "test-group" in store.groups()
 
 
 def test_rule_store_dry_run_create_replace_conflict(default_lab: Lab, api_client: Any, guard: Guard) -> None:

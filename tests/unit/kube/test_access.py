@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from console.kube.access import READS, Access, Need, action_needs
 
 SETTINGS = SimpleNamespace(node_access="debug-pod", node_debug_namespace="debug", lease_namespace="locks",
-                           hook_store="configmap")
+                           hook_store="cluster")
 
 
 def test_need_reads_like_kubectl_auth_can_i() -> None:
