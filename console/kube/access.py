@@ -23,7 +23,6 @@ from console.kube import rbacrules
 
 COORDINATION, POLICY, APPS = "coordination.k8s.io", "policy", "apps"
 NFD_GROUP, METRICS_GROUP = "nfd.k8s-sigs.io", "metrics.k8s.io"
-NFD_NAMESPACE = "node-feature-discovery"  # hook-save asks for ConfigMaps here (the discovery replaces it)
 TIMEOUT_S = 10.0
 
 
@@ -57,7 +56,6 @@ READS: dict[str, tuple[Need, ...]] = {
     "events": _read("events"),
     "nodefeatures": _read("nodefeatures", NFD_GROUP),
     "nodefeaturerules": _read("nodefeaturerules", NFD_GROUP),
-    "configmaps": _read("configmaps", namespace=NFD_NAMESPACE, verbs=("get", "list")),
     "metrics": (Need("list", "nodes", METRICS_GROUP), Need("list", "pods", METRICS_GROUP)),
     "leases": _read("leases", COORDINATION, verbs=("list",)),
 }
@@ -113,7 +111,9 @@ def action_needs(action: str, settings: Any) -> tuple[Need, ...]:
     if action in ("hook-save", "nfd-push"):
         if _setting(settings, "hook_store", "cluster") == "directory":
             return ()
-        return tuple(Need(v, "configmaps", namespace=NFD_NAMESPACE) for v in ("get", "create", "update"))
+        # the nodes' hostPath (NFD's manifests) through node access; a ConfigMap volume's target asks for
+        # its own namespace's configmaps when it writes (console/kube/nfdfiles_cm.py)
+        return _node_access_needs(settings)
     return ()
 
 

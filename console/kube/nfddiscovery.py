@@ -16,6 +16,7 @@ console/faults.py still classifies it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -149,11 +150,10 @@ def _version_hint(api_client: Any, crd_served: bool) -> tuple[V.NfdVersion, str]
     found: list[tuple[str, str]] = []
     try:
         if crd_served:
-            custom = client.CustomObjectsApi(api_client)
-            for nf in _items(custom.list_cluster_custom_object, NFD_GROUP, NFD_VERSION, "nodefeatures", limit=1,
-                             label_selector=NODE_NAME_LABEL):
-                v = ((nf.get("metadata") or {}).get("annotations") or {}).get(WORKER_VERSION_ANNOTATION)
-                if v:
+            from console.kube.nfdstore import NfdStoreError, cluster_nfd_version
+
+            with contextlib.suppress(NfdStoreError):  # only a hint
+                if v := cluster_nfd_version(api_client):
                     found.append((v, "NodeFeature annotation " + WORKER_VERSION_ANNOTATION))
         if not found:
             for node in _items(client.CoreV1Api(api_client).list_node, limit=5):

@@ -430,21 +430,31 @@ def list_node_features(api_client: Any, node: str | None = None) -> dict[str, li
     return out
 
 
+VERSION_PAGE = 20  # NodeFeatures per page while looking for one nfd-worker wrote
+VERSION_PAGES = 5  # at most this many pages: third-party NodeFeatures (the console's too) carry no version
+
+
 def cluster_nfd_version(api_client: Any) -> str | None:
-    """The NFD version the cluster runs, from ONE NodeFeature: a single `limit=1` list of those nfd-worker
-    writes (they carry its node-name label and, since v0.12, its version annotation), not every NodeFeature of
-    the cluster. None when there is none or it carries no version."""
+    """The NFD version nfd-worker recorded on its NodeFeature (v0.12+): small label-selected pages until one
+    carries the worker-version annotation (a third-party NodeFeature carries none), not every NodeFeature of
+    the cluster. None when there is none in the first pages."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
     custom = client.CustomObjectsApi(api_client)
+    token = ""
     try:
-        items = _json(custom.list_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL, limit=1,
-                                                        label_selector=NODE_NAME_LABEL,
-                                                        _preload_content=False)).get("items") or []
+        for _ in range(VERSION_PAGES):
+            page = _json(custom.list_cluster_custom_object(
+                NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL, limit=VERSION_PAGE, label_selector=NODE_NAME_LABEL,
+                _preload_content=False, **({"_continue": token} if token else {})))
+            found = detect_nfd_version({"": page.get("items") or []})
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if found or not token:
+                return found
     except ApiException as e:
         raise _api_error(e, "NodeFeatures") from e
-    return detect_nfd_version({"": items[:1]})
+    return None
 
 
 def list_nodes(api_client: Any) -> dict[str, dict[str, Any]]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -62,7 +62,6 @@ from console.nfd_preview import NodeChange, node_change
 THIRD_PARTY_SINCE = V.NfdVersion(0, 14, 0)  # the NodeFeature API on by default; gRPC deprecated (v0.14.0)
 MANAGED_BY = ("app.kubernetes.io/managed-by", "console")
 NAME_SUFFIX = "-console"
-VERSION_PAGE = 20  # NodeFeatures per page while looking for nfd-worker's
 PER_NODE_LISTS = 20  # up to this many nodes: one label-selected list each; more: one list of all NodeFeatures
 Action = Literal["create", "update", "delete", "unchanged", "absent"]
 
@@ -83,9 +82,12 @@ class ClusterNfd:
     version: V.NfdVersion | None
     namespace: str  # nfd-master's (and nfd-worker's) namespace; "" when not found
     source: str  # where the version came from, for messages
-    node_feature_api: bool  # the NodeFeature CRD is served
+    node_feature_api: bool  # the NodeFeature CRD is served (and, when discovered, nfd-master reads it)
+    config: MasterConfig | None = None  # the deployed nfd-master's flags and config file, when discovered
 
     def master_config(self) -> MasterConfig:
+        if self.config is not None:
+            return self.config
         return MasterConfig(version=self.version or V.CURRENT, namespace=self.namespace or MasterConfig.namespace)
 
 
@@ -101,31 +103,28 @@ def worker_object(node_features: Iterable[Mapping[str, Any]]) -> Mapping[str, An
 
 
 def cluster_nfd(api_client: Any, settings: Any = None) -> ClusterNfd:
-    """The one place the publish path asks which NFD the cluster runs: from one nfd-worker NodeFeature (its
-    version annotation and namespace), else the version annotations NFD (v0.4-v0.14) wrote on Nodes; the
-    `nfd_version` setting overrides the version. NfdStoreError when the API cannot be read."""
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
+    """The one place the publish path asks which NFD the cluster runs: the discovered deployment
+    (console/kube/nfddiscovery.py: its namespace, version, whether nfd-master reads NodeFeatures, its flags and
+    config); the `nfd_version` setting overrides the version. NfdStoreError when the API cannot be read."""
+    from console.kube.nfddiscovery import NfdDiscoveryError, discover_nfd, node_feature_crd_served
 
-    custom = client.CustomObjectsApi(api_client)
-    served, worker, token = True, None, ""
     try:
-        # small pages until one is nfd-worker's: third-party objects (this module's too) carry no version
-        while worker is None:
-            page = json.loads(custom.list_cluster_custom_object(
-                NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL, limit=VERSION_PAGE, label_selector=NODE_NAME_LABEL,
-                _preload_content=False, **({"_continue": token} if token else {})).data)
-            worker = worker_object(page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue") or ""
-            if not token:
-                break
-    except ApiException as e:
-        if e.status != 404:
-            raise _api_error(e, "NodeFeatures") from e
-        served = False  # no NodeFeature CRD: NFD before v0.12 (or none at all)
-    nodes = () if worker is not None else list_nodes(api_client).values()
-    return nfd_from_objects([worker] if worker is not None else [], nodes, getattr(settings, "nfd_version", None),
-                            served=served)
+        dep = discover_nfd(api_client)
+        served = dep.node_feature_api if dep is not None else node_feature_crd_served(api_client)
+    except NfdDiscoveryError as e:
+        raise NfdStoreError(str(e)) from e
+    override = getattr(settings, "nfd_version", None)
+    version, source = (dep.version, dep.version_source) if dep is not None else (None, "no NFD deployment found")
+    if override:
+        source = "the nfd_version setting"
+        try:
+            version = V.parse_version(override)
+        except V.UnsupportedVersion:
+            version = None  # refused below as an unknown version
+    config = dep.master_config() if dep is not None else None
+    if config is not None and version is not None and config.version != version:
+        config = replace(config, version=version)
+    return ClusterNfd(version, dep.namespace if dep is not None else "", source, served, config)
 
 
 def nfd_from_objects(node_features: Iterable[Mapping[str, Any]], nodes: Iterable[Mapping[str, Any]] = (),

@@ -66,4 +66,4 @@ def test_why_not_and_cannot_read_name_the_missing_permissions() -> None:
     assert access.cannot_read("nodefeaturerules") == ("cannot list nodefeaturerules.nfd.k8s-sigs.io, watch "
                                                       "nodefeaturerules.nfd.k8s-sigs.io (forbidden for viewer)")
     assert Access(unknown="x").why_not("scale-up", SETTINGS) == ""  # unknown refuses nothing
-    assert set(READS) >= {"nodes", "pods", "events", "nodefeatures", "nodefeaturerules", "configmaps", "metrics"}
+    assert set(READS) >= {"nodes", "pods", "events", "nodefeatures", "nodefeaturerules", "metrics"}
