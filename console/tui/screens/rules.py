@@ -317,12 +317,13 @@ class RulesScreen(EditorScreen):
         try:
             gw = self.gateways
             rules, nfs, nodes = self.store.list(), gw.node_features(), gw.node_objects()
+            config = _deployed_master(gw, self.version)
         except NfdStoreError as e:
             self.post_message(RuleDryRunReady(None, content, str(e)))
             return
         try:
             with cancellable(cancel):  # templates and the per-rule loop stop soon after the flag is set
-                result = dry_run_rule(obj, rules, nfs, nodes, MasterConfig(version=self.version))
+                result = dry_run_rule(obj, rules, nfs, nodes, config)
         except Cancelled:
             self.post_message(RuleDryRunReady(None, content, "dry-run cancelled: nothing was evaluated to the end",
                                               cancelled=True))
@@ -508,3 +509,19 @@ def rule_output_keys(obj: dict[str, Any] | None) -> set[str]:
             if isinstance(taint, dict):
                 keys.add(str(taint.get("key")))
     return keys
+
+
+def _deployed_master(gateways: Any, version: V.NfdVersion) -> MasterConfig:
+    """The cluster's nfd-master flags and config file (console/kube/nfddiscovery.py, cached by the gateways) at
+    the version this screen models; NFD's defaults when no deployment is found. NfdStoreError."""
+    from dataclasses import replace
+
+    from console.kube.nfddiscovery import NfdDiscoveryError
+
+    try:
+        dep = gateways.nfd_deployment()
+    except NfdDiscoveryError as e:
+        raise NfdStoreError(str(e)) from e
+    if dep is None:
+        return MasterConfig(version=version)
+    return replace(dep.master_config(), version=version)
