@@ -114,17 +114,44 @@ def cluster_nfd(api_client: Any, settings: Any = None) -> ClusterNfd:
     except NfdDiscoveryError as e:
         raise NfdStoreError(str(e)) from e
     override = getattr(settings, "nfd_version", None)
-    version, source = (dep.version, dep.version_source) if dep is not None else (None, "no NFD deployment found")
+    if dep is None:  # no workload found or readable: what NFD recorded (nfd-worker's NodeFeature, Node annotations)
+        return _recorded_nfd(api_client, override, served)
+    version, source = dep.version, dep.version_source
     if override:
         source = "the nfd_version setting"
         try:
             version = V.parse_version(override)
         except V.UnsupportedVersion:
             version = None  # refused below as an unknown version
-    config = dep.master_config() if dep is not None else None
-    if config is not None and version is not None and config.version != version:
+    config = dep.master_config()
+    if version is not None and config.version != version:
         config = replace(config, version=version)
-    return ClusterNfd(version, dep.namespace if dep is not None else "", source, served, config)
+    return ClusterNfd(version, dep.namespace, source, served, config)
+
+
+def _recorded_nfd(api_client: Any, override: str | None, served: bool) -> ClusterNfd:
+    """ClusterNfd from what NFD recorded: one nfd-worker NodeFeature (small pages until one carries the
+    worker's version annotation), else NFD's version annotations on the Nodes."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    custom = client.CustomObjectsApi(api_client)
+    worker, token = None, ""
+    try:
+        while served and worker is None:
+            page = json.loads(custom.list_cluster_custom_object(
+                NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL, limit=20, label_selector=NODE_NAME_LABEL,
+                _preload_content=False, **({"_continue": token} if token else {})).data)
+            worker = worker_object(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if not token:
+                break
+    except ApiException as e:
+        if e.status != 404:
+            raise _api_error(e, "NodeFeatures") from e
+        served = False
+    nodes = () if worker is not None else list_nodes(api_client).values()
+    return nfd_from_objects([worker] if worker is not None else [], nodes, override, served=served)
 
 
 def nfd_from_objects(node_features: Iterable[Mapping[str, Any]], nodes: Iterable[Mapping[str, Any]] = (),
