@@ -88,9 +88,17 @@ def test_nfd_objects_as_its_manifests_create_them(default_lab):
     crds = run(["kubectl", "get", "crd", "-o", "name"], env).stdout.split()
     assert {f"customresourcedefinition.apiextensions.k8s.io/{r}.{GROUP}" for r in ("nodefeatures",
                                                                                    "nodefeaturerules")} <= set(crds)
-    # the DaemonSet controller runs a worker pod on every node (the lab's worker tolerates the control plane)
-    status = by[("DaemonSet", "nfd-worker")]
-    assert status["status"]["desiredNumberScheduled"] == len(NODES)
+    # the DaemonSet controller runs a worker pod on every node (the lab's worker tolerates the control plane);
+    # nfd-master's preferred node affinity puts it on the control plane (kube-scheduler's NodeAffinity score)
+    assert by[("DaemonSet", "nfd-worker")]["status"]["desiredNumberScheduled"] == len(NODES)
+
+    def pods():
+        out = json.loads(run(["kubectl", "-n", NS, "get", "pods", "-o", "json"], env).stdout)["items"]
+        return [(p["metadata"]["name"].rsplit("-", 2)[0] if "master" in p["metadata"]["name"] else "nfd-worker",
+                 p["spec"].get("nodeName")) for p in out if p["spec"].get("nodeName")]
+    placed, _ = poll(lambda: (lambda ps: ps if len(ps) == len(NODES) + 1 else None)(pods()), SETTLE, 0.2)
+    assert ("nfd-master", "kube-controlplane01") in placed
+    assert sorted(n for k, n in placed if k == "nfd-worker") == sorted(NODES)
 
 
 def test_avx512_label_only_on_skylake_and_icelake(default_lab, kube):

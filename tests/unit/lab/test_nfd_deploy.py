@@ -106,3 +106,24 @@ def test_go_duration(text, seconds):
 def test_go_duration_rejects(text):
     with pytest.raises(ValueError, match="invalid duration"):
         D.go_duration(text)
+
+
+def test_custom_resources_are_served_only_with_their_crd():
+    """An API server serves a custom resource while its CustomResourceDefinition exists
+    (kubernetes apiextensions-apiserver): discovery and routing follow the CRD objects."""
+    from console.lab.kubeapi import discovery
+    from console.lab.kubeapi.server import parse_resource_path
+    from console.lab.store import Store
+
+    st = Store()
+    nf = st.rtype("nodefeatures.nfd.k8s-sigs.io")
+    assert not st.served(nf)
+    assert "nfd.k8s-sigs.io" not in discovery.group_versions(st.served)
+    with pytest.raises(Exception, match="could not find"):
+        parse_resource_path(["apis", "nfd.k8s-sigs.io", "v1alpha1", "nodefeaturerules"], st.served)
+    for c in D.crd_names(parse_version("v0.10.1")):
+        st.create("customresourcedefinitions.apiextensions.k8s.io", D.crd(*c))
+    names = [r["name"] for r in discovery.resource_list("nfd.k8s-sigs.io", "v1alpha1", st.served)["resources"]]
+    assert names == ["nodefeaturerules"] and not st.served(nf)
+    assert parse_resource_path(["apis", "nfd.k8s-sigs.io", "v1alpha1", "nodefeaturerules"], st.served).rt.kind == \
+        "NodeFeatureRule"
