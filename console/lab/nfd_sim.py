@@ -30,13 +30,14 @@ both. Deleted nodes lose their NodeFeatures from v0.14 (nfd-gc). Nodes not in th
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import queue
 import re
 import shutil
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +76,9 @@ class Running:
 
     master: D.MasterSettings | None  # None: no nfd-master Deployment (nothing labels)
     worker: D.WorkerSettings | None  # None: no nfd-worker DaemonSet
-    daemonset: Obj | None
+    daemonset: Obj | None = field(compare=False)  # its status changes often; what matters is compared below
     mounts: dict[str, Mount]  # "hook" | "feature" -> the volume at source.d / features.d
+    placement: str = ""  # the worker pods' nodeSelector and tolerations (where the DaemonSet runs)
 
     @property
     def api(self) -> bool:
@@ -99,7 +101,9 @@ def read_running(store: Store, namespace: str, version: V.NfdVersion) -> Running
                                                         conf(D.MASTER_CONF, D.MASTER_CONF_KEY))
     worker = None if ds is None else D.worker_settings(D.container_args(ds, D.WORKER),
                                                        conf(D.WORKER_CONF, D.WORKER_CONF_KEY))
-    return Running(master, worker, ds, _mounts(ds))
+    pod = ((((ds or {}).get("spec") or {}).get("template") or {}).get("spec") or {})
+    placement = json.dumps([pod.get("nodeSelector"), pod.get("tolerations"), pod.get("affinity")], sort_keys=True)
+    return Running(master, worker, ds, _mounts(ds), placement)
 
 
 def _mounts(ds: Obj | None) -> dict[str, Mount]:
