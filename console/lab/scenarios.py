@@ -203,6 +203,14 @@ done
 exit 0
 """
 
+# Field report 1's other example hook: /proc/cpuinfo fields as labels (the first CPU's; awk as on any node)
+CPUINFO_HOOK = """#!/bin/sh
+# cpuinfo: CPU identification from /proc/cpuinfo as node labels (field report 1)
+[ -r /proc/cpuinfo ] || exit 0
+awk -F': *' '/^(cpu family|model|stepping)[[:space:]]*:/ && !seen[$1]++ {
+  k = $1; sub(/[[:space:]]+$/, "", k); sub(/^cpu /, "", k); print k "=" $2 }' /proc/cpuinfo
+"""
+
 WORKERS_INVENTORY_V08 = """rack=r1
 /lab.inventory=true
 """
@@ -227,8 +235,9 @@ A100 = PciDevice("10de", "20b5", "0302", "10de", "1533")
 
 
 def _report_nodes(worker02_flavor: str) -> tuple[NodeSpec, ...]:
-    # field report 1: the sysctl hook on every node (hostPath source.d), an inventory file on the workers
-    hook = (HOOK + "my-script", SYSCTL_HOOK)
+    # field report 1: the cpuinfo hook on every node (hostPath source.d), an inventory file on the workers;
+    # the sysctl hook `my-script` is what the admin pushes (to one node, then more)
+    hook = (HOOK + "cpuinfo", CPUINFO_HOOK)
     inventory = (FEATURE + "inventory", WORKERS_INVENTORY_V08)
     return (
         NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL, files=(hook,)),

@@ -143,7 +143,7 @@ def test_hooks_run_per_node_when_source_d_changes(tmp_path):
     sim = NfdSim(st, sc, tmp_path / "nfd", guest_roots=roots, debounce=0.02)
     sim.start()
     try:
-        assert sim.stats["hook_runs"] == 3  # my-script on each of the three nodes
+        assert sim.stats["hook_runs"] == 3  # the cpuinfo hook on each of the three nodes
         assert not sim.running.api and st.list(NF_RESOURCE)[0] == []  # v0.8.2: gRPC, no NodeFeature objects
         st.mutate("nodes", None, "kube-worker01", lambda n: n["metadata"]["labels"].update(x="1"))
         st.create("configmaps", {"metadata": {"name": "other", "namespace": NS}, "data": {}})

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from labtools import lab_env, run
 
+from console.lab import scenarios
+
 pytestmark = pytest.mark.lab
 
 NS = "node-feature-discovery"
@@ -54,13 +56,18 @@ def warnings_for(kube, name, reason, namespace=NS):
     return [e.message for e in evs.items if e.reason == reason and e.type == "Warning"]
 
 
+def cpu_family() -> str:
+    """What the seeded cpuinfo hook reads (it runs on this machine until the lab's sandbox runs it in the node)."""
+    line = next(ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("cpu family"))
+    return line.partition(":")[2].strip()
+
+
 def test_v08_hook_and_feature_file_naming(seed_resize_lab, kube):
     assert seed_resize_lab.scenario.nfd_version == "v0.8.2"
-    pid_max = Path("/proc/sys/kernel/pid_max").read_text().strip()
     for w in WORKERS:
         labels = node(kube, w).labels
-        # field report 1: hook `my-script` printing kernel.x=1 -> feature.node.kubernetes.io/my-script-kernel.x
-        assert labels[f"{FNS}/my-script-kernel.pid_max"] == pid_max
+        # field report 1: hook `cpuinfo` printing family=6 -> feature.node.kubernetes.io/cpuinfo-family
+        assert labels[f"{FNS}/cpuinfo-family"] == cpu_family()
         assert labels[f"{FNS}/inventory-rack"] == "r1"  # feature file `inventory`, line rack=r1
         assert labels[f"{FNS}/lab.inventory"] == "true"  # `/lab.inventory` drops the file-name prefix
         assert labels[f"{FNS}/kernel-version.full"] == "5.4.0-165-generic"
@@ -77,7 +84,7 @@ def test_v08_version_annotations_and_no_nodefeature_api(seed_resize_lab, kube):
     for name in ("kube-controlplane01", *WORKERS):
         ann = node(kube, name).annotations
         assert ann["nfd.node.kubernetes.io/worker.version"] == "v0.8.2"
-        assert "my-script-kernel.pid_max" in ann["nfd.node.kubernetes.io/feature-labels"].split(",")
+        assert "cpuinfo-family" in ann["nfd.node.kubernetes.io/feature-labels"].split(",")
     assert node(kube, "kube-controlplane01").annotations["nfd.node.kubernetes.io/master.version"] == "v0.8.2"
     assert "nfd.node.kubernetes.io/master.version" not in node(kube, "kube-worker01").annotations
     # v0.8.2's workers send labels to nfd-master over gRPC: the API server serves no NFD resources at all
@@ -109,6 +116,20 @@ def write_hook(lab, node_name, name, script):
     path.write_text(script)
     path.chmod(0o755)
     return path
+
+
+def test_field_report_hook_pushed_to_one_node(seed_resize_lab, kube):
+    """Field report 1: the sysctl hook `my-script` in kube-worker01's source.d only: within the worker's interval
+    kube-worker01 gets feature.node.kubernetes.io/my-script-kernel.pid_max, no other node does."""
+    pid_max = Path("/proc/sys/kernel/pid_max").read_text().strip()  # the hook runs on this machine for now
+    path = write_hook(seed_resize_lab, "kube-worker01", "my-script", scenarios.SYSCTL_HOOK)
+    try:
+        poll(lambda: node(kube, "kube-worker01").labels.get(f"{FNS}/my-script-kernel.pid_max") == pid_max, SETTLE)
+        assert all(f"{FNS}/my-script-kernel.pid_max" not in node(kube, n).labels
+                   for n in ("kube-controlplane01", "kube-worker02"))
+    finally:
+        path.unlink()
+    poll(lambda: f"{FNS}/my-script-kernel.pid_max" not in node(kube, "kube-worker01").labels, SETTLE)
 
 
 def test_v08_hook_on_one_node_and_master_namespaces(seed_resize_lab, kube):
@@ -159,7 +180,7 @@ def test_bad_hooks_are_discarded_and_reported(seed_resize_lab, kube):
         print(f"\nbad hooks (one hangs until the {seed_resize_lab.nfd.hook_timeout:g}s timeout): labels after "
               f"{time.monotonic() - t0:.2f}s")
         labels = node(kube, "kube-worker01").labels
-        assert f"{FNS}/my-script-kernel.pid_max" in labels  # the good hook still labels
+        assert f"{FNS}/cpuinfo-family" in labels  # the good hook still labels
         assert not any(k.startswith((f"{FNS}/hang-", f"{FNS}/broken-")) for k in labels)
         failed = warnings_for(kube, "kube-worker01", "HookFailed", namespace="default")
         assert any("hang" in m and "did not exit within" in m for m in failed)

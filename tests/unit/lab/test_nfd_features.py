@@ -119,7 +119,7 @@ def test_local_output_v08_naming_and_v019_hooks_removed(tmp_path: Path):
 def test_scenario_files_and_versions():
     """Field report 1's hook and inventory sit in the nodes' trees, where NFD's hostPath volumes point."""
     report = {n.name: dict(n.files) for n in scenarios.get("seed-live").nodes}
-    hook = "/etc/kubernetes/node-feature-discovery/source.d/my-script"
+    hook = "/etc/kubernetes/node-feature-discovery/source.d/cpuinfo"
     assert all(hook in files for files in report.values())
     assert "/etc/kubernetes/node-feature-discovery/features.d/inventory" in report["kube-worker01"]
     assert scenarios.get("default").nfd_version == "v0.19.0"
