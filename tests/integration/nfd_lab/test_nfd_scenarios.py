@@ -141,6 +141,22 @@ def test_hooks_are_off_until_the_worker_config_enables_them(cm_lab):
         poll(lambda: pid not in labels(cm_lab, "kube-worker01"))
 
 
+def test_master_config_file_edit_changes_labels(cm_lab):
+    """nfd-master.conf (ConfigMap nfd-master-conf, v0.13+) denyLabelNs drops example.com/rack everywhere."""
+    from kubernetes import client
+
+    with client_for(cm_lab) as api:
+        core = client.CoreV1Api(api)
+        core.patch_namespaced_config_map("nfd-master-conf", NS, {"data": {"nfd-master.conf":
+                                                                          "denyLabelNs: [example.com]\n"}})
+        try:
+            poll(lambda: all("example.com/rack" not in labels(cm_lab, n) for n in NODES))
+            assert labels(cm_lab, "kube-worker01")[f"{FNS}/storage.tier"] == "ssd"
+        finally:
+            core.patch_namespaced_config_map("nfd-master-conf", NS, {"data": {"nfd-master.conf": ""}})
+        poll(lambda: all(labels(cm_lab, n).get("example.com/rack") == "r7" for n in NODES))
+
+
 def test_configmap_scenario_serves_nodefeatures(cm_lab):
     from kubernetes import client
 

@@ -175,9 +175,21 @@ def test_worker_config_edit_is_read_after_projection(world):
     labels = meta(st, "kube-worker02")["labels"]
     assert labels[f"{FNS}/cpu-cpuid.AVX512F"] == "true" and f"{FNS}/kernel-version.full" not in labels
     assert sim.running.worker.label_whitelist == "^cpu-"
-    st.mutate("configmaps", NS, "nfd-worker-conf",
-              lambda c: c["data"].update({"nfd-worker.conf": scenarios.LAB_WORKER_CONF}))
-    wait_for(lambda: meta(st, "kube-worker02")["labels"].get(f"{FNS}/storage.tier") == "ssd")
+
+    def back() -> None:
+        st.mutate("configmaps", NS, "nfd-worker-conf",
+                  lambda c: c["data"].update({"nfd-worker.conf": scenarios.LAB_WORKER_CONF}))
+        wait_for(lambda: meta(st, "kube-worker02")["labels"].get(f"{FNS}/storage.tier") == "ssd"
+                 and f"{FNS}/kernel-version.full" in meta(st, "kube-worker02")["labels"])
+    back()
+    # core.labelSources: only the cpu and local sources label
+    conf = "core:\n  sleepInterval: 2s\n  labelSources: [cpu, local]\n"
+    st.mutate("configmaps", NS, "nfd-worker-conf", lambda c: c["data"].update({"nfd-worker.conf": conf}))
+    wait_for(lambda: f"{FNS}/kernel-version.full" not in meta(st, "kube-worker02")["labels"])
+    labels = meta(st, "kube-worker02")["labels"]
+    assert labels[f"{FNS}/cpu-cpuid.AVX512F"] == "true" and labels[f"{FNS}/storage.tier"] == "ssd"
+    assert not any(k.startswith((f"{FNS}/pci-", f"{FNS}/system-")) for k in labels)
+    back()
 
 
 def test_a_node_the_daemonset_does_not_tolerate_runs_no_worker(world):
