@@ -218,6 +218,21 @@ class NfdSim(NfdMasterMixin):
                 self._idle.wait(min(left, 0.05))
         return True
 
+    def wait_labelled(self, timeout: float = 10.0) -> bool:
+        """Block until every scenario node the DaemonSet runs on has had its worker's first pass (and the master
+        has labelled it): what a lab start waits for after its nodes became Ready (nfd-worker pods start then)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if not self.wait_idle(max(0.0, deadline - time.monotonic())):
+                return False
+            nodes = [self._node(n) for n in self.specs]
+            want = {n["metadata"]["name"] for n in nodes if n is not None and self._eligible(n)}
+            if all(w in self._workers and self._workers[w].published is not None for w in want):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+
     def _enqueue(self, ev: WatchEvent) -> None:
         # runs under the store lock: only count and enqueue
         self._enqueued += 1

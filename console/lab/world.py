@@ -292,6 +292,9 @@ class Lab:
                 time.sleep(0.05)
         if waiting:
             raise LabError(f"nodes never became Ready: {', '.join(waiting)}")
+        # nfd-worker's DaemonSet pods start once their nodes are Ready: wait for their first labels
+        if self.nfd is not None and not self.nfd.wait_labelled(max(1.0, deadline - time.monotonic())):
+            log.warning("lab: NFD had not labelled every node when the lab became ready")
 
 
 def _ready(node: dict[str, Any]) -> bool:
