@@ -126,6 +126,8 @@ class NfdMasterMixin:
         master = self.running.master
         if master is None or master.no_publish:
             return
+        if not self.running.api and node not in self._grpc:
+            return  # gRPC: the master updates a node only when its worker sends; until then its labels stay
         config = master.config
         outcome = compute_node_outcome(self._node_features(node), self._rules, config=config)
         v = self.version
