@@ -68,6 +68,7 @@ class Mount:
     source: str  # hostPath | configMap | none
     path: str = ""  # hostPath: the node's directory
     config_map: str = ""
+    default_mode: int = 0o644  # configMap: the files' mode (the kubelet's 0644 unless defaultMode says otherwise)
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,9 @@ def _mounts(ds: Obj | None) -> dict[str, Mount]:
         if "hostPath" in vol:
             out[kind] = Mount("hostPath", path=str(vol["hostPath"].get("path") or ""))
         elif "configMap" in vol:
-            out[kind] = Mount("configMap", config_map=str(vol["configMap"].get("name") or ""))
+            mode = vol["configMap"].get("defaultMode")
+            out[kind] = Mount("configMap", config_map=str(vol["configMap"].get("name") or ""),
+                              default_mode=int(mode) if isinstance(mode, int) else 0o644)
     return out
 
 
@@ -332,7 +335,11 @@ class NfdSim(NfdMasterMixin):
         if config_changed:
             old = self.running
             self.running = read_running(self.store, self.namespace, self.version)
+            restarted = self.running.mounts != old.mounts  # new pods: the kubelet projects their volumes afresh
             for name, _ in self._mounted_configmaps():
+                if restarted and name in self._projected:  # rewritten (modes too) at the next sync; read until then
+                    self._projected[name] = ("", self._projected[name][1])
+                    self._pending_projection.setdefault(name, time.monotonic() + self.projection_delay)
                 if name not in self._projected:
                     self._pending_projection.setdefault(name, time.monotonic() + self.projection_delay)
             self._sync_workers()
@@ -391,14 +398,14 @@ class NfdSim(NfdMasterMixin):
         except NotFound:
             cm = None
         rv = (cm or {}).get("metadata", {}).get("resourceVersion", "")
-        if self._projected.get(name, ("",))[0] == rv and name in self._projected:
+        if name in self._projected and self._projected[name][0] == rv != "":
             return False
         data = {str(k): str(v) for k, v in ((cm or {}).get("data") or {}).items()}
         self._projected[name] = (rv, data)
         d = self.work_dir / "configmaps" / name
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True, exist_ok=True)
-        modes = {m.config_map: 0o755 if kind == "hook" else 0o644 for kind, m in self.running.mounts.items()}
+        modes = {m.config_map: m.default_mode for m in self.running.mounts.values() if m.source == "configMap"}
         for key, content in data.items():
             if not key or "/" in key or key in (".", ".."):
                 log.warning("lab nfd: ConfigMap %s key %r is not a file name; skipped", name, key)

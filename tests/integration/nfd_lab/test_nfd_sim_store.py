@@ -164,6 +164,35 @@ def test_hooks_run_per_node_when_source_d_changes(tmp_path):
     assert not (tmp_path / "nfd").exists()
 
 
+def test_hooks_from_a_configmap_volume_need_an_executable_default_mode(tmp_path):
+    """The article's ConfigMap alternative for source.d: the kubelet projects keys as 0644 unless the volume's
+    defaultMode says otherwise (core/v1 ConfigMapVolumeSource), and nfd-worker cannot run a 0644 hook."""
+    sc = scenarios.get("seed-resize")
+    st = make_store(sc)
+    st.create("configmaps", {"metadata": {"name": "nfd-hooks", "namespace": NS},
+                             "data": {"cm-hook": "#!/bin/sh\necho /from.configmap=yes\n"}})
+
+    def mount(mode):
+        def edit(d):
+            vols = d["spec"]["template"]["spec"]["volumes"]
+            src = {"name": "nfd-hooks", **({"defaultMode": mode} if mode is not None else {})}
+            vols[:] = [v if v["name"] != "source-d" else {"name": "source-d", "configMap": src} for v in vols]
+        st.mutate("daemonsets.apps", NS, "nfd-worker", edit)
+
+    mount(None)
+    sim = NfdSim(st, sc, tmp_path / "nfd", guest_roots=guest_roots(sc, tmp_path / "guests"), debounce=0.02)
+    sim.start()
+    try:
+        assert sim.running.mounts["hook"].config_map == "nfd-hooks"
+        assert f"{FNS}/from.configmap" not in meta(st, "kube-worker01")["labels"]
+        assert f"{FNS}/cpuinfo-family" not in meta(st, "kube-worker01")["labels"]  # the tree's source.d: unmounted
+        mount(0o755)
+        wait_for(lambda: meta(st, "kube-worker01")["labels"].get(f"{FNS}/from.configmap") == "yes")
+        assert all(meta(st, n.name)["labels"].get(f"{FNS}/from.configmap") == "yes" for n in sc.nodes)
+    finally:
+        sim.stop()
+
+
 def test_worker_config_edit_is_read_after_projection(world):
     """nfd-worker.conf's core.labelWhiteList (matched against the name without the namespace) applies once the
     kubelet projected the ConfigMap; removing it brings the labels back."""
