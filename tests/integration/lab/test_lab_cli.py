@@ -51,9 +51,11 @@ def test_lab_serves_until_ctrl_c_and_cleans_up(tmp_path):
         # the scenario's only app pod is Pending: no metrics for it, and kubectl top says so (top_pod.go)
         pods = run(["kubectl", "top", "pod", "-n", "default"], env, check=False)
         assert pods.returncode == 1 and "metrics not available yet" in pods.stderr
-        # NFD's own pods (its manifests' nfd-master Deployment and nfd-worker DaemonSet) run and have metrics
-        nfd = run(["kubectl", "top", "pod", "-n", "node-feature-discovery"], env).stdout
-        assert "nfd-master-" in nfd and "nfd-worker-" in nfd
+        # NFD's own pods (its manifests' nfd-master Deployment and nfd-worker DaemonSet) are created by the controllers
+        nfd = wait_for(lambda: (lambda out: out if "nfd-master-" in out and "nfd-worker-" in out else "")(
+            run(["kubectl", "get", "pods", "-n", "node-feature-discovery", "-o", "name"], env).stdout),
+            timeout=30, what="NFD's pods")
+        assert nfd
         uri = env["CONSOLE_LIBVIRT_URI"]
         listed = run(["virsh", "-c", uri, "list", "--name"], env).stdout.split()
         assert sorted(listed) == ["instance-00003358", "instance-0000335a", "instance-0000335c"]
