@@ -3,9 +3,9 @@
 Starts the lab in this process and, through the Kubernetes API (the `kubernetes` client, as an
 admin or the console would), times each change until every affected node shows the result:
 
-- default lab (NFD v0.19.0): NodeFeatureRule create / edit / delete; the workers' feature-file
-  ConfigMap edited (4 nodes);
-- seed-resize (NFD v0.8.2, hooks run): a hook added to the workers' hooks ConfigMap (2 nodes).
+- default lab (NFD v0.19.0): NodeFeatureRule create / edit / delete; a feature file written into the
+  workers' features.d (4 nodes; bounded by nfd-worker's core.sleepInterval, 2s in the lab);
+- seed-resize (NFD v0.8.2, hooks run): a hook written into the workers' source.d (2 nodes).
 
 Reference, side by side on the same lab: a label patched onto the Node directly with the same client,
 until a read shows it — what any label change through the API costs at least. The issue's goal is
@@ -27,7 +27,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-NS = "node-feature-discovery"
 FNS = "feature.node.kubernetes.io"
 GROUP, VERSION = "nfd.k8s-sigs.io", "v1alpha1"
 
@@ -46,6 +45,18 @@ def timed(change: Callable[[], Any], done: Callable[[], bool]) -> float:
     change()
     until(done)
     return time.monotonic() - t0
+
+
+FEATURES_D = "/etc/kubernetes/node-feature-discovery/features.d/"
+SOURCE_D = "/etc/kubernetes/node-feature-discovery/source.d/"
+
+
+def write_all(lab: Any, nodes: list[str], guest_path: str, content: str, mode: int) -> None:
+    """A file into each node's tree, where nfd-worker's hostPath volume reads it (lab.guest_roots)."""
+    for n in nodes:
+        path = lab.guest_roots[n].path(guest_path)
+        path.write_text(content)
+        path.chmod(mode)
 
 
 def start(scenario: str) -> tuple[Any, Any]:
@@ -96,10 +107,8 @@ def default_lab(repeat: int) -> dict[str, list[float]]:
                 lambda: key not in labels("kube-worker02")))
             value = f"b{i}"
             out["feature file (4 nodes)"].append(timed(
-                lambda value=value: core.patch_namespaced_config_map(
-                    "nfd-features-workers", NS, {"data": {"bench": f"bench.file={value}\n"}}),
+                lambda value=value: write_all(lab, workers, FEATURES_D + "bench", f"bench.file={value}\n", 0o644),
                 lambda value=value: all(labels(w).get(f"{FNS}/bench.file") == value for w in workers)))
-        core.patch_namespaced_config_map("nfd-features-workers", NS, {"data": {"bench": None}})
     finally:
         lab.stop()
     return out
@@ -119,8 +128,7 @@ def seed_resize(repeat: int) -> dict[str, list[float]]:
                 lambda i=i: (core.read_node("kube-worker02").metadata.labels or {}).get("bench/ref") == str(i)))
             script = f"#!/bin/sh\necho bench={i}\n"
             out["hook added (2 nodes, v0.8)"].append(timed(
-                lambda script=script: core.patch_namespaced_config_map(
-                    "nfd-hooks-workers", NS, {"data": {"benchhook": script}}),
+                lambda script=script: write_all(lab, workers, SOURCE_D + "benchhook", script, 0o755),
                 lambda i=i: all((core.read_node(w).metadata.labels or {}).get(f"{FNS}/benchhook-bench") == str(i)
                                 for w in workers)))
     finally:

@@ -22,7 +22,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="serve the embedded lab (Kubernetes API, OpenStack, libvirt) until Ctrl-C",
         description="Serve the embedded lab in the foreground. Then: set -a; . DIR/env; kubectl get nodes",
     )
-    p.add_argument("--scenario", default="default", help="default | seed-resize | seed-live | seed-drain | scale")
+    p.add_argument("--scenario", default="default",
+                   help="default | seed-resize | seed-live | seed-drain | nfd-configmap | nfd-gpu-operator | scale")
     p.add_argument("--state-dir", type=Path, default=None, help=f"where to write kubeconfig, clouds.yaml, env, ready "
                    f"(default: {default_state_dir()})")
     p.add_argument("--nodes", type=int, default=None, help="synthetic scale world with N nodes (no VMs)")

@@ -13,7 +13,6 @@ before v0.10 the worker publishes no features at all (it sent labels only over g
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from console.discovery.kernel import kernel_labels, parse_kernel_version
 from console.lab.scenarios import HostOs, NodeSpec, PciDevice
 from console.nfd import versions as V
 from console.nfd.featurefile import read_features_dir
-from console.nfd.hooks import DEFAULT_MAX_OUTPUT, HookResult, run_hooks
+from console.nfd.hooks import DEFAULT_MAX_OUTPUT, HookResult, HooksRun, run_hooks
 from console.nfd.labels import FEATURE_NS, worker_label_check
 from console.nfd.local import LABEL_FEATURE, RAW_FEATURE
 from console.nfd.model import Features
@@ -136,7 +135,7 @@ def builtin_labels(features: Features, version: V.NfdVersion | str | None = None
 
 @dataclass
 class LocalOutput:
-    """The local source of one node group (or one node, for hooks that read NODE_NAME)."""
+    """One node's local source: what its worker read from features.d and source.d."""
 
     labels: dict[str, str] = field(default_factory=dict)  # worker-checked, as published in spec.labels
     features: dict[str, dict[str, str]] = field(default_factory=dict)  # local.label / local.feature
@@ -147,14 +146,19 @@ class LocalOutput:
     dropped: list[tuple[str, str, str, str]] = field(default_factory=list)  # (key, value, reason, "hook"|"file")
 
 
-def local_output(features_dir: Path | None, hooks_dir: Path | None, version: V.NfdVersion | str | None, *,
-                 hook_timeout: float, hook_env: Mapping[str, str] | None = None,
-                 hook_max_output: int = DEFAULT_MAX_OUTPUT) -> LocalOutput:
-    """features.d + source.d -> what nfd-worker publishes (labels it accepts, `local.*` features).
+def run_source_d(hooks_dir: Path, version: V.NfdVersion | str | None, *, node: str, enabled: bool | None,
+                 timeout: float, max_output: int = DEFAULT_MAX_OUTPUT) -> HooksRun:
+    """Run a node's source.d as its nfd-worker does (the one place the lab runs hooks)."""
+    return run_hooks(hooks_dir, V.parse_version(version), enabled=enabled, timeout=timeout, max_output=max_output,
+                     env=hook_env(node))
+
+
+def local_output(features_dir: Path | None, hooks: HooksRun | None, version: V.NfdVersion | str | None
+                 ) -> LocalOutput:
+    """features.d + a source.d run -> what nfd-worker publishes (labels it accepts, `local.*` features).
 
     Mirrors `console.nfd.local.local_source` up to the worker's output (the master's filtering is left
-    to `compute_node_outcome`), keeping hook and feature-file problems apart so they can be reported
-    on the ConfigMap they came from.
+    to `compute_node_outcome`), keeping hook and feature-file problems apart so they can be reported apart.
     """
     v = V.parse_version(version)
     out = LocalOutput()
@@ -167,13 +171,12 @@ def local_output(features_dir: Path | None, hooks_dir: Path | None, version: V.N
         origin.update(dict.fromkeys(fd.labels, "file"))
         raw.update(fd.features)
         out.file_warnings.extend(w for w in fd.warnings if "does not exist" not in w)
-    if hooks_dir is not None:
-        hr = run_hooks(hooks_dir, v, timeout=hook_timeout, max_output=hook_max_output, env=hook_env)
-        out.hooks_status, out.hooks = hr.status, hr.results
-        out.hook_warnings.extend(w for w in hr.warnings if "does not exist" not in w)
-        labels.update(hr.labels)  # hooks override feature files
-        origin.update(dict.fromkeys(hr.labels, "hook"))
-        raw.update(hr.features)
+    if hooks is not None:
+        out.hooks_status, out.hooks = hooks.status, hooks.results
+        out.hook_warnings.extend(w for w in hooks.warnings if "does not exist" not in w)
+        labels.update(hooks.labels)  # hooks override feature files
+        origin.update(dict.fromkeys(hooks.labels, "hook"))
+        raw.update(hooks.features)
     if V.rules_supported(v):  # the FeatureSource model (local.label) dates from v0.10
         out.features[LABEL_FEATURE] = dict(sorted(labels.items()))
         if V.feature_file_no_label_directives(v):
@@ -201,9 +204,6 @@ def worker_publication(builtin: Features, local: LocalOutput, version: V.NfdVers
     return features, labels
 
 
-def hook_env(node_name: str | None, group: str) -> dict[str, str]:
-    """The environment hooks run with: nfd-worker's NODE_NAME (when run per node) and the lab's NODE_GROUP."""
-    env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "LANG": "C.UTF-8", "NODE_GROUP": group}
-    if node_name:
-        env["NODE_NAME"] = node_name
-    return env
+def hook_env(node_name: str) -> dict[str, str]:
+    """The environment hooks run with: nfd-worker's NODE_NAME (from its DaemonSet's fieldRef) and a PATH."""
+    return {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "LANG": "C.UTF-8", "NODE_NAME": node_name}

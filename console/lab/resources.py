@@ -29,6 +29,8 @@ class ResourceType:
     )
     subresources: tuple[str, ...] = field(default=())
     singular: str = ""
+    # a custom resource: served only while its CustomResourceDefinition `<plural>.<group>` exists
+    custom: bool = False
 
     @property
     def key(self) -> str:
@@ -45,6 +47,8 @@ class ResourceType:
 
 
 NFD_GROUP = "nfd.k8s-sigs.io"
+APIEXTENSIONS_GROUP = "apiextensions.k8s.io"
+CRD_RESOURCE = f"customresourcedefinitions.{APIEXTENSIONS_GROUP}"
 COORDINATION_GROUP = "coordination.k8s.io"
 RBAC_GROUP = "rbac.authorization.k8s.io"
 AUTHORIZATION_GROUP = "authorization.k8s.io"
@@ -73,10 +77,13 @@ RESOURCES: dict[str, ResourceType] = {
                      subresources=("status",)),
         ResourceType("poddisruptionbudgets", "PodDisruptionBudget", "policy", "v1", True, ("pdb",),
                      singular="poddisruptionbudget", subresources=("status",)),
+        ResourceType("customresourcedefinitions", "CustomResourceDefinition", APIEXTENSIONS_GROUP, "v1", False,
+                     ("crd", "crds"), singular="customresourcedefinition", subresources=("status",)),
+        # NFD's CRDs (console/lab/nfd_deploy.py creates them for the versions that have them)
         ResourceType("nodefeatures", "NodeFeature", NFD_GROUP, "v1alpha1", True, (),
-                     singular="nodefeature"),
+                     singular="nodefeature", custom=True),
         ResourceType("nodefeaturerules", "NodeFeatureRule", NFD_GROUP, "v1alpha1", False,
-                     ("nfr",), singular="nodefeaturerule"),
+                     ("nfr",), singular="nodefeaturerule", custom=True),
         # RBAC (console/lab/kubeapi/rbac.py evaluates them) and the reviews that ask it (kubeapi/reviews.py)
         ResourceType("clusterroles", "ClusterRole", RBAC_GROUP, "v1", False, (), singular="clusterrole"),
         ResourceType("clusterrolebindings", "ClusterRoleBinding", RBAC_GROUP, "v1", False, (),

@@ -1,8 +1,12 @@
 """Lab scenarios: the worlds the lab can start.
 
 `seed-resize` and `seed-live` reproduce the two halves of field report 2
-(shared/reference/field-reports.md); `default` is what `--lab` opens; `scale`
-is the synthetic world for benchmarks.
+(shared/reference/field-reports.md), with NFD v0.8.2 as field report 1 ran it (hooks
+from the nodes' source.d, no NodeFeature API); `default` is what `--lab` opens (NFD
+v0.19 from its own manifests, hostPath features.d); `nfd-configmap` (v0.16, features.d
+from a ConfigMap volume) and `nfd-gpu-operator` (NFD in `gpu-operator`, master with
+`-extra-label-ns=nvidia.com`) are the other ways clusters run NFD; `scale` is the
+synthetic world for benchmarks.
 """
 
 from __future__ import annotations
@@ -120,18 +124,24 @@ class HostOs:
 FOCAL = HostOs("5.4.0-165-generic", UBUNTU_2004)
 JAMMY_HWE = HostOs("6.8.0-57-generic", UBUNTU_2204)
 
-# The lab's NFD node groups: hooks and feature files live in ConfigMaps `nfd-hooks-<group>` and
-# `nfd-features-<group>` (namespace node-feature-discovery); a node's group is this label's value.
-NFD_GROUP_LABEL = "node.console.lab/group"
+# nfd-worker.conf of the lab's scenarios: nfd-worker re-reads its sources every core.sleepInterval (60s by
+# default); the lab relabels within seconds so a changed feature file shows up while one waits
+LAB_WORKER_CONF = """core:
+  sleepInterval: 2s
+"""
 
 
 @dataclass(frozen=True)
-class NfdGroup:
-    """Hooks (`source.d`) and feature files (`features.d`) shared by the nodes of one group."""
+class NfdSetup:
+    """How a scenario deploys NFD (console/lab/nfd_deploy.py builds the manifests' objects from it)."""
 
-    name: str
-    hooks: tuple[tuple[str, str], ...] = ()  # (file name, script text)
-    feature_files: tuple[tuple[str, str], ...] = ()  # (file name, content)
+    namespace: str = "node-feature-discovery"
+    master_args: tuple[str, ...] = ()  # nfd-master's args beyond the version's manifest
+    worker_config: str = LAB_WORKER_CONF  # nfd-worker-conf / nfd-worker.conf
+    master_config: str = ""  # nfd-master-conf / nfd-master.conf (v0.13+)
+    features_configmap: str = ""  # features.d from this ConfigMap volume; "" = hostPath, as NFD's manifests
+    features_files: tuple[tuple[str, str], ...] = ()  # that ConfigMap's data (file name, content)
+    workloads: bool = True  # False: only the CRDs
 
 
 @dataclass(frozen=True)
@@ -147,12 +157,8 @@ class NodeSpec:
     # NFD facts beyond the image's defaults (console/lab/nfd_features.py): extra loaded kernel modules, PCI devices
     kernel_modules: tuple[str, ...] = ()
     pci_devices: tuple[PciDevice, ...] = ()
-
-    @property
-    def nfd_group(self) -> str:
-        """The NFD node group: the NFD_GROUP_LABEL label, else by role (`control-plane` / `workers`)."""
-        by_role = "control-plane" if self.role == "control-plane" else "workers"
-        return dict(self.labels).get(NFD_GROUP_LABEL) or by_role
+    # files in the node's filesystem at start (guest path, content): hooks in source.d are made executable
+    files: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -178,10 +184,10 @@ class Scenario:
     # synthetic scale world: nodes without VMs, pods bound up front
     scale_nodes: int = 0
     scale_pods_per_node: int = 0
-    namespaces: tuple[str, ...] = ("default", "kube-system", "kube-node-lease", "node-feature-discovery")
+    namespaces: tuple[str, ...] = ("default", "kube-system", "kube-node-lease")
     extra: dict[str, str] = field(default_factory=dict)
     host_os: HostOs = FOCAL
-    nfd_groups: tuple[NfdGroup, ...] = ()
+    nfd: NfdSetup = NfdSetup()
     # further API objects at seed time: (store resource, object), e.g. console/lab/workloads.py's
     objects: tuple[tuple[str, dict], ...] = ()
 
@@ -195,6 +201,14 @@ for key in kernel.pid_max kernel.threads-max vm.max_map_count vm.swappiness; do
   [ -r "$f" ] && echo "$key=$(cat "$f")"
 done
 exit 0
+"""
+
+# Field report 1's other example hook: /proc/cpuinfo fields as labels (the first CPU's; awk as on any node)
+CPUINFO_HOOK = """#!/bin/sh
+# cpuinfo: CPU identification from /proc/cpuinfo as node labels (field report 1)
+[ -r /proc/cpuinfo ] || exit 0
+awk -F': *' '/^(cpu family|model|stepping)[[:space:]]*:/ && !seen[$1]++ {
+  k = $1; sub(/[[:space:]]+$/, "", k); sub(/^cpu /, "", k); print k "=" $2 }' /proc/cpuinfo
 """
 
 WORKERS_INVENTORY_V08 = """rack=r1
@@ -213,31 +227,24 @@ CONTROL_PLANE_INVENTORY = """# written by the site inventory CronJob in a real c
 example.com/rack=r0
 """
 
-_GROUP_WORKERS = ((NFD_GROUP_LABEL, "workers"),)
-_GROUP_CONTROL_PLANE = ((NFD_GROUP_LABEL, "control-plane"),)
-
-REPORT_NFD_GROUPS = (
-    NfdGroup("workers", hooks=(("my-script", SYSCTL_HOOK),), feature_files=(("inventory", WORKERS_INVENTORY_V08),)),
-    NfdGroup("control-plane", hooks=(("my-script", SYSCTL_HOOK),)),
-)
-
-DEFAULT_NFD_GROUPS = (
-    # hooks are gone since NFD v0.17: the leftover hook shows what the console warns about
-    NfdGroup("workers", hooks=(("my-script", SYSCTL_HOOK),), feature_files=(("inventory", WORKERS_INVENTORY),)),
-    NfdGroup("control-plane", feature_files=(("inventory", CONTROL_PLANE_INVENTORY),)),
-)
+HOOK = "/etc/kubernetes/node-feature-discovery/source.d/"
+FEATURE = "/etc/kubernetes/node-feature-discovery/features.d/"
 
 # A NVIDIA A100 passed through to one worker (class 0302: the pci source labels class 03 devices)
 A100 = PciDevice("10de", "20b5", "0302", "10de", "1533")
 
 
 def _report_nodes(worker02_flavor: str) -> tuple[NodeSpec, ...]:
+    # field report 1: the cpuinfo hook on every node (hostPath source.d), an inventory file on the workers;
+    # the sysctl hook `my-script` is what the admin pushes (to one node, then more)
+    hook = (HOOK + "cpuinfo", CPUINFO_HOOK)
+    inventory = (FEATURE + "inventory", WORKERS_INVENTORY_V08)
     return (
-        NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL, labels=_GROUP_CONTROL_PLANE),
-        NodeSpec("kube-worker01", "m1.medium", cpu=HASWELL, compute_host="cmp001", labels=_GROUP_WORKERS,
-                 kernel_modules=("vfio_pci",)),
-        NodeSpec("kube-worker02", worker02_flavor, cpu=SKYLAKE, compute_host="cmp001", labels=_GROUP_WORKERS,
-                 kernel_modules=("vfio_pci", "vhost_net")),
+        NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL, files=(hook,)),
+        NodeSpec("kube-worker01", "m1.medium", cpu=HASWELL, compute_host="cmp001", kernel_modules=("vfio_pci",),
+                 files=(hook, inventory)),
+        NodeSpec("kube-worker02", worker02_flavor, cpu=SKYLAKE, compute_host="cmp001",
+                 kernel_modules=("vfio_pci", "vhost_net"), files=(hook, inventory)),
     )
 
 
@@ -249,7 +256,6 @@ SEED_RESIZE = Scenario(
     nodes=_report_nodes("m1.medium"),
     pods=(PodSpec("nginx", "3", "5Gi"),),
     host_os=FOCAL,
-    nfd_groups=REPORT_NFD_GROUPS,
 )
 
 SEED_LIVE = Scenario(
@@ -260,7 +266,6 @@ SEED_LIVE = Scenario(
     nodes=_report_nodes("m1.large"),
     pods=(PodSpec("nginx-large", "9", "13Gi"),),
     host_os=FOCAL,
-    nfd_groups=REPORT_NFD_GROUPS,
 )
 
 def _default_objects() -> tuple[tuple[str, dict], ...]:
@@ -274,27 +279,80 @@ def _default_objects() -> tuple[tuple[str, dict], ...]:
     )
 
 
+# hooks are gone since NFD v0.17 (and v0.19's DaemonSet mounts no source.d): the leftover hook on the workers
+# shows what the console warns about
+_LEFTOVER_HOOK = (HOOK + "my-script", SYSCTL_HOOK)
+_WORKER_FILES = (_LEFTOVER_HOOK, (FEATURE + "inventory", WORKERS_INVENTORY))
+
 DEFAULT = Scenario(
     name="default",
     description="Both field reports in one cluster, with NFD labels for several CPU generations",
     kubernetes_version="v1.32.4",
     nfd_version=str(NFD_CURRENT),
     nodes=(
-        NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL, labels=_GROUP_CONTROL_PLANE),
-        NodeSpec("kube-worker01", "m1.medium", cpu=HASWELL, compute_host="cmp001", labels=_GROUP_WORKERS),
-        NodeSpec("kube-worker02", "m1.medium", cpu=SKYLAKE, compute_host="cmp001", labels=_GROUP_WORKERS,
-                 kernel_modules=("vfio_pci", "vhost_net")),
-        NodeSpec("kube-worker03", "m1.large", cpu=ICELAKE, compute_host="cmp002", labels=_GROUP_WORKERS,
-                 kernel_modules=("vfio_pci",), pci_devices=(A100,)),
+        NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL,
+                 files=((FEATURE + "inventory", CONTROL_PLANE_INVENTORY),)),
+        NodeSpec("kube-worker01", "m1.medium", cpu=HASWELL, compute_host="cmp001", files=_WORKER_FILES),
+        NodeSpec("kube-worker02", "m1.medium", cpu=SKYLAKE, compute_host="cmp001",
+                 kernel_modules=("vfio_pci", "vhost_net"), files=_WORKER_FILES),
+        NodeSpec("kube-worker03", "m1.large", cpu=ICELAKE, compute_host="cmp002",
+                 kernel_modules=("vfio_pci",), pci_devices=(A100,), files=_WORKER_FILES),
         NodeSpec("kube-worker04", "m1.large", cpu=ZEN3, compute_host="cmp002", cpu_manager_static=True,
-                 labels=_GROUP_WORKERS, kernel_modules=("vhost_net",)),
+                 kernel_modules=("vhost_net",), files=_WORKER_FILES),
     ),
     # the running apps have controllers, as on a real cluster (a scale-up drains them without --force);
     # only the Pending nginx is a bare pod, as in field report 2
     pods=(PodSpec("nginx", "3", "5Gi", labels=(("app", "nginx"),)),),
     host_os=JAMMY_HWE,
-    nfd_groups=DEFAULT_NFD_GROUPS,
     objects=_default_objects(),
+)
+
+# The NFD article's alternative: feature files delivered by a ConfigMap mounted at features.d (every node the
+# DaemonSet runs on reads the same files); hooks stay on the nodes (hostPath source.d) but NFD v0.16 runs them
+# only with sources.local.hooksEnabled: true in nfd-worker.conf, which this worker config leaves unset.
+CONFIGMAP_FEATURES = """# delivered by the nfd-features ConfigMap (nfd-worker's features-d volume)
+example.com/rack=r7
+storage.tier=ssd
+"""
+
+NFD_CONFIGMAP = Scenario(
+    name="nfd-configmap",
+    description="NFD v0.16.4: features.d from the nfd-features ConfigMap volume; hooks off unless the worker "
+                "config enables them",
+    kubernetes_version="v1.30.6",
+    nfd_version="v0.16.4",
+    nodes=(
+        NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL),
+        NodeSpec("kube-worker01", "m1.medium", cpu=HASWELL, compute_host="cmp001", files=(_LEFTOVER_HOOK,)),
+        NodeSpec("kube-worker02", "m1.medium", cpu=SKYLAKE, compute_host="cmp001",
+                 kernel_modules=("vfio_pci", "vhost_net"), files=(_LEFTOVER_HOOK,)),
+    ),
+    host_os=JAMMY_HWE,
+    nfd=NfdSetup(features_configmap="nfd-features", features_files=(("inventory", CONFIGMAP_FEATURES),)),
+)
+
+# NVIDIA's GPU operator deploys NFD (its Helm subchart) in its own namespace, with the master allowing the
+# nvidia.com label namespace (gpu-operator values: node-feature-discovery.master.extraLabelNs); NFD v0.10.x as
+# gpu-operator v1.10 shipped it. gpu-feature-discovery writes its labels into features.d (file `gfd`).
+GFD_FEATURES = """nvidia.com/gpu.present=true
+nvidia.com/gpu.product=NVIDIA-A100-PCIE-40GB
+nvidia.com/gpu.count=1
+"""
+
+NFD_GPU_OPERATOR = Scenario(
+    name="nfd-gpu-operator",
+    description="NFD v0.10.1 in namespace gpu-operator, nfd-master run with -extra-label-ns=nvidia.com; "
+                "an A100 on kube-worker02 with gpu-feature-discovery's features.d file",
+    kubernetes_version="v1.23.17",
+    nfd_version="v0.10.1",
+    nodes=(
+        NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL),
+        NodeSpec("kube-worker01", "m1.medium", cpu=HASWELL, compute_host="cmp001"),
+        NodeSpec("kube-worker02", "m1.large", cpu=ICELAKE, compute_host="cmp002", kernel_modules=("vfio_pci",),
+                 pci_devices=(A100,), files=((FEATURE + "gfd", GFD_FEATURES),)),
+    ),
+    host_os=FOCAL,
+    nfd=NfdSetup(namespace="gpu-operator", master_args=("-extra-label-ns=nvidia.com",)),
 )
 
 
@@ -307,6 +365,7 @@ def scale(nodes: int, pods_per_node: int) -> Scenario:
         nodes=(),
         scale_nodes=nodes,
         scale_pods_per_node=pods_per_node,
+        nfd=NfdSetup(workloads=False),
     )
 
 
@@ -338,11 +397,11 @@ SEED_DRAIN = Scenario(
     pods=(PodSpec("nginx", "3", "5Gi"), PodSpec("debug-shell", "50m", "64Mi", node="kube-worker02",
                                                 image="busybox:1.36")),
     host_os=FOCAL,
-    nfd_groups=REPORT_NFD_GROUPS,
     objects=_drain_objects(),
 )
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in (DEFAULT, SEED_RESIZE, SEED_LIVE, SEED_DRAIN)}
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (DEFAULT, SEED_RESIZE, SEED_LIVE, SEED_DRAIN, NFD_CONFIGMAP,
+                                                      NFD_GPU_OPERATOR)}
 
 
 def get(name: str, *, nodes: int | None = None, pods_per_node: int | None = None) -> Scenario:

@@ -297,7 +297,9 @@ class Scheduler:
         now = time.monotonic()
         self._last_try[key] = now
         if feasible:
-            self._bind(key, pod, req, max(feasible, key=lambda n: _free_score(n, req)))
+            prefs = {n.name: _preferred(pod, n) for n in feasible}
+            best = max(prefs.values())
+            self._bind(key, pod, req, max(feasible, key=lambda n: _score(prefs[n.name], best, n, req)))
             return
         self._attempts[key] = self._attempts.get(key, 0) + 1
         self._unsched[key] = now
@@ -359,6 +361,20 @@ def _set_condition(pod: Obj, cond: Obj) -> None:
             conds[i] = cond
             return
     conds.append(cond)
+
+
+def _preferred(pod: Obj, node: fit.NodeInfo) -> int:
+    """NodeAffinity scoring: the weights of the preferred terms the node matches."""
+    prefs = ((((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {})
+             .get("preferredDuringSchedulingIgnoredDuringExecution") or [])
+    return sum(int(p.get("weight") or 0) for p in prefs
+               if fit.match_node_selector_terms([p.get("preference") or {}], node.labels, node.name))
+
+
+def _score(preferred: int, best: int, node: fit.NodeInfo, req: fit.Resources) -> float:
+    """kube-scheduler's default score: NodeAffinity (weight 2, normalized to the best feasible node) plus
+    NodeResourcesFit LeastAllocated (weight 1); pkg/scheduler/apis/config/v1 default plugins."""
+    return 2 * (preferred / best if best > 0 else 0.0) + _free_score(node, req) / 2
 
 
 def _free_score(node: fit.NodeInfo, req: fit.Resources) -> float:

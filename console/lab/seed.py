@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
+from console.lab import nfd_deploy
 from console.lab.scenarios import FLAVOR_BY_NAME, MASTER_TAINT, NodeSpec, PodSpec, Scenario
 from console.lab.vm import VMSpec
+from console.nfd import versions as V
 
 Obj = dict[str, Any]
 
@@ -155,3 +158,28 @@ def scale_objects(scenario: Scenario) -> tuple[list[Obj], list[Obj]]:
                 }
             )
     return nodes, pods
+
+
+def nfd_manifest(scenario: Scenario) -> nfd_deploy.Manifest:
+    """The scenario's NFD deployment, for its NFD version."""
+    n = scenario.nfd
+    return nfd_deploy.Manifest(
+        version=V.parse_version(scenario.nfd_version), namespace=n.namespace, master_args=n.master_args,
+        worker_config=n.worker_config, master_config=n.master_config, features_configmap=n.features_configmap,
+        features_files=n.features_files, workloads=n.workloads)
+
+
+def write_guest_files(spec: NodeSpec, root: Any) -> None:
+    """The scenario's files into a node's tree (`root` a console.lab.guestroot.GuestRoot); source.d ones executable."""
+    for guest_path, content in spec.files:
+        path: Path = root.path(guest_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+        path.chmod(0o755 if "/source.d/" in guest_path else 0o644)
+
+
+def nfd_objects(scenario: Scenario) -> list[tuple[str, Obj]]:
+    """NFD's manifests for the scenario, minus a Namespace the scenario already creates."""
+    m = nfd_manifest(scenario)
+    return [(r, o) for r, o in nfd_deploy.objects(m)
+            if not (r == "namespaces" and o["metadata"]["name"] in scenario.namespaces)]

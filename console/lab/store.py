@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from console.lab.resources import RESOURCES, ResourceType
+from console.lab.resources import CRD_RESOURCE, RESOURCES, ResourceType
 
 Obj = dict[str, Any]
 Predicate = Callable[[Obj], bool]
@@ -100,6 +100,10 @@ class Store:
             return RESOURCES[resource]
         except KeyError:
             raise NotFound(f"the server could not find the requested resource ({resource})") from None
+
+    def served(self, rt: ResourceType) -> bool:
+        """Whether the API server serves `rt`: built-in kinds always, custom ones while their CRD exists."""
+        return not rt.custom or ("", rt.key) in self._objects[CRD_RESOURCE]
 
     def _key(self, resource: str, namespace: str | None, name: str) -> tuple[str, str]:
         rt = self.rtype(resource)

@@ -141,6 +141,8 @@ class Lab:
             self.store.bulk_load("pods", pods)
         for pod in sc.pods:
             self.store.create("pods", seed.pod_object(pod))
+        for resource, obj in seed.nfd_objects(sc):
+            self.store.create(resource, obj)
         for resource, obj in sc.objects:
             self.store.create(resource, obj)
 
@@ -175,6 +177,7 @@ class Lab:
         for vm in self.vms:
             guest = self.hypervisor.guest(vm.server_id)
             self.guest_roots[vm.node_name] = GuestRoot(self.state.root / "guests" / vm.node_name)
+            seed.write_guest_files(specs[vm.node_name], self.guest_roots[vm.node_name])
             guests[vm.node_name] = guest
             kubelet = Kubelet(
                 self.store,
@@ -203,7 +206,7 @@ class Lab:
         from console.lab.nfd_sim import NfdSim
 
         progress(f"starting NFD {self.scenario.nfd_version} (workers and master)")
-        self.nfd = NfdSim(self.store, self.scenario, self.state.root / "nfd")
+        self.nfd = NfdSim(self.store, self.scenario, self.state.root / "nfd", guest_roots=self.guest_roots)
         self._stack.append(self.nfd.stop)
         self.nfd.start()
 
@@ -289,6 +292,9 @@ class Lab:
                 time.sleep(0.05)
         if waiting:
             raise LabError(f"nodes never became Ready: {', '.join(waiting)}")
+        # nfd-worker's DaemonSet pods start once their nodes are Ready: wait for their first labels
+        if self.nfd is not None and not self.nfd.wait_labelled(max(1.0, deadline - time.monotonic())):
+            log.warning("lab: NFD had not labelled every node when the lab became ready")
 
 
 def _ready(node: dict[str, Any]) -> bool:

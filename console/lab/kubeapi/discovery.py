@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from console.lab.resources import RESOURCES, ResourceType
 
 Obj = dict[str, Any]
+Served = Callable[[ResourceType], bool]  # Store.served: custom resources only while their CRD exists
+
+
+def serve_all(_rt: ResourceType) -> bool:
+    return True
+
+
+def _served(served: Served) -> list[ResourceType]:
+    return [rt for rt in RESOURCES.values() if served(rt)]
 
 VERSION: Obj = {
     "major": "1",
@@ -31,10 +41,10 @@ _SUBRESOURCES: dict[str, tuple[list[str], str, str, str]] = {
 }
 
 
-def group_versions() -> dict[str, str]:
+def group_versions(served: Served = serve_all) -> dict[str, str]:
     """Served API groups -> their (only) version; "" is the core group."""
     out: dict[str, str] = {}
-    for rt in RESOURCES.values():
+    for rt in _served(served):
         out.setdefault(rt.group, rt.version)
     return out
 
@@ -52,13 +62,13 @@ def _group(name: str, version: str) -> Obj:
     return {"name": name, "versions": [gv], "preferredVersion": gv}
 
 
-def api_group_list() -> Obj:
-    groups = [_group(g, v) for g, v in sorted(group_versions().items()) if g]
+def api_group_list(served: Served = serve_all) -> Obj:
+    groups = [_group(g, v) for g, v in sorted(group_versions(served).items()) if g]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def api_group(name: str) -> Obj | None:
-    version = group_versions().get(name)
+def api_group(name: str, served: Served = serve_all) -> Obj | None:
+    version = group_versions(served).get(name)
     if not name or version is None:
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, version)}
@@ -86,11 +96,11 @@ def _resource_entries(rt: ResourceType) -> list[Obj]:
     return out
 
 
-def resource_list(group: str, version: str) -> Obj | None:
-    if group_versions().get(group) != version:
+def resource_list(group: str, version: str, served: Served = serve_all) -> Obj | None:
+    if group_versions(served).get(group) != version:
         return None
     resources: list[Obj] = []
-    for rt in RESOURCES.values():
+    for rt in _served(served):
         if rt.group == group:
             resources.extend(_resource_entries(rt))
     if not group:  # the bindings collection (what the scheduler POSTs to)
@@ -112,22 +122,22 @@ def _gv_path(group: str, version: str) -> str:
     return f"apis/{group}/{version}" if group else f"api/{version}"
 
 
-def openapi_v3_root() -> Obj:
+def openapi_v3_root(served: Served = serve_all) -> Obj:
     paths = {}
-    for group, version in sorted(group_versions().items()):
+    for group, version in sorted(group_versions(served).items()):
         p = _gv_path(group, version)
         paths[p] = {"serverRelativeURL": f"/openapi/v3/{p}?hash={_HASH}"}
     return {"paths": paths}
 
 
-def openapi_v3_doc(gv_path: str) -> Obj | None:
-    for group, version in group_versions().items():
+def openapi_v3_doc(gv_path: str, served: Served = serve_all) -> Obj | None:
+    for group, version in group_versions(served).items():
         if _gv_path(group, version) == gv_path:
             break
     else:
         return None
     paths: Obj = {}
-    for rt in RESOURCES.values():
+    for rt in _served(served):
         if rt.group != group:
             continue
         base = f"/{gv_path}/namespaces/{{namespace}}/{rt.plural}" if rt.namespaced else f"/{gv_path}/{rt.plural}"

@@ -43,9 +43,9 @@ def _not_found() -> ApiError:
     return ApiError(404, _NOT_FOUND, "NotFound", {})
 
 
-def parse_resource_path(segs: list[str]) -> Target:
+def parse_resource_path(segs: list[str], served: discovery.Served = discovery.serve_all) -> Target:
     """Resolve /api/v1/... and /apis/GROUP/VERSION/... into a Target (404 otherwise)."""
-    versions = discovery.group_versions()
+    versions = discovery.group_versions(served)
     if segs[0] == "api" and len(segs) >= 3 and segs[1] == "v1":
         group, rest = "", segs[2:]
     elif segs[0] == "apis" and len(segs) >= 4 and versions.get(segs[1]) == segs[2]:
@@ -66,7 +66,7 @@ def parse_resource_path(segs: list[str]) -> Target:
     if not rest or len(rest) > 3:
         raise _not_found()
     rt = by_plural(group, rest[0])
-    if rt is None:
+    if rt is None or not served(rt):
         raise _not_found()
     name = rest[1] if len(rest) > 1 else None
     sub = rest[2] if len(rest) > 2 else None
@@ -154,7 +154,7 @@ def _static(path: str, st: _State) -> Any:
         return discovery.api_versions(st.address)
     served = st.metrics is not None and st.metrics.served
     if path == "/apis":
-        groups = discovery.api_group_list()
+        groups = discovery.api_group_list(st.store.served)
         if served:  # the aggregator adds the APIService's group to discovery
             groups = {**groups, "groups": [*groups["groups"], metrics.group()]}
         return groups
@@ -162,20 +162,20 @@ def _static(path: str, st: _State) -> Any:
         return discovery.VERSION
     segs = path.strip("/").split("/")
     if path == "/openapi/v3":
-        return discovery.openapi_v3_root()
+        return discovery.openapi_v3_root(st.store.served)
     if path.startswith("/openapi/v3/"):
-        return discovery.openapi_v3_doc(path[len("/openapi/v3/"):]) or False
+        return discovery.openapi_v3_doc(path[len("/openapi/v3/"):], st.store.served) or False
     if path == "/api/v1":
-        return discovery.resource_list("", "v1")
+        return discovery.resource_list("", "v1", st.store.served)
     if segs[:2] == ["apis", metrics.GROUP] and len(segs) <= 3:
         if not served or (len(segs) == 3 and segs[2] != metrics.VERSION):
             return False
         return {"kind": "APIGroup", "apiVersion": "v1", **metrics.group()} if len(segs) == 2 else \
             metrics.resource_list()
     if segs[0] == "apis" and len(segs) == 2:
-        return discovery.api_group(segs[1]) or False
+        return discovery.api_group(segs[1], st.store.served) or False
     if segs[0] == "apis" and len(segs) == 3:
-        return discovery.resource_list(segs[1], segs[2]) or False
+        return discovery.resource_list(segs[1], segs[2], st.store.served) or False
     return None
 
 
@@ -185,7 +185,7 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     if path in _OPEN_PATHS or path.startswith(("/healthz/", "/readyz/", "/livez/")):
         return web.Response(text="ok", content_type="text/plain")
     if path == "/":
-        groups = [g for g in discovery.group_versions() if g]
+        groups = [g for g in discovery.group_versions(st.store.served) if g]
         if st.metrics is not None and st.metrics.served:
             groups.append(metrics.GROUP)
         return json_response({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version",
@@ -211,7 +211,7 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
         return _proxy_node(request, st, segs[3], "/".join(segs[5:]))
     if segs[:3] == ["apis", metrics.GROUP, metrics.VERSION] and st.metrics is not None and st.metrics.served:
         return _metrics(request, st, segs)
-    target = parse_resource_path(segs)
+    target = parse_resource_path(segs, st.store.served)
     if rbac:
         watching = target.legacy_watch or request.query.get("watch") in ("true", "1")
         authz.check(Rules(st.store), user, authz.resource_attributes(

@@ -13,10 +13,12 @@ from typing import Any, TypeVar
 
 import pytest
 
+from console.lab import nfd_deploy
 from console.lab.kubeapi import KubeAPI, start_kube_api
 from console.lab.kubeconfig import write_kubeconfig
 from console.lab.podlogs import PodLogs
 from console.lab.store import Store
+from console.nfd.versions import CURRENT
 
 T = TypeVar("T")
 
@@ -95,6 +97,8 @@ def event(name: str, *, kind: str, obj_name: str, uid: str, reason: str, message
 
 
 def seed(store: Store, logs: PodLogs) -> None:
+    for c in nfd_deploy.crd_names(CURRENT):  # NFD's CRDs: the API server serves its resources while they exist
+        store.create("customresourcedefinitions.apiextensions.k8s.io", nfd_deploy.crd(*c))
     for ns in ("default", "kube-system", "nfd"):
         store.create("namespaces", {"metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}},
                                     "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})

@@ -48,9 +48,14 @@ def test_lab_serves_until_ctrl_c_and_cleans_up(tmp_path):
         top = run(["kubectl", "top", "node"], env).stdout.splitlines()
         assert top[0].split() == ["NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)"]
         assert "kube-worker02" in {ln.split()[0] for ln in top[1:]}
-        # the scenario's only pod is Pending: no metrics for it, and kubectl top says so (top_pod.go)
-        pods = run(["kubectl", "top", "pod", "-A"], env, check=False)
+        # the scenario's only app pod is Pending: no metrics for it, and kubectl top says so (top_pod.go)
+        pods = run(["kubectl", "top", "pod", "-n", "default"], env, check=False)
         assert pods.returncode == 1 and "metrics not available yet" in pods.stderr
+        # NFD's own pods (its manifests' nfd-master Deployment and nfd-worker DaemonSet) are created by the controllers
+        nfd = wait_for(lambda: (lambda out: out if "nfd-master-" in out and "nfd-worker-" in out else "")(
+            run(["kubectl", "get", "pods", "-n", "node-feature-discovery", "-o", "name"], env).stdout),
+            timeout=30, what="NFD's pods")
+        assert nfd
         uri = env["CONSOLE_LIBVIRT_URI"]
         listed = run(["virsh", "-c", uri, "list", "--name"], env).stdout.split()
         assert sorted(listed) == ["instance-00003358", "instance-0000335a", "instance-0000335c"]
@@ -99,4 +104,5 @@ def test_unknown_scenario_is_a_clear_error(tmp_path):
         timeout=60,
     )
     assert proc.returncode == 2
-    assert "unknown scenario 'nope'; choose one of: default, seed-resize, seed-live, seed-drain, scale" in proc.stderr
+    assert ("unknown scenario 'nope'; choose one of: default, seed-resize, seed-live, seed-drain, nfd-configmap, "
+            "nfd-gpu-operator, scale") in proc.stderr

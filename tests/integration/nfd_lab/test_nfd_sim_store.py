@@ -1,4 +1,7 @@
-"""NfdSim on a bare lab Store (no servers, no VMs): taints, extended resources, caching, gc, scale."""
+"""NfdSim on a bare lab Store (no servers, no VMs): taints, extended resources, hooks, config edits, gc, scale.
+
+The store holds what NFD's manifests create (console/lab/nfd_deploy.py); each node's tree is a GuestRoot.
+"""
 
 from __future__ import annotations
 
@@ -8,30 +11,47 @@ from pathlib import Path
 import pytest
 
 from console.lab import scenarios, seed
+from console.lab.guestroot import GuestRoot
 from console.lab.nfd_sim import NF_RESOURCE, NFR_RESOURCE, NfdSim
 from console.lab.store import NotFound, Store
-from console.nfd import versions as V
-from console.nfd.master import MasterConfig
 
 NS = "node-feature-discovery"
 FNS = "feature.node.kubernetes.io"
+FEATURES_D = "/etc/kubernetes/node-feature-discovery/features.d"
+SOURCE_D = "/etc/kubernetes/node-feature-discovery/source.d"
 
 
 def make_store(sc: scenarios.Scenario) -> Store:
     st = Store()
     for ns in sc.namespaces:
         st.create("namespaces", seed.namespace(ns))
+    for r, o in seed.nfd_objects(sc):
+        st.create(r, o)
     for n in sc.nodes:
         st.create("nodes", seed.node_object(n, None))
     return st
+
+
+def guest_roots(sc: scenarios.Scenario, root: Path) -> dict[str, GuestRoot]:
+    out = {}
+    for n in sc.nodes:
+        out[n.name] = GuestRoot(root / n.name)
+        seed.write_guest_files(n, out[n.name])
+    return out
+
+
+def master_args(st: Store, *args: str) -> None:
+    def edit(d):
+        d["spec"]["template"]["spec"]["containers"][0]["args"] = list(args)
+    st.mutate("deployments.apps", NS, "nfd-master", edit)
 
 
 @pytest.fixture
 def world(tmp_path: Path):
     sc = scenarios.get("default")
     st = make_store(sc)
-    sim = NfdSim(st, sc, tmp_path / "nfd", debounce=0.02,
-                 master_config=MasterConfig(version=V.CURRENT, namespace=NS, enable_taints=True))
+    master_args(st, "-enable-taints")
+    sim = NfdSim(st, sc, tmp_path / "nfd", guest_roots=guest_roots(sc, tmp_path / "guests"), debounce=0.02)
     sim.start()
     yield st, sim
     sim.stop()
@@ -108,36 +128,108 @@ def test_invalid_rule_is_reported_and_others_still_apply(world):
     assert "spec.rules must be a list" in evs[0]["message"]
 
 
-def test_hooks_run_once_per_group_and_configmap_version(tmp_path):
+def wait_for(predicate, timeout=10.0):
+    t0 = time.monotonic()
+    while not predicate():
+        assert time.monotonic() - t0 < timeout, "not true in time"
+        time.sleep(0.02)
+
+
+def test_hooks_run_per_node_when_source_d_changes(tmp_path):
+    """v0.8.2 runs source.d on every node the DaemonSet runs on; unchanged hooks are not re-run per event."""
     sc = scenarios.get("seed-resize")
     st = make_store(sc)
-    sim = NfdSim(st, sc, tmp_path / "nfd", debounce=0.02)
+    roots = guest_roots(sc, tmp_path / "guests")
+    sim = NfdSim(st, sc, tmp_path / "nfd", guest_roots=roots, debounce=0.02)
     sim.start()
     try:
-        assert sim.stats["hook_runs"] == 2  # workers + control-plane, not one per node
-        # an unrelated change (a label edit on a node, an unrelated ConfigMap) runs no hook
+        assert sim.stats["hook_runs"] == 3  # the cpuinfo hook on each of the three nodes
+        assert not sim.running.api and st.list(NF_RESOURCE)[0] == []  # v0.8.2: gRPC, no NodeFeature objects
         st.mutate("nodes", None, "kube-worker01", lambda n: n["metadata"]["labels"].update(x="1"))
         st.create("configmaps", {"metadata": {"name": "other", "namespace": NS}, "data": {}})
+        publishes = sim.stats["publishes"]
+        # the DaemonSet controller's status writes are not a new DaemonSet: no restart, no re-run
+        st.mutate("daemonsets.apps", NS, "nfd-worker", lambda d: d.setdefault("status", {}).update(numberReady=3))
         settle(sim)
-        assert sim.stats["hook_runs"] == 2
-        st.mutate("configmaps", NS, "nfd-features-workers", lambda c: c["data"].update(extra="k=v\n"))
-        settle(sim)
-        assert sim.stats["hook_runs"] == 3  # the group's local source is recomputed once
-        assert meta(st, "kube-worker02")["labels"][f"{FNS}/extra-k"] == "v"
-        assert f"{FNS}/extra-k" not in meta(st, "kube-controlplane01")["labels"]
+        assert sim.stats["hook_runs"] == 3 and sim.stats["publishes"] == publishes
+        hook = roots["kube-worker02"].path(SOURCE_D) / "whoami"
+        hook.write_text('#!/bin/sh\necho "/lab.node=$NODE_NAME"\n')
+        hook.chmod(0o755)
+        wait_for(lambda: meta(st, "kube-worker02")["labels"].get(f"{FNS}/lab.node") == "kube-worker02")
+        assert f"{FNS}/lab.node" not in meta(st, "kube-worker01")["labels"]  # another node's tree
+        hook.unlink()
+        wait_for(lambda: f"{FNS}/lab.node" not in meta(st, "kube-worker02")["labels"])
     finally:
         sim.stop()
-    assert not (tmp_path / "nfd").exists()  # the materialised hook directories are removed
+    assert not (tmp_path / "nfd").exists()
 
 
-def test_moving_a_node_to_another_group(world):
+def test_hooks_from_a_configmap_volume_need_an_executable_default_mode(tmp_path):
+    """The article's ConfigMap alternative for source.d: the kubelet projects keys as 0644 unless the volume's
+    defaultMode says otherwise (core/v1 ConfigMapVolumeSource), and nfd-worker cannot run a 0644 hook."""
+    sc = scenarios.get("seed-resize")
+    st = make_store(sc)
+    st.create("configmaps", {"metadata": {"name": "nfd-hooks", "namespace": NS},
+                             "data": {"cm-hook": "#!/bin/sh\necho /from.configmap=yes\n"}})
+
+    def mount(mode):
+        def edit(d):
+            vols = d["spec"]["template"]["spec"]["volumes"]
+            src = {"name": "nfd-hooks", **({"defaultMode": mode} if mode is not None else {})}
+            vols[:] = [v if v["name"] != "source-d" else {"name": "source-d", "configMap": src} for v in vols]
+        st.mutate("daemonsets.apps", NS, "nfd-worker", edit)
+
+    mount(None)
+    sim = NfdSim(st, sc, tmp_path / "nfd", guest_roots=guest_roots(sc, tmp_path / "guests"), debounce=0.02)
+    sim.start()
+    try:
+        assert sim.running.mounts["hook"].config_map == "nfd-hooks"
+        assert f"{FNS}/from.configmap" not in meta(st, "kube-worker01")["labels"]
+        assert f"{FNS}/cpuinfo-family" not in meta(st, "kube-worker01")["labels"]  # the tree's source.d: unmounted
+        mount(0o755)
+        wait_for(lambda: meta(st, "kube-worker01")["labels"].get(f"{FNS}/from.configmap") == "yes")
+        assert all(meta(st, n.name)["labels"].get(f"{FNS}/from.configmap") == "yes" for n in sc.nodes)
+    finally:
+        sim.stop()
+
+
+def test_worker_config_edit_is_read_after_projection(world):
+    """nfd-worker.conf's core.labelWhiteList (matched against the name without the namespace) applies once the
+    kubelet projected the ConfigMap; removing it brings the labels back."""
     st, sim = world
-    assert meta(st, "kube-worker01")["labels"]["example.com/rack"] == "r1"
-    st.mutate("nodes", None, "kube-worker01",
-              lambda n: n["metadata"]["labels"].update({"node.console.lab/group": "control-plane"}))
+    assert meta(st, "kube-worker02")["labels"][f"{FNS}/storage.tier"] == "ssd"
+    conf = "core:\n  sleepInterval: 2s\n  labelWhiteList: '^cpu-'\n"
+    st.mutate("configmaps", NS, "nfd-worker-conf", lambda c: c["data"].update({"nfd-worker.conf": conf}))
+    wait_for(lambda: f"{FNS}/storage.tier" not in meta(st, "kube-worker02")["labels"])
+    labels = meta(st, "kube-worker02")["labels"]
+    assert labels[f"{FNS}/cpu-cpuid.AVX512F"] == "true" and f"{FNS}/kernel-version.full" not in labels
+    assert sim.running.worker.label_whitelist == "^cpu-"
+
+    def back() -> None:
+        st.mutate("configmaps", NS, "nfd-worker-conf",
+                  lambda c: c["data"].update({"nfd-worker.conf": scenarios.LAB_WORKER_CONF}))
+        wait_for(lambda: meta(st, "kube-worker02")["labels"].get(f"{FNS}/storage.tier") == "ssd"
+                 and f"{FNS}/kernel-version.full" in meta(st, "kube-worker02")["labels"])
+    back()
+    # core.labelSources: only the cpu and local sources label
+    conf = "core:\n  sleepInterval: 2s\n  labelSources: [cpu, local]\n"
+    st.mutate("configmaps", NS, "nfd-worker-conf", lambda c: c["data"].update({"nfd-worker.conf": conf}))
+    wait_for(lambda: f"{FNS}/kernel-version.full" not in meta(st, "kube-worker02")["labels"])
+    labels = meta(st, "kube-worker02")["labels"]
+    assert labels[f"{FNS}/cpu-cpuid.AVX512F"] == "true" and labels[f"{FNS}/storage.tier"] == "ssd"
+    assert not any(k.startswith((f"{FNS}/pci-", f"{FNS}/system-")) for k in labels)
+    back()
+
+
+def test_a_node_the_daemonset_does_not_tolerate_runs_no_worker(world):
+    st, sim = world
+    assert "kube-controlplane01" in sim._workers
+
+    def no_tolerations(d):
+        d["spec"]["template"]["spec"]["tolerations"] = []
+    st.mutate("daemonsets.apps", NS, "nfd-worker", no_tolerations)
     settle(sim)
-    labels = meta(st, "kube-worker01")["labels"]
-    assert labels["example.com/rack"] == "r0" and f"{FNS}/storage.tier" not in labels
+    assert "kube-controlplane01" not in sim._workers and "kube-worker01" in sim._workers
 
 
 def test_deleted_node_is_garbage_collected_and_relabelled_when_it_returns(world):
@@ -147,8 +239,7 @@ def test_deleted_node_is_garbage_collected_and_relabelled_when_it_returns(world)
     settle(sim)
     with pytest.raises(NotFound):
         st.get(NF_RESOURCE, NS, "kube-worker04")  # nfd-gc (v0.14+)
-    fresh = {"metadata": {"name": "kube-worker04", "labels": {"node.console.lab/group": "workers"}},
-             "spec": {}, "status": {}}
+    fresh = {"metadata": {"name": "kube-worker04", "labels": {}}, "spec": {}, "status": {}}
     st.create("nodes", fresh)
     settle(sim)
     assert st.get(NF_RESOURCE, NS, "kube-worker04")
@@ -173,6 +264,8 @@ def test_scale_world_skips_synthetic_nodes_quickly(tmp_path):
     st = Store()
     for ns in sc.namespaces:
         st.create("namespaces", seed.namespace(ns))
+    for r, o in seed.nfd_objects(sc):
+        st.create(r, o)
     nodes, _ = seed.scale_objects(sc)
     st.bulk_load("nodes", nodes)
     t0 = time.monotonic()
@@ -183,7 +276,8 @@ def test_scale_world_skips_synthetic_nodes_quickly(tmp_path):
         print(f"\nNFD start on the 5000-node scale world: {took * 1000:.1f} ms")
         assert took < 0.5
         assert st.list(NF_RESOURCE)[0] == []
-        assert st.get("configmaps", NS, "nfd-version")["data"]["version"] == sc.nfd_version
+        assert st.list("daemonsets.apps")[0] == []  # only the CRDs: nothing runs nfd-worker there
+        assert st.served(st.rtype(NFR_RESOURCE))
         st.create(NFR_RESOURCE, {"metadata": {"name": "r"}, "spec": {"rules": [{"name": "x", "labels": {"y": "1"}}]}})
         settle(sim)
         labels = st.get("nodes", None, "node-00003")["metadata"]["labels"]

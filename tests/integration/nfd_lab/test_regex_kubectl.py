@@ -25,8 +25,6 @@ from console.lab.loop import LoopThread
 from console.lab.nfd_sim import NfdSim
 from console.lab.podlogs import PodLogs
 from console.lab.store import Store
-from console.nfd import versions as V
-from console.nfd.master import MasterConfig
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 
@@ -40,9 +38,11 @@ def lab(tmp_path: Path) -> Iterator[dict[str, Any]]:
     st = Store()
     for ns in sc.namespaces:
         st.create("namespaces", seed.namespace(ns))
+    for r, o in seed.nfd_objects(sc):  # NFD's manifests: the CRDs, nfd-master, nfd-worker
+        st.create(r, o)
     for n in sc.nodes:
         st.create("nodes", seed.node_object(n, None))
-    sim = NfdSim(st, sc, tmp_path / "nfd", debounce=0.02, master_config=MasterConfig(version=V.CURRENT, namespace=NS))
+    sim = NfdSim(st, sc, tmp_path / "nfd", debounce=0.02)
     loop = LoopThread("regex-kubectl")
     loop.start()
     token = secrets.token_urlsafe(24)

@@ -1,11 +1,16 @@
-"""NFD v0.8.2 in the field report's world: hook naming, gRPC-era annotations, rules ignored, bad hooks."""
+"""NFD v0.8.2 in the field report's world: hooks from the nodes' source.d (hostPath, nfd-worker-daemonset.yaml.template
+at v0.8.2), hook naming, gRPC-era annotations, no NodeFeature API (no CRDs at all before v0.10), bad hooks."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
+from labtools import lab_env, run
+
+from console.lab import scenarios
 
 pytestmark = pytest.mark.lab
 
@@ -13,9 +18,9 @@ NS = "node-feature-discovery"
 FNS = "feature.node.kubernetes.io"
 GROUP, VERSION = "nfd.k8s-sigs.io", "v1alpha1"
 WORKERS = ("kube-worker01", "kube-worker02")
-# NFD relabels within ~0.1 s here; how fast is measured by benchmarks/nfd_relabel.py, not asserted
-# (timed assertions flake on a loaded CI machine). The tests check that it happens.
-SETTLE = 10.0
+# files and hooks wait for the worker's next pass (core.sleepInterval 2s in the lab); generous bound
+SETTLE = 15.0
+SOURCE_D = "/etc/kubernetes/node-feature-discovery/source.d/"
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +56,18 @@ def warnings_for(kube, name, reason, namespace=NS):
     return [e.message for e in evs.items if e.reason == reason and e.type == "Warning"]
 
 
+def cpu_family() -> str:
+    """What the seeded cpuinfo hook reads (it runs on this machine until the lab's sandbox runs it in the node)."""
+    line = next(ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("cpu family"))
+    return line.partition(":")[2].strip()
+
+
 def test_v08_hook_and_feature_file_naming(seed_resize_lab, kube):
     assert seed_resize_lab.scenario.nfd_version == "v0.8.2"
-    pid_max = Path("/proc/sys/kernel/pid_max").read_text().strip()
     for w in WORKERS:
         labels = node(kube, w).labels
-        # field report 1: hook `my-script` printing kernel.x=1 -> feature.node.kubernetes.io/my-script-kernel.x
-        assert labels[f"{FNS}/my-script-kernel.pid_max"] == pid_max
+        # field report 1: hook `cpuinfo` printing family=6 -> feature.node.kubernetes.io/cpuinfo-family
+        assert labels[f"{FNS}/cpuinfo-family"] == cpu_family()
         assert labels[f"{FNS}/inventory-rack"] == "r1"  # feature file `inventory`, line rack=r1
         assert labels[f"{FNS}/lab.inventory"] == "true"  # `/lab.inventory` drops the file-name prefix
         assert labels[f"{FNS}/kernel-version.full"] == "5.4.0-165-generic"
@@ -67,35 +77,93 @@ def test_v08_hook_and_feature_file_naming(seed_resize_lab, kube):
     assert f"{FNS}/cpu-cpuid.AVX512F" not in node(kube, "kube-worker01").labels
 
 
-def test_v08_version_annotations_and_grpc_record(kube):
+def test_v08_version_annotations_and_no_nodefeature_api(seed_resize_lab, kube):
     from kubernetes import client
+    from kubernetes.client.rest import ApiException
 
     for name in ("kube-controlplane01", *WORKERS):
         ann = node(kube, name).annotations
         assert ann["nfd.node.kubernetes.io/worker.version"] == "v0.8.2"
-        assert "my-script-kernel.pid_max" in ann["nfd.node.kubernetes.io/feature-labels"].split(",")
+        assert "cpuinfo-family" in ann["nfd.node.kubernetes.io/feature-labels"].split(",")
     assert node(kube, "kube-controlplane01").annotations["nfd.node.kubernetes.io/master.version"] == "v0.8.2"
     assert "nfd.node.kubernetes.io/master.version" not in node(kube, "kube-worker01").annotations
-    nf = client.CustomObjectsApi(kube).get_namespaced_custom_object(GROUP, VERSION, NS, "nodefeatures",
-                                                                    "kube-worker01")
-    assert nf["metadata"]["annotations"]["console.lab/nfd-transport"] == "grpc"
-    assert not nf["spec"].get("features")  # v0.8 workers sent labels only
-    assert nf["spec"]["labels"][f"{FNS}/cpu-cpuid.AVX2"] == "true"
+    # v0.8.2's workers send labels to nfd-master over gRPC: the API server serves no NFD resources at all
+    with pytest.raises(ApiException) as err:
+        client.CustomObjectsApi(kube).list_namespaced_custom_object(GROUP, VERSION, NS, "nodefeatures")
+    assert err.value.status == 404
+    env = lab_env(seed_resize_lab)
+    out = run(["kubectl", "get", "nodefeatures", "-A"], env, check=False)
+    assert out.returncode != 0 and "the server doesn't have a resource type" in out.stderr
+    assert GROUP not in run(["kubectl", "api-versions"], env).stdout
+    assert not seed_resize_lab.nfd.running.api
 
 
-def test_v08_ignores_node_feature_rules(kube):
+def test_v08_manifests(seed_resize_lab):
+    env = lab_env(seed_resize_lab)
+    ds = json.loads(run(["kubectl", "-n", NS, "get", "ds", "nfd-worker", "-o", "json"], env).stdout)
+    c = ds["spec"]["template"]["spec"]["containers"][0]
+    assert c["image"] == "k8s.gcr.io/nfd/node-feature-discovery:v0.8.2" and c["args"] == ["--server=nfd-master:8080"]
+    vols = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
+    assert vols["source-d"]["hostPath"]["path"] == SOURCE_D
+    dep = json.loads(run(["kubectl", "-n", NS, "get", "deploy", "nfd-master", "-o", "json"], env).stdout)
+    assert dep["spec"]["template"]["spec"]["containers"][0]["command"] == ["nfd-master"]
+    cms = run(["kubectl", "-n", NS, "get", "cm", "-o", "name"], env).stdout.split()
+    assert "configmap/nfd-worker-conf" in cms and "configmap/nfd-master-conf" not in cms  # no master config in v0.8
+
+
+def write_hook(lab, node_name, name, script):
+    path = lab.guest_roots[node_name].path(SOURCE_D + name)
+    path.write_text(script)
+    path.chmod(0o755)
+    return path
+
+
+def test_field_report_hook_pushed_to_one_node(seed_resize_lab, kube):
+    """Field report 1: the sysctl hook `my-script` in kube-worker01's source.d only: within the worker's interval
+    kube-worker01 gets feature.node.kubernetes.io/my-script-kernel.pid_max, no other node does."""
+    pid_max = Path("/proc/sys/kernel/pid_max").read_text().strip()  # the hook runs on this machine for now
+    path = write_hook(seed_resize_lab, "kube-worker01", "my-script", scenarios.SYSCTL_HOOK)
+    try:
+        poll(lambda: node(kube, "kube-worker01").labels.get(f"{FNS}/my-script-kernel.pid_max") == pid_max, SETTLE)
+        assert all(f"{FNS}/my-script-kernel.pid_max" not in node(kube, n).labels
+                   for n in ("kube-controlplane01", "kube-worker02"))
+    finally:
+        path.unlink()
+    poll(lambda: f"{FNS}/my-script-kernel.pid_max" not in node(kube, "kube-worker01").labels, SETTLE)
+
+
+def test_v08_hook_on_one_node_and_master_namespaces(seed_resize_lab, kube):
+    """Field report 1: a `/`-prefixed key drops the hook-name prefix; a key with its own namespace needs
+    nfd-master's --extra-label-ns (v0.8.2 cmd/nfd-master/main.go); only the node that has the hook is labelled."""
+    env = lab_env(seed_resize_lab)
+    path = write_hook(seed_resize_lab, "kube-worker01", "variants",
+                      "#!/bin/sh\necho /kernel.x=1\necho example.dev/kernel.y=2\n")
+    try:
+        poll(lambda: node(kube, "kube-worker01").labels.get(f"{FNS}/kernel.x") == "1", SETTLE)
+        assert "example.dev/kernel.y" not in node(kube, "kube-worker01").labels  # not an allowed namespace
+        assert f"{FNS}/kernel.x" not in node(kube, "kube-worker02").labels
+        add = [{"op": "add", "path": "/spec/template/spec/containers/0/args",
+                "value": ["--extra-label-ns=example.dev"]}]
+        run(["kubectl", "-n", NS, "patch", "deployment", "nfd-master", "--type=json", "-p", json.dumps(add)], env)
+        poll(lambda: node(kube, "kube-worker01").labels.get("example.dev/kernel.y") == "2", SETTLE)
+    finally:
+        path.unlink()
+        remove = [{"op": "remove", "path": "/spec/template/spec/containers/0/args"}]
+        run(["kubectl", "-n", NS, "patch", "deployment", "nfd-master", "--type=json", "-p", json.dumps(remove)], env,
+            check=False)
+    poll(lambda: f"{FNS}/kernel.x" not in node(kube, "kube-worker01").labels
+         and "example.dev/kernel.y" not in node(kube, "kube-worker01").labels, SETTLE)
+
+
+def test_v08_has_no_node_feature_rules(kube):
     from kubernetes import client
+    from kubernetes.client.rest import ApiException
 
-    api = client.CustomObjectsApi(kube)
     rule = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeFeatureRule", "metadata": {"name": "lab-v08-rule"},
             "spec": {"rules": [{"name": "always", "labels": {"always": "true"}}]}}
-    api.create_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", rule)
-    try:
-        msgs = poll(lambda: warnings_for(kube, "lab-v08-rule", "RuleIgnored", namespace="default"), SETTLE)
-        assert "v0.10.0" in msgs[0]
-        assert f"{FNS}/always" not in node(kube, "kube-worker01").labels
-    finally:
-        api.delete_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", "lab-v08-rule")
+    with pytest.raises(ApiException) as err:  # no CRD before v0.10: `kubectl apply` says "no matches for kind"
+        client.CustomObjectsApi(kube).create_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", rule)
+    assert err.value.status == 404
 
 
 HANG = "#!/bin/sh\nsleep 30\necho never=1\n"
@@ -104,43 +172,36 @@ BROKEN = "#!/bin/sh\necho lost=1\nexit 3\n"
 
 
 def test_bad_hooks_are_discarded_and_reported(seed_resize_lab, kube):
-    from kubernetes import client
-
-    core = client.CoreV1Api(kube)
     t0 = time.monotonic()
-    core.patch_namespaced_config_map("nfd-hooks-workers", NS, {"data": {"hang": HANG, "noisy": NOISY,
-                                                                        "broken": BROKEN}})
+    paths = [write_hook(seed_resize_lab, "kube-worker01", n, s)
+             for n, s in (("hang", HANG), ("noisy", NOISY), ("broken", BROKEN))]
     try:
-        poll(lambda: node(kube, "kube-worker01").labels.get(f"{FNS}/noisy-ok.value") == "1", 6.0)
+        poll(lambda: node(kube, "kube-worker01").labels.get(f"{FNS}/noisy-ok.value") == "1", SETTLE)
         print(f"\nbad hooks (one hangs until the {seed_resize_lab.nfd.hook_timeout:g}s timeout): labels after "
               f"{time.monotonic() - t0:.2f}s")
         labels = node(kube, "kube-worker01").labels
-        assert f"{FNS}/my-script-kernel.pid_max" in labels  # the good hook still labels
+        assert f"{FNS}/cpuinfo-family" in labels  # the good hook still labels
         assert not any(k.startswith((f"{FNS}/hang-", f"{FNS}/broken-")) for k in labels)
-        failed = warnings_for(kube, "nfd-hooks-workers", "HookFailed")
+        failed = warnings_for(kube, "kube-worker01", "HookFailed", namespace="default")
         assert any("hang" in m and "did not exit within" in m for m in failed)
         assert any("broken" in m and "exited with status 3" in m for m in failed)
-        dropped = warnings_for(kube, "nfd-hooks-workers", "LabelDropped")
+        assert all(str(seed_resize_lab.state.root) not in m for m in failed)  # paths as nfd-worker sees them
+        dropped = warnings_for(kube, "kube-worker01", "LabelDropped", namespace="default")
         assert any("noisy-this is not a label" in m for m in dropped)
     finally:
-        core.patch_namespaced_config_map("nfd-hooks-workers", NS, {"data": {"hang": None, "noisy": None,
-                                                                            "broken": None}})
+        for p in paths:
+            p.unlink()
     poll(lambda: f"{FNS}/noisy-ok.value" not in node(kube, "kube-worker01").labels, SETTLE)
 
 
-def test_hooks_reading_node_name_run_per_node(seed_resize_lab, kube):
-    from kubernetes import client
-
-    core = client.CoreV1Api(kube)
-    runs = seed_resize_lab.nfd.stats["hook_runs"]
-    core.patch_namespaced_config_map("nfd-hooks-workers", NS,
-                                     {"data": {"whoami": '#!/bin/sh\necho "/lab.node=$NODE_NAME"\n'}})
+def test_hooks_see_their_node_name(seed_resize_lab, kube):
+    """nfd-worker's DaemonSet sets NODE_NAME from spec.nodeName; each node runs its own source.d."""
+    paths = [write_hook(seed_resize_lab, w, "whoami", '#!/bin/sh\necho "/lab.node=$NODE_NAME"\n') for w in WORKERS]
     try:
         for w in WORKERS:
             poll(lambda w=w: node(kube, w).labels.get(f"{FNS}/lab.node") == w, SETTLE)
-        assert seed_resize_lab.nfd.stats["hook_runs"] - runs == len(WORKERS)  # once per node, not per event
-        # the control plane is another group: its hooks ConfigMap did not change
-        assert f"{FNS}/lab.node" not in node(kube, "kube-controlplane01").labels
+        assert f"{FNS}/lab.node" not in node(kube, "kube-controlplane01").labels  # its tree has no such hook
     finally:
-        core.patch_namespaced_config_map("nfd-hooks-workers", NS, {"data": {"whoami": None}})
+        for p in paths:
+            p.unlink()
     poll(lambda: all(f"{FNS}/lab.node" not in node(kube, w).labels for w in WORKERS), SETTLE)

@@ -44,10 +44,10 @@ def live_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 def worker_scenario(name: str, flavor: str, workers: list[str], flavors: dict[str, str] | None = None) -> Scenario:
     """A control plane and one worker VM per name on `flavor` (or `flavors[name]`), no pods: cases add their own."""
     base = scenarios.SEED_RESIZE
-    group = (("node.console.lab/group", "workers"),)
-    nodes = (base.nodes[0], *(NodeSpec(w, (flavors or {}).get(w, flavor), labels=group) for w in workers))
+    nodes = (base.nodes[0], *(NodeSpec(w, (flavors or {}).get(w, flavor), files=base.nodes[1].files)
+                              for w in workers))
     return Scenario(name=name, description=f"{len(workers)} workers on {flavor}", kubernetes_version="v1.21.6",
-                    nfd_version=base.nfd_version, nodes=nodes, nfd_groups=base.nfd_groups)
+                    nfd_version=base.nfd_version, nodes=nodes, nfd=base.nfd)
 
 
 def start_lab(scenario: Scenario, root: Path) -> Iterator[Lab]:

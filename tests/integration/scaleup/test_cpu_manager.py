@@ -19,14 +19,14 @@ NODE = "kube-worker05"
 @pytest.fixture(scope="module")
 def static_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     base = scenarios.SEED_RESIZE
-    worker = NodeSpec(NODE, "m1.medium", cpu_manager_static=True, labels=(("node.console.lab/group", "workers"),))
+    worker = NodeSpec(NODE, "m1.medium", cpu_manager_static=True, files=base.nodes[1].files)
     scenario = Scenario(
         name="static-cpu-manager",
         description="one worker with cpuManagerPolicy static",
         kubernetes_version="v1.21.6",
         nfd_version=base.nfd_version,
         nodes=(base.nodes[0], worker),
-        nfd_groups=base.nfd_groups,
+        nfd=base.nfd,
     )
     lab = Lab(scenario, tmp_path_factory.mktemp("scaleup-static"))
     try:

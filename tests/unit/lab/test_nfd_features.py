@@ -100,24 +100,32 @@ def test_local_output_v08_naming_and_v019_hooks_removed(tmp_path: Path):
     hook = hooks / "my-script"
     hook.write_text('#!/bin/sh\necho "kernel.x=1"\necho "node=$NODE_NAME"\n')
     hook.chmod(0o755)
-    env = NF.hook_env("kube-worker01", "workers")
-    old = NF.local_output(files, hooks, "v0.8.2", hook_timeout=5, hook_env=env)
+    run = NF.run_source_d(hooks, "v0.8.2", node="kube-worker01", enabled=None, timeout=5)
+    old = NF.local_output(files, run, "v0.8.2")
     assert old.labels == {"inventory-rack": "r1", "top": "1", "my-script-kernel.x": "1",
                           "my-script-node": "kube-worker01"}
     assert old.features == {}
-    new = NF.local_output(files, hooks, "v0.19.0", hook_timeout=5, hook_env=env)
+    new = NF.local_output(files, NF.run_source_d(hooks, "v0.19.0", node="kube-worker01", enabled=True, timeout=5),
+                          "v0.19.0")
     assert new.hooks_status == "removed" and "removed in v0.17.0" in new.hook_warnings[0]
     assert new.labels == {"rack": "r1"} and new.features["local.label"] == {"rack": "r1", "/top": "1"}
     assert [d[0] for d in new.dropped] == ["/top"]  # invalid without the v0.4-v0.9 prefix rule
+    off = NF.local_output(None, NF.run_source_d(hooks, "v0.16.4", node="n", enabled=None, timeout=5), "v0.16.4")
+    assert off.hooks_status == "disabled" and off.labels == {}
+    on = NF.local_output(None, NF.run_source_d(hooks, "v0.16.4", node="n", enabled=True, timeout=5), "v0.16.4")
+    assert on.labels == {"kernel.x": "1", "node": "n"}
 
 
-def test_node_groups_from_scenarios():
-    assert DEFAULT["kube-controlplane01"].nfd_group == "control-plane"
-    assert {n.nfd_group for n in scenarios.DEFAULT.nodes[1:]} == {"workers"}
-    assert {g.name for g in scenarios.DEFAULT.nfd_groups} == {"workers", "control-plane"}
-    assert scenarios.NodeSpec("x", "m1.small").nfd_group == "workers"
+def test_scenario_files_and_versions():
+    """Field report 1's hook and inventory sit in the nodes' trees, where NFD's hostPath volumes point."""
+    report = {n.name: dict(n.files) for n in scenarios.get("seed-live").nodes}
+    hook = "/etc/kubernetes/node-feature-discovery/source.d/cpuinfo"
+    assert all(hook in files for files in report.values())
+    assert "/etc/kubernetes/node-feature-discovery/features.d/inventory" in report["kube-worker01"]
     assert scenarios.get("default").nfd_version == "v0.19.0"
     assert scenarios.get("seed-live").nfd_version == "v0.8.2"
+    assert scenarios.get("nfd-configmap").nfd.features_configmap == "nfd-features"
+    assert scenarios.get("nfd-gpu-operator").nfd.namespace == "gpu-operator"
 
 
 def test_features_roundtrip_api():
