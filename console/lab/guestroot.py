@@ -41,6 +41,7 @@ DIRS = ("/etc/kubernetes", "/proc", "/sys", "/var/lib/kubelet", "/var/log", "/ru
 LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
 KERNEL_DIRS = ("/proc/", "/sys/")
 _ONLINE = re.compile(r"cpu(\d+)$")
+_CPU_ONLINE = re.compile(re.escape(CPU_DIR) + r"/cpu\d+/online")
 
 
 class GuestRoot:
@@ -83,8 +84,12 @@ class GuestRoot:
                 return False
             p.parent.mkdir(parents=True, exist_ok=True)
             if guest_path.startswith(KERNEL_DIRS):
+                mode = kernel_mode(guest_path)
+                if p.exists():
+                    os.chmod(p, 0o644)  # read-only to the node's root (the sandbox has no CAP_DAC_OVERRIDE)
                 with open(p, "w") as f:
                     f.write(text)
+                os.chmod(p, mode)
                 return True
             fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.")
             with os.fdopen(fd, "w") as f:
@@ -128,21 +133,31 @@ class GuestRoot:
         if guest is None or not guest.running:
             return []
         refused: list[str] = []
+        changed = False
         online = guest.online_cpus
-        for n in range(1, guest.present_vcpus):
-            value = (self.read(f"{CPU_DIR}/cpu{n}/online") or "").strip()
+        # all values first: each hotplug's event rewrites every online file
+        values = {n: (self.read(f"{CPU_DIR}/cpu{n}/online") or "").strip() for n in range(1, guest.present_vcpus)}
+        for n, value in values.items():
             want = {"1": True, "0": False}.get(value)
             if want is None:
                 if value != ("1" if n in online else "0"):
                     refused.append(f"cpu{n}/online: invalid value {value!r}")
             elif want != (n in online):
                 try:
-                    guest.set_cpu_online(n, want)  # the guest's event rewrites the files (sync)
+                    guest.set_cpu_online(n, want)
+                    changed = True
                 except (ValueError, RuntimeError) as e:
                     refused.append(f"cpu{n}/online: {e}")
-        if refused:
-            self.sync()  # put back what the kernel would have refused
+        if refused or changed:
+            self.sync()  # the new CPU set everywhere; what the kernel would have refused put back
         return refused
+
+
+def kernel_mode(guest_path: str) -> int:
+    """sysfs/procfs permissions: sysctls and cpuN/online are root-writable, the rest read-only."""
+    if guest_path.startswith("/proc/sys/") or _CPU_ONLINE.fullmatch(guest_path):
+        return 0o644
+    return 0o444
 
 
 class TreeFiles(MutableMapping[str, str]):

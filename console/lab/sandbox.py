@@ -102,8 +102,9 @@ def bwrap_args(root: GuestRoot, run_dir: Path, *, hostname: str, env: Mapping[st
             "--unshare-ipc", "--hostname", hostname, "--clearenv"]
     if os.geteuid() != 0:  # be root in the node, as node access is
         args += ["--unshare-user", "--uid", "0", "--gid", "0"]
-    else:
-        args += ["--cap-add", "CAP_SYS_CHROOT"]
+    # root without its other powers (bwrap run by root keeps them all): the host's /usr stays read-only, the
+    # node's read-only files stay so (no CAP_DAC_OVERRIDE); `chroot /host` still works
+    args += ["--cap-drop", "ALL", "--cap-add", "CAP_SYS_CHROOT"]
     args += ["--ro-bind", "/usr", "/usr", *_host_links(), "--ro-bind", str(shims), "/usr/local/sbin",
              "--proc", "/proc", "--dev", "/dev"]
     for d in NODE_DIRS:
