@@ -20,7 +20,9 @@ The kubelet's persistent files (`files`, a MutableMapping of guest path -> text)
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
+import logging
 import os
 import posixpath
 import re
@@ -29,6 +31,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
+from typing import Any
 
 from console.lab.guestkernel import CPU_DIR, OS_RELEASE, guest_files, identity_files
 from console.lab.vm import Guest
@@ -40,6 +43,7 @@ DIRS = ("/etc/kubernetes", "/proc", "/sys", "/var/lib/kubelet", "/var/log", "/ru
 # merged /usr, as Ubuntu 20.04 and Debian 12 are: a chroot into the tree finds the tools under /usr
 LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
 KERNEL_DIRS = ("/proc/", "/sys/")
+log = logging.getLogger(__name__)
 _ONLINE = re.compile(r"cpu(\d+)$")
 _CPU_ONLINE = re.compile(re.escape(CPU_DIR) + r"/cpu\d+/online")
 
@@ -51,6 +55,10 @@ class GuestRoot:
         self.root = Path(root)
         self.guest: Guest | None = None
         self.hostname = self.root.name
+        # where the FUSE view of /sys/devices/system/cpu is mounted (cpufs), None when writes are polled
+        self.cpu_mount: Path | None = None
+        self._cpufs: Any = None
+        self._written: dict[str, str] = {}  # kernel file -> what the lab last wrote there (apply_cpu_writes)
         self._lock = threading.RLock()
         for d in DIRS:
             self.path(d).mkdir(parents=True, exist_ok=True)
@@ -90,6 +98,7 @@ class GuestRoot:
                 with open(p, "w") as f:
                     f.write(text)
                 os.chmod(p, mode)
+                self._written[guest_path] = text
                 return True
             fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.")
             with os.fdopen(fd, "w") as f:
@@ -107,7 +116,45 @@ class GuestRoot:
         for path, text in identity_files(hostname, machine_id, kernel_release, os_release).items():
             self.write(path, text)
         self.sync()
-        return guest.subscribe(lambda _kind: self.sync())
+        unsubscribe = guest.subscribe(lambda _kind: self.sync())
+        self._start_cpufs()
+
+        def detach() -> None:
+            unsubscribe()
+            if self._cpufs is not None:
+                self._cpufs.stop()
+                self._cpufs, self.cpu_mount = None, None
+
+        return detach
+
+    def _start_cpufs(self) -> None:
+        from console.lab.cpufs import CpuFs
+
+        why = CpuFs.unavailable()
+        if why is None:
+            fs = CpuFs(self.path(CPU_DIR), self.root.parent / f".{self.root.name}.cpu", self._hotplug)
+            try:
+                fs.start()
+                self._cpufs, self.cpu_mount = fs, fs.mountpoint
+                return
+            except OSError as e:
+                why = str(e)
+        log.warning("node %s: CPU hotplug writes take effect on the sandbox's next poll, not synchronously: %s",
+                    self.hostname, why)
+
+    def _hotplug(self, cpu: int, online: bool) -> int:
+        """A write to cpuN/online through the cpu filesystem: the errno the kernel would return, 0 when done."""
+        guest = self.guest
+        if guest is None or not guest.running:
+            return errno.EIO
+        try:
+            guest.set_cpu_online(cpu, online)
+        except ValueError:
+            return errno.EINVAL
+        except RuntimeError:
+            return errno.EIO
+        self.sync()
+        return 0
 
     def sync(self) -> None:
         """Rewrite /proc and /sys from the guest's state (CPUs present/online, memory)."""
@@ -130,25 +177,28 @@ class GuestRoot:
     def apply_cpu_writes(self) -> list[str]:
         """Hot(un)plug the CPUs whose `cpuN/online` file a program changed; returns what was refused."""
         guest = self.guest
-        if guest is None or not guest.running:
+        if guest is None or not guest.running or self.cpu_mount is not None:  # cpufs: writes act at once
             return []
         refused: list[str] = []
-        changed = False
         online = guest.online_cpus
-        # all values first: each hotplug's event rewrites every online file
-        values = {n: (self.read(f"{CPU_DIR}/cpu{n}/online") or "").strip() for n in range(1, guest.present_vcpus)}
+        # all values first (each hotplug's event rewrites every online file), and only files a program wrote:
+        # one the lab wrote itself is the guest's state, whatever changed the guest since
+        values = {}
+        for n in range(1, guest.present_vcpus):
+            path = f"{CPU_DIR}/cpu{n}/online"
+            raw = self.read(path)
+            if raw is not None and raw != self._written.get(path):
+                values[n] = raw.strip()
         for n, value in values.items():
             want = {"1": True, "0": False}.get(value)
             if want is None:
-                if value != ("1" if n in online else "0"):
-                    refused.append(f"cpu{n}/online: invalid value {value!r}")
+                refused.append(f"cpu{n}/online: invalid value {value!r}")
             elif want != (n in online):
                 try:
                     guest.set_cpu_online(n, want)
-                    changed = True
                 except (ValueError, RuntimeError) as e:
                     refused.append(f"cpu{n}/online: {e}")
-        if refused or changed:
+        if values:
             self.sync()  # the new CPU set everywhere; what the kernel would have refused put back
         return refused
 

@@ -118,6 +118,10 @@ def bwrap_args(root: GuestRoot, run_dir: Path, *, hostname: str, env: Mapping[st
     for inside, node_dir in NFD_HOST_DIRS.items():
         args += ["--ro-bind", str(root.path(node_dir)), inside]
     args += ["--ro-bind", "/usr/lib", "/host-usr/lib", "--ro-bind", "/usr/lib", "/host-lib"]
+    if root.cpu_mount is not None:  # CPU hotplug through the cpu filesystem: synchronous, as in sysfs
+        cpu = "/sys/devices/system/cpu"
+        args += ["--bind", str(root.cpu_mount), cpu, "--bind", str(root.cpu_mount), "/host" + cpu,
+                 "--ro-bind", str(root.cpu_mount), "/host-sys/devices/system/cpu"]
     if hook:  # nfd-worker mounts its hook and feature directories read-only
         args += ["--ro-bind", str(root.path(nfd)), nfd]
     for k, v in env.items():

@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from console.lab.cpufs import CpuFs
 from console.lab.guestkernel import cpu_list, cpu_mask
 from console.lab.guestroot import NFD_FEATURES_D, NFD_SOURCE_D, GuestRoot
 
@@ -46,11 +47,14 @@ class Guest:
 
 
 @pytest.fixture
-def node(tmp_path):
+def node(tmp_path, monkeypatch):
+    # the tree alone: CPU writes found by polling (apply_cpu_writes); the FUSE view is tested in test_sandbox
+    monkeypatch.setattr(CpuFs, "unavailable", staticmethod(lambda: "tree-only test"))
     guest = Guest()
     root = GuestRoot(tmp_path / "kube-worker02")
-    root.attach(guest, hostname="kube-worker02")
-    return root, guest
+    detach = root.attach(guest, hostname="kube-worker02")
+    yield root, guest
+    detach()
 
 
 def lscpu(root: GuestRoot) -> str:

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from console.lab import sandbox
+from console.lab.cpufs import CpuFs
 from console.lab.guestroot import NFD_SOURCE_D, GuestRoot
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (./dev installs it)")
@@ -67,8 +68,36 @@ class Kubelet:
 def node(tmp_path):
     guest = Guest()
     root = GuestRoot(tmp_path / "kube-worker02")
-    root.attach(guest, hostname="kube-worker02")
-    return root, guest
+    detach = root.attach(guest, hostname="kube-worker02")
+    yield root, guest
+    detach()
+    assert not os.path.ismount(tmp_path / ".kube-worker02.cpu")  # the cpu filesystem is unmounted
+
+
+@pytest.mark.skipif(CpuFs.unavailable() is not None, reason=f"needs FUSE: {CpuFs.unavailable()}")
+def test_cpu_hotplug_is_synchronous_as_in_sysfs(node):
+    """drivers/base/cpu.c: the write returns once the CPU is up, so the script's next command sees it."""
+    root, guest = node
+    assert root.cpu_mount is not None
+    res = sh(root, "for i in 8 9 10 11; do echo 1 > /sys/devices/system/cpu/cpu$i/online; done; "
+                   "cat /sys/devices/system/cpu/online; grep -c ^processor /proc/cpuinfo; "
+                   "/bin/echo 2 > /sys/devices/system/cpu/cpu9/online; echo 0 > /sys/devices/system/cpu/cpu9/online; "
+                   "cat /sys/devices/system/cpu/online; "
+                   "test -d /sys/devices/system/cpu/cpu9/topology || echo no-topology")
+    assert res.stdout == "0-11\n12\n0-8,10-11\nno-topology\n"
+    assert res.stderr == "/bin/echo: write error: Invalid argument\n"
+    assert guest.online_cpus == frozenset(range(12)) - {9}
+
+
+def test_without_fuse_writes_apply_by_the_end_of_the_command(tmp_path, monkeypatch):
+    monkeypatch.setattr(CpuFs, "unavailable", staticmethod(lambda: "no FUSE in this test"))
+    guest = Guest()
+    root = GuestRoot(tmp_path / "n")
+    detach = root.attach(guest, hostname="n")
+    assert root.cpu_mount is None
+    sh(root, "echo 1 > /sys/devices/system/cpu/cpu8/online")
+    assert 8 in guest.online_cpus and root.read("/sys/devices/system/cpu/online") == "0-8\n"
+    detach()
 
 
 def sh(root, script, **kw):
