@@ -2,10 +2,11 @@
 
 Everything a command runs on a lab node is the real program (`sandbox`), except what talks to a service
 the lab simulates in its own process: `systemctl` and `journalctl` (systemd and the kubelet unit are the
-lab's `Kubelet`), and `nsenter` (the debug-pod recipe `nsenter -t 1 -m -u -i -n -p -- CMD` enters the
-host's namespaces; the sandbox already is the host, so the shim runs CMD). The shims are POSIX sh: each
-writes its argv (NUL-separated) as a request file into /run/console-lab/req/ and waits for the lab's reply
-(`<id>.out`, `<id>.err`, then `<id>.rc` last); the runner serves requests while the command runs.
+lab's `Kubelet`), `nsenter` (the debug-pod recipe `nsenter -t 1 -m -u -i -n -p -- CMD` enters the host's
+namespaces; the sandbox already is the host, so the shim runs CMD) and `nproc` (the guest's online CPUs:
+the lab host cannot give a process the guest's CPU affinity). The systemctl/journalctl shims are POSIX sh:
+each writes its argv (NUL-separated) as a request file into /run/console-lab/req/ and waits for the lab's
+reply (`<id>.out`, `<id>.err`, then `<id>.rc` last); the runner serves requests while the command runs.
 
 Replies read as systemd's own (systemctl(1): exit 3 for an inactive unit on is-active/status, 4 "no such
 unit" for status, 5 "Unit X.service not found." for other verbs).
@@ -37,6 +38,23 @@ exit "$rc"
 SHIMS = {
     "systemctl": "#!/bin/sh\n# systemd is simulated by the console lab (console/lab/guestservices.py)\n" + _ASK,
     "journalctl": "#!/bin/sh\n# the journal is simulated by the console lab (console/lab/guestservices.py)\n" + _ASK,
+    "nproc": """#!/bin/sh
+# console lab: a process on the node may use the guest's online CPUs, which the lab host (fewer CPUs) cannot
+# give it as an affinity mask; count them as sysconf does, from /sys/devices/system/cpu/online (coreutils nproc)
+all=; ignore=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --all) all=1 ;;
+    --ignore=*) ignore=${1#--ignore=} ;;
+    --ignore) ignore=$2; shift ;;
+    *) exec /usr/bin/nproc "$@" ;;
+  esac
+  shift
+done
+if [ -n "$all" ]; then n=$(getconf _NPROCESSORS_CONF); else n=$(getconf _NPROCESSORS_ONLN); fi
+n=$((n - ignore)); [ "$n" -ge 1 ] || n=1
+echo "$n"
+""",
     "nsenter": """#!/bin/sh
 # console lab: this sandbox already is the node's host namespace; run the program (util-linux nsenter(1))
 while [ $# -gt 0 ]; do

@@ -121,6 +121,7 @@ class Cluster:
         self.kubelets: dict[str, Kubelet] = {}
         self._tree = Path(tempfile.mkdtemp(prefix="sim-guests-"))
         self.roots: dict[str, GuestRoot] = {}  # each node's / as a directory, where node exec runs commands
+        self._detach: list[Callable[[], None]] = []
         self.store.create("nodes", {
             "metadata": {"name": "kube-controlplane01", "labels": {"node-role.kubernetes.io/master": ""}},
             "spec": {"taints": [dict(MASTER_TAINT)]},
@@ -132,7 +133,7 @@ class Cluster:
             guest = FakeGuest(worker_vcpus if big else 2, worker_mem_kib if big else 4030532)
             self.guests[name] = guest
             self.roots[name] = root = GuestRoot(self._tree / name)
-            root.attach(guest, hostname=name)
+            self._detach.append(root.attach(guest, hostname=name))
             node_opts = dict(opts)
             if not big:
                 node_opts.pop("cpu_manager_policy", None)
@@ -156,6 +157,8 @@ class Cluster:
         for k in self.kubelets.values():
             k.stop()
         self.fleet.stop()
+        for detach in self._detach:
+            detach()
         shutil.rmtree(self._tree, ignore_errors=True)
 
     def node(self, name: str) -> dict[str, Any]:
