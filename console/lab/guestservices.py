@@ -3,10 +3,12 @@
 Everything a command runs on a lab node is the real program (`sandbox`), except what talks to a service
 the lab simulates in its own process: `systemctl` and `journalctl` (systemd and the kubelet unit are the
 lab's `Kubelet`), `nsenter` (the debug-pod recipe `nsenter -t 1 -m -u -i -n -p -- CMD` enters the host's
-namespaces; the sandbox already is the host, so the shim runs CMD) and `nproc` (the guest's online CPUs:
-the lab host cannot give a process the guest's CPU affinity). The systemctl/journalctl shims are POSIX sh:
-each writes its argv (NUL-separated) as a request file into /run/console-lab/req/ and waits for the lab's
-reply (`<id>.out`, `<id>.err`, then `<id>.rc` last); the runner serves requests while the command runs.
+namespaces; the sandbox already is the host, so the shim runs CMD), `nproc` (the guest's online CPUs:
+the lab host cannot give a process the guest's CPU affinity) and `uname` (the guest's kernel, from
+/proc/sys/kernel: a namespace cannot change what uname(2) reports but the hostname).
+The systemctl/journalctl shims are POSIX sh: each writes its argv (NUL-separated) as a request
+file into /run/console-lab/req/ and waits for the lab's reply (`<id>.out`, `<id>.err`, then `<id>.rc`
+last); the runner serves requests while the command runs.
 
 Replies read as systemd's own (systemctl(1): exit 3 for an inactive unit on is-active/status, 4 "no such
 unit" for status, 5 "Unit X.service not found." for other verbs).
@@ -54,6 +56,31 @@ done
 if [ -n "$all" ]; then n=$(getconf _NPROCESSORS_CONF); else n=$(getconf _NPROCESSORS_ONLN); fi
 n=$((n - ignore)); [ "$n" -ge 1 ] || n=1
 echo "$n"
+""",
+    "uname": """#!/bin/sh
+# console lab: the node's kernel is the simulated guest's (/proc/sys/kernel), not the lab host's uname(2)
+k=/proc/sys/kernel flags=
+for a in "$@"; do
+  case "$a" in
+    --all) flags=${flags}a ;; --kernel-name) flags=${flags}s ;; --nodename) flags=${flags}n ;;
+    --kernel-release) flags=${flags}r ;; --kernel-version) flags=${flags}v ;; --machine) flags=${flags}m ;;
+    --processor) flags=${flags}p ;; --hardware-platform) flags=${flags}i ;; --operating-system) flags=${flags}o ;;
+    -[asnrvmpio]*) case "${a#-}" in *[!asnrvmpio]*) exec /usr/bin/uname "$@" ;; esac; flags=$flags${a#-} ;;
+    *) exec /usr/bin/uname "$@" ;;
+  esac
+done
+[ -n "$flags" ] || flags=s
+case $flags in *a*) flags=snrvmpio ;; esac
+out=
+for f in s n r v m p i o; do
+  case $flags in *$f*) ;; *) continue ;; esac
+  case $f in
+    s) x=$(cat $k/ostype) ;; n) x=$(cat $k/hostname) ;; r) x=$(cat $k/osrelease) ;; v) x=$(cat $k/version) ;;
+    m|p|i) x=$(/usr/bin/uname -m) ;; o) x=GNU/Linux ;;
+  esac
+  out="${out:+$out }$x"
+done
+echo "$out"
 """,
     "nsenter": """#!/bin/sh
 # console lab: this sandbox already is the node's host namespace; run the program (util-linux nsenter(1))

@@ -133,11 +133,13 @@ def test_offline_and_refused_writes(node):
 def test_the_nodes_proc_not_the_lab_hosts(node):
     root, _ = node
     res = sh(root, "head -n 1 /proc/meminfo; grep -c ^processor /proc/cpuinfo; cat /proc/sys/kernel/pid_max; "
-                   "hostname; cat /etc/hostname; uname -n; nproc; nproc --all; cat /proc/version")
+                   "hostname; cat /etc/hostname; uname -n; nproc; nproc --all; cat /proc/version; uname -sr; "
+                   "chroot /host uname -r")
     lines = res.stdout.splitlines()
     assert lines[:8] == ["MemTotal:       16396200 kB", "8", "4194304", "kube-worker02", "kube-worker02",
                          "kube-worker02", "8", "12"]
     assert lines[8].startswith("Linux version 5.4.0-165-generic")
+    assert lines[9:] == ["Linux 5.4.0-165-generic", "5.4.0-165-generic"]  # the guest's kernel, not the host's
     assert sh(root, "echo 65536 > /proc/sys/kernel/pid_max").code == 0  # sysctl -w: the node's, not the host's
     assert root.read("/proc/sys/kernel/pid_max") == "65536\n"
 
