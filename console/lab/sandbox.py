@@ -12,13 +12,15 @@ read-only (and /bin, /sbin, /lib, /lib64 as the host has them, symlinks into /us
   works, with the host /usr bound inside it), and /host-proc, /host-sys, /host-etc, /host-boot,
   /host-usr/lib, /host-lib as nfd-worker's container sees the host (NFD pkg/utils/hostpath, its
   worker DaemonSet's volumes);
-- /usr/local/sbin holds the shims for the services the lab simulates (`guestservices`: systemctl,
-  journalctl, nsenter); their requests arrive in a per-run directory bound at /run/console-lab.
+- /usr/local/sbin holds the shims for what the lab simulates (`guestservices`: systemctl, journalctl,
+  nsenter, nproc, uname); the service requests arrive in a per-run directory bound at /run/console-lab;
+- /sys/devices/system/cpu is the node's FUSE view (`cpufs`) when FUSE is available, so CPU hotplug
+  writes act before they return.
 
 `--unshare-pid --unshare-uts --hostname NODE --die-with-parent --new-session`, a clean environment, a
 timeout that kills the whole tree (killing bwrap kills its PID namespace's init, and with it every process
-in the namespace), and a cap on the output kept. While the command runs the runner polls the node's
-`cpuN/online` files (`GuestRoot.apply_cpu_writes`) and serves the shims' requests.
+in the namespace), and a cap on the output kept. While the command runs the runner serves the shims'
+requests and (without FUSE) polls the node's `cpuN/online` files (`GuestRoot.apply_cpu_writes`).
 """
 
 from __future__ import annotations
