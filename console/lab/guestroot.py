@@ -58,6 +58,7 @@ class GuestRoot:
         # where the FUSE view of /sys/devices/system/cpu is mounted (cpufs), None when writes are polled
         self.cpu_mount: Path | None = None
         self._cpufs: Any = None
+        self._mounting: threading.Thread | None = None
         self._written: dict[str, str] = {}  # kernel file -> what the lab last wrote there (apply_cpu_writes)
         self._lock = threading.RLock()
         for d in DIRS:
@@ -117,15 +118,25 @@ class GuestRoot:
             self.write(path, text)
         self.sync()
         unsubscribe = guest.subscribe(lambda _kind: self.sync())
-        self._start_cpufs()
+        # mounting takes a helper process's start (~0.5 s): the lab's nodes mount in parallel, and the first
+        # command on the node waits for it (`ready`)
+        self._mounting = threading.Thread(target=self._start_cpufs, name=f"lab-cpufs-mount-{hostname}",
+                                          daemon=True)
+        self._mounting.start()
 
         def detach() -> None:
             unsubscribe()
+            self.ready()
             if self._cpufs is not None:
                 self._cpufs.stop()
                 self._cpufs, self.cpu_mount = None, None
 
         return detach
+
+    def ready(self) -> None:
+        """Return once the cpu filesystem is mounted (or known to be unavailable)."""
+        if self._mounting is not None:
+            self._mounting.join()
 
     def _start_cpufs(self) -> None:
         from console.lab.cpufs import CpuFs

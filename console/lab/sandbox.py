@@ -142,6 +142,7 @@ def run(root: GuestRoot, argv: Sequence[str], *, stdin: str = "", timeout: float
     stderr to stdout, as a container's log has both. `kubelet` answers the systemctl/journalctl shims;
     `on_kubelet_restart(blocking)` is called before a `systemctl restart kubelet` is carried out.
     """
+    root.ready()
     hostname = root.hostname
     full_env = {"PATH": PATH, "HOME": "/root", "HOSTNAME": hostname, "LANG": "C.UTF-8", **(env or {})}
     run_dir = Path(tempfile.mkdtemp(prefix=".sandbox-", dir=root.root.parent))

@@ -78,6 +78,7 @@ def node(tmp_path):
 def test_cpu_hotplug_is_synchronous_as_in_sysfs(node):
     """drivers/base/cpu.c: the write returns once the CPU is up, so the script's next command sees it."""
     root, guest = node
+    root.ready()
     assert root.cpu_mount is not None
     res = sh(root, "for i in 8 9 10 11; do echo 1 > /sys/devices/system/cpu/cpu$i/online; done; "
                    "cat /sys/devices/system/cpu/online; grep -c ^processor /proc/cpuinfo; "
