@@ -69,12 +69,14 @@ class CpuFs:
             subprocess.run(["umount", "-l", str(self.mountpoint)], capture_output=True, check=False)
         self.mountpoint.mkdir(parents=True, exist_ok=True)
         ours, theirs = socket.socketpair()
-        # the helper's stdin is a pipe only the lab holds: its EOF means the lab is gone
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "console.lab.cpufs", str(self.source), str(self.mountpoint),
-             str(theirs.fileno())],
-            pass_fds=(theirs.fileno(),), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": _pythonpath()})
+        # the helper's stdin is a pipe only the lab holds: its EOF means the lab is gone; its messages go to a
+        # file beside the mount point (a pipe nobody reads would block it once full)
+        with open(self.log_path, "wb") as err:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "console.lab.cpufs", str(self.source), str(self.mountpoint),
+                 str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                stderr=err, env={**os.environ, "PYTHONPATH": _pythonpath()})
         theirs.close()
         self._sock = ours
         ours.settimeout(timeout)
@@ -97,13 +99,21 @@ class CpuFs:
                 cpu, value = line.split()
                 f.write(f"{self.hotplug(int(cpu), value == b'1')}\n".encode())
 
+    @property
+    def log_path(self) -> Path:
+        return self.mountpoint.with_name(self.mountpoint.name + ".log")
+
     def _abort(self) -> str:
         assert self._proc is not None
         with contextlib.suppress(OSError):
             self._proc.kill()
-        _, err = self._proc.communicate()
+        self._proc.wait()
         subprocess.run(["umount", "-l", str(self.mountpoint)], capture_output=True, check=False)
-        return err.decode(errors="replace").strip().splitlines()[-1:][0] if err.strip() else ""
+        try:
+            lines = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            lines = []
+        return lines[-1] if lines else ""
 
     def stop(self) -> None:
         if self._proc is None:
