@@ -10,9 +10,11 @@ rewritten — EINVAL for a value other than 0/1, EIO when the guest refuses (wha
 Everything else is read-only (EACCES), as in sysfs.
 
 The filesystem runs in its own process (`python -m console.lab.cpufs SOURCE MOUNTPOINT FD`): libfuse takes
-SIGTERM/SIGHUP for itself, which must not happen to the lab. It unmounts on SIGTERM and when the lab's end
-of the socket closes (the lab died). Where FUSE is unavailable (no /dev/fuse, not root and no fusermount3,
-no libfuse3) `CpuFs.unavailable()` says why and the sandbox falls back to polling the files (`guestroot`).
+SIGTERM/SIGHUP for itself, which must not happen to the lab. It ends when its mount goes away (the lab
+unmounts it to stop it) and unmounts itself when its stdin, a pipe only the lab holds, closes (the lab
+died). A mount whose process died (stat gives ENOTCONN) is found in /proc/self/mounts and unmounted.
+Where FUSE is unavailable (no /dev/fuse, not root and no fusermount3, no libfuse3) `CpuFs.unavailable()`
+says why and the sandbox falls back to polling the files (`guestroot`).
 """
 
 from __future__ import annotations
@@ -65,8 +67,8 @@ class CpuFs:
 
     def start(self, timeout: float = 15.0) -> None:
         """Mount (in a helper process) and serve its requests; raises OSError if it did not mount."""
-        if os.path.ismount(self.mountpoint):  # left by a lab that was killed
-            subprocess.run(["umount", "-l", str(self.mountpoint)], capture_output=True, check=False)
+        if mounted(self.mountpoint):  # left by a lab that was killed
+            unmount(self.mountpoint)
         self.mountpoint.mkdir(parents=True, exist_ok=True)
         ours, theirs = socket.socketpair()
         # the helper's stdin is a pipe only the lab holds: its EOF means the lab is gone; its messages go to a
@@ -108,7 +110,7 @@ class CpuFs:
         with contextlib.suppress(OSError):
             self._proc.kill()
         self._proc.wait()
-        subprocess.run(["umount", "-l", str(self.mountpoint)], capture_output=True, check=False)
+        unmount(self.mountpoint)
         try:
             lines = self.log_path.read_text(errors="replace").strip().splitlines()
         except OSError:
@@ -118,7 +120,7 @@ class CpuFs:
     def stop(self) -> None:
         if self._proc is None:
             return
-        self._proc.terminate()  # libfuse's SIGTERM handler ends the loop and unmounts
+        unmount(self.mountpoint)  # the helper's FUSE loop ends with its mount
         if self._proc.stdin is not None:
             self._proc.stdin.close()
         try:
@@ -129,11 +131,29 @@ class CpuFs:
             self._sock.close()
         if self._thread is not None:
             self._thread.join(5)
-        if os.path.ismount(self.mountpoint):
-            subprocess.run(["umount", "-l", str(self.mountpoint)], capture_output=True, check=False)
+        if mounted(self.mountpoint):
+            unmount(self.mountpoint)
         with contextlib.suppress(OSError):
             self.mountpoint.rmdir()
         self._proc = None
+
+
+def mounted(path: Path | str) -> bool:
+    """Whether `path` is a mount point, also when its FUSE process died (os.path.ismount fails then)."""
+    target = os.path.abspath(path)
+    try:
+        with open("/proc/self/mounts") as f:
+            # fields are octal-escaped (getmntent(3)): a space is \040
+            return any(line.split()[1].encode().decode("unicode_escape") == target for line in f if line.strip())
+    except OSError:
+        return os.path.ismount(path)
+
+
+def unmount(path: Path | str) -> None:
+    """Lazy unmount (root: umount(8); otherwise fusermount3); nothing when not mounted."""
+    cmd = ["umount", "-l", str(path)] if os.geteuid() == 0 else ["fusermount3", "-u", "-z", str(path)]
+    with contextlib.suppress(OSError):
+        subprocess.run(cmd, capture_output=True, check=False, timeout=30)
 
 
 def _pythonpath() -> str:
@@ -230,7 +250,9 @@ def main(argv: list[str]) -> int:
             sock.sendall(b"ready\n")
         with contextlib.suppress(OSError):
             sys.stdin.buffer.read()  # returns at EOF: the lab closed its end or died
-        os.kill(os.getpid(), signal.SIGTERM)
+        unmount(mountpoint)  # ends the FUSE loop below
+        time.sleep(5)
+        os.kill(os.getpid(), signal.SIGTERM)  # still running: libfuse's handler ends it
 
     threading.Thread(target=announce, daemon=True).start()
     with contextlib.suppress(RuntimeError):  # fuse_main's status after a signal: unmounted, as asked
