@@ -17,7 +17,7 @@ import time
 import pytest
 
 from console.lab import sandbox
-from console.lab.cpufs import CpuFs
+from console.lab.cpufs import CpuFs, mounted
 from console.lab.guestroot import NFD_SOURCE_D, GuestRoot
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (./dev installs it)")
@@ -71,7 +71,7 @@ def node(tmp_path):
     detach = root.attach(guest, hostname="kube-worker02")
     yield root, guest
     detach()
-    assert not os.path.ismount(tmp_path / ".kube-worker02.cpu")  # the cpu filesystem is unmounted
+    assert not mounted(tmp_path / ".kube-worker02.cpu")  # the cpu filesystem is unmounted
 
 
 @pytest.mark.skipif(CpuFs.unavailable() is not None, reason=f"needs FUSE: {CpuFs.unavailable()}")
@@ -88,6 +88,25 @@ def test_cpu_hotplug_is_synchronous_as_in_sysfs(node):
     assert res.stdout == "0-11\n12\n0-8,10-11\nno-topology\n"
     assert res.stderr == "/bin/echo: write error: Invalid argument\n"
     assert guest.online_cpus == frozenset(range(12)) - {9}
+
+
+@pytest.mark.skipif(CpuFs.unavailable() is not None, reason=f"needs FUSE: {CpuFs.unavailable()}")
+def test_a_dead_cpu_filesystem_is_still_unmounted(tmp_path):
+    """A FUSE mount whose process died answers stat with ENOTCONN (os.path.ismount says False): stop() and the
+    next start() find it in /proc/self/mounts."""
+    src = tmp_path / "cpu"
+    src.mkdir()
+    fs = CpuFs(src, tmp_path / ".n.cpu", lambda cpu, online: 0)
+    fs.start()
+    fs._proc.kill()
+    fs._proc.wait()
+    assert mounted(fs.mountpoint) and not os.path.ismount(fs.mountpoint)
+    again = CpuFs(src, fs.mountpoint, lambda cpu, online: 0)
+    again.start()  # over the dead mount
+    assert os.path.ismount(fs.mountpoint)
+    again.stop()
+    fs.stop()
+    assert not mounted(fs.mountpoint)
 
 
 def test_without_fuse_writes_apply_by_the_end_of_the_command(tmp_path, monkeypatch):
