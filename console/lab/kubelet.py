@@ -24,7 +24,7 @@ import hashlib
 import itertools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 # Fleet and the taint keys lived here before the split; they stay importable from here
@@ -32,7 +32,7 @@ import yaml
 
 from console.lab import images
 from console.lab.fleet import Fleet, Timer
-from console.lab.guestfs import cpu_list
+from console.lab.guestkernel import cpu_list
 from console.lab.kubelet_status import (
     NOT_READY_TAINT,
     UNREACHABLE_TAINT,
@@ -101,6 +101,7 @@ class Kubelet:
         internal_ip: str | None = None,
         record_events: bool = True,
         ephemeral_storage_kib: int = 20470152,
+        files: MutableMapping[str, str] | None = None,
     ) -> None:
         self.store = store
         self.node_name = node_name
@@ -133,12 +134,10 @@ class Kubelet:
         self.journal: list[str] = []
         self.capacity: dict[str, str] = {}
         self.restarts = 0
-        # the host's persistent files the guest shell sees (survive reboots)
-        self.files: dict[str, str] = {
-            "/etc/hostname": node_name + "\n",
-            "/etc/machine-id": self.machine_id + "\n",
-            CONFIG: _config_yaml(cpu_manager_policy, in_place_resize, max_pods),
-        }
+        # the node's persistent files (survive reboots): its GuestRoot's tree (`GuestRoot.files`), which node
+        # access changes with real programs; a plain dict where no tree is given
+        self.files: MutableMapping[str, str] = files if files is not None else {}
+        self.files[CONFIG] = _config_yaml(cpu_manager_policy, in_place_resize, max_pods)
         self._started_config: str | None = None
         self._pull_failures: set[tuple[str, int]] = set()
         self._gen = 0

@@ -12,9 +12,12 @@ before v0.10 the worker publishes no features at all (it sent labels only over g
 
 from __future__ import annotations
 
+import functools
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from console.discovery.cpu import cpu_labels
 from console.discovery.devices import (
@@ -147,10 +150,42 @@ class LocalOutput:
 
 
 def run_source_d(hooks_dir: Path, version: V.NfdVersion | str | None, *, node: str, enabled: bool | None,
-                 timeout: float, max_output: int = DEFAULT_MAX_OUTPUT) -> HooksRun:
-    """Run a node's source.d as its nfd-worker does (the one place the lab runs hooks)."""
+                 timeout: float, max_output: int = DEFAULT_MAX_OUTPUT, root: Any = None) -> HooksRun:
+    """Run a node's source.d as its nfd-worker does (the one place the lab runs hooks): each hook in the node's
+    sandbox (`root`, its console.lab.guestroot.GuestRoot: real /bin/sh seeing the node's tree at /host-proc,
+    /host-sys, …, console/lab/sandbox.run_hook), with `hooks_dir` at source.d; on this machine without one."""
+    runner = None if root is None else functools.partial(_sandboxed_hook, root, Path(hooks_dir))
     return run_hooks(hooks_dir, V.parse_version(version), enabled=enabled, timeout=timeout, max_output=max_output,
-                     env=hook_env(node))
+                     env=hook_env(node), runner=runner)
+
+
+def _sandboxed_hook(root: Any, hooks_dir: Path, path: Path, *, timeout: float, max_output: int,
+                    env: Any = None) -> HookResult:
+    """One hook in the node's sandbox, judged as console.nfd.hooks.run_hook judges one run here."""
+    from console.lab import sandbox
+
+    res = HookResult(name=path.name, ran=False)
+    if not os.access(path, os.X_OK):
+        res.error = ("not executable (permission denied): nfd-worker logs \"failed to run hook\" and skips it; "
+                     f"chmod +x {path.name}")
+        return res
+    start = time.monotonic()
+    try:
+        code, out, err, timed_out = sandbox.run_hook(root, f"{sandbox.NFD_SOURCE_D}/{path.name}", timeout=timeout,
+                                                     max_output=max_output, env=env, source_d=hooks_dir)
+    except sandbox.SandboxError as e:
+        res.error = f"cannot start: {e}"
+        return res
+    res.ran, res.exit_code, res.stdout, res.stderr = True, code, out, err
+    res.duration, res.timed_out = round(time.monotonic() - start, 3), timed_out
+    if timed_out:
+        res.error = f"did not exit within {timeout:g}s; killed and output discarded"
+    elif len(out.encode()) >= max_output:
+        res.output_capped = True
+        res.error = f"printed more than {max_output} bytes on stdout; stopped and output discarded"
+    elif code:
+        res.error = f"exited with status {code}: nfd-worker discards all of its output"
+    return res
 
 
 def local_output(features_dir: Path | None, hooks: HooksRun | None, version: V.NfdVersion | str | None

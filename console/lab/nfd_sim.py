@@ -142,7 +142,7 @@ class NfdSim(NfdMasterMixin):
     """nfd-worker per node + nfd-master for one scenario (see the module docstring)."""
 
     def __init__(self, store: Store, scenario: Scenario, work_dir: Path, *, guest_roots: dict[str, Any] | None = None,
-                 debounce: float = 0.1, hook_timeout: float = 2.0, projection_delay: float = 0.5) -> None:
+                 debounce: float = 0.1, hook_timeout: float = 10.0, projection_delay: float = 0.5) -> None:
         self.store = store
         self.scenario = scenario
         self.namespace = scenario.nfd.namespace
@@ -433,7 +433,8 @@ class NfdSim(NfdMasterMixin):
         now = time.monotonic()
         if w.hooks is None or key != w.hooks_key or now - w.hooks_at >= HOOK_RERUN:
             w.hooks = NF.run_source_d(hooks_dir, self.version, node=w.node, enabled=settings.hooks_enabled,
-                                      timeout=self.hook_timeout, max_output=HOOK_MAX_OUTPUT)
+                                      timeout=self.hook_timeout, max_output=HOOK_MAX_OUTPUT,
+                                      root=self.guest_roots.get(w.node))
             if w.hooks.status == "ran" and w.hooks.results:
                 self.stats["hook_runs"] += 1
             w.hooks_key, w.hooks_at = key, now

@@ -1,11 +1,13 @@
-"""Node exec: privileged node-debug pods run their command inside the simulated guest.
+"""Node exec: privileged node-debug pods run their command on the node, for real.
 
 A pod bound to a lab node that is either `hostPID: true` with a privileged
 container (the nsenter recipe) or mounts the host root at /host (`kubectl
-debug node/... --profile=sysadmin`) gets its container command interpreted by
-`guestshell` against that node's guest, kubelet and files. Output goes to the
-pod log; the pod goes Running, then Succeeded/Failed with the exit code in
-`containerStatuses[].state.terminated`.
+debug node/... --profile=sysadmin`) gets its container command run by
+`sandbox` (real programs under bubblewrap over that node's `GuestRoot`, the
+kubelet behind the systemctl shim). Output (stdout and stderr, as a container
+log has both) goes to the pod log as it comes; the pod goes Running, then
+Succeeded/Failed with the exit code in `containerStatuses[].state.terminated`
+(137 when the lab's timeout killed it, as for a SIGKILLed container).
 
 Realism (shared/reference/scale-up.md 5.2): a blocking `systemctl restart
 kubelet` from such a pod cuts its log stream, since logs pass through the
@@ -24,8 +26,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from console.lab import images
-from console.lab.guestshell import GuestHost, Shell
+from console.lab import images, sandbox
+from console.lab.guestroot import GuestRoot
 from console.lab.podlogs import PodLogs
 from console.lab.recorder import EventRecorder, object_ref
 from console.lab.store import NotFound, Obj, Store, WatchEvent, now_iso
@@ -67,18 +69,19 @@ class NodeExec:
         guests: dict[str, Guest],
         kubelets: dict[str, Kubelet],
         *,
-        max_sleep: float = 2.0,
+        roots: dict[str, GuestRoot],
         workers: int = 4,
         poll: float = 0.05,
+        timeout: float = 300.0,
     ) -> None:
         self.store = store
         self.logs = logs
         self.guests = guests
         self.kubelets = kubelets
-        self.max_sleep = max_sleep
+        self.roots = roots
         self.poll = poll
+        self.timeout = timeout  # seconds a command may run before the lab kills it
         self.faults: dict[str | None, set[str]] = {}
-        self._files: dict[str, dict[str, str]] = {}  # nodes without a kubelet
         self._recorders: dict[str, EventRecorder] = {}
         self._new: queue.SimpleQueue[Key] = queue.SimpleQueue()
         self._seen: set[str | None] = set()
@@ -125,23 +128,17 @@ class NodeExec:
             return bool(self._running or self._waiting or self._finishing) or not self._new.empty()
 
     # -- direct access (the lab's SSH) -----------------------------------------
-    def host(self, node: str) -> GuestHost:
-        kubelet = self.kubelets.get(node)
-        files = kubelet.files if kubelet is not None else self._files.setdefault(node, {})
-        return GuestHost(
-            guest=self.guests[node], hostname=node, files=files, kubelet=kubelet,
-            kernel_version=kubelet.kernel_version if kubelet is not None else "5.4.0-165-generic",
-            max_sleep=self.max_sleep,
-        )
+    def run(self, node: str, argv: list[str], **kw: Any) -> sandbox.Result:
+        """Run `argv` on the node as root, as sshd does (works while the kubelet is down; nothing is cut)."""
+        return sandbox.run(self.roots[node], argv, kubelet=self.kubelets.get(node), timeout=self.timeout, **kw)
 
     def ssh(self, node: str, script: str) -> tuple[int, str]:
-        """Run a script on the node as root over SSH (works while the kubelet is down)."""
+        """Run a script on the node as root over SSH: (exit status, stdout and stderr)."""
         guest = self.guests.get(node)
         if guest is None or not guest.running:
             raise ConnectionError(f"ssh: connect to host {node} port 22: No route to host")
-        buf: list[str] = []
-        code = Shell(self.host(node), buf.append).run_script(script)
-        return code, "".join(buf)
+        res = self.run(node, ["sh", "-c", script], merge_stderr=True, cwd="/root")
+        return (255 if res.code is None else res.code), res.stdout
 
     # -- watch -----------------------------------------------------------------
     def _on_event(self, ev: WatchEvent) -> None:
@@ -246,11 +243,16 @@ class NodeExec:
             if not cut.is_set():
                 self.logs.append(key[0], key[1], text)
 
-        host = self.host(node)
-        host.on_kubelet_restart = lambda blocking: cut.set() if blocking else None
-        argv = container_argv(container)
-        code = Shell(host, sink).run_argv(argv) if argv else 0
-        self._finish(key, code, started, now_iso())
+        argv = container_argv(container) or ["sh"]
+        try:
+            res = sandbox.run(self.roots[node], argv, kubelet=self.kubelets.get(node), timeout=self.timeout,
+                              on_kubelet_restart=lambda blocking: cut.set() if blocking else None,
+                              stdout=sink, merge_stderr=True)
+        except sandbox.SandboxError as e:  # the lab host cannot run it: say why in the pod, as a StartError
+            log.error("node exec on %s: %s", node, e)
+            self._post_terminated(key, 128, started, now_iso(), reason="StartError", message=str(e))
+            return
+        self._finish(key, 137 if res.code is None else res.code, started, now_iso())
 
     def _finish(self, key: Key, code: int, started: str, finished: str) -> None:
         node = self._node_of(key)

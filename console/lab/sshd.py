@@ -6,10 +6,10 @@ an OpenSSH client config that maps `Host <node> <InternalIP>` to that port.
 
 Like sshd on the nodes: a host key per node (generated per lab), public-key
 auth only, user root; the client key pair is written to the state dir. An
-exec request runs its command the way sshd does (`sh -c COMMAND`), here
-through the guest shell of that node, with stdout, stderr and the exit
-status. A session without a command reads its script from stdin (or, with a
-pty, is a small interactive shell). SSH does not go through the kubelet, so
+exec request runs its command the way sshd does (`sh -c COMMAND`), for real
+in the node's sandbox (console/lab/sandbox.py), with stdout, stderr and the
+exit status. A session without a command reads its script from stdin (or, with a pty, is a
+small line-by-line shell). SSH does not go through the kubelet, so
 `systemctl restart kubelet` does not cut the session (a debug pod's log
 stream is cut); a node whose guest is off refuses the connection.
 """
@@ -155,13 +155,18 @@ class LabSshd:
 
     def _shell(self, node: str, command: str, stdin: str, out: Callable[[str], None],
                err: Callable[[str], None]) -> int:
-        from console.lab.guestshell import IO, Shell
+        from console.lab.sandbox import SandboxError
 
         if not self.guest_running(node):
             err("Connection to the node lost (the guest is off)\n")
             return 255
-        shell = Shell(self.node_exec.host(node), out)  # the host has no on_kubelet_restart: nothing is cut
-        return shell.exec(["sh", "-c", command], IO(stdin, out, err))
+        # no on_kubelet_restart: SSH does not pass through the kubelet, nothing is cut
+        try:
+            res = self.node_exec.run(node, ["sh", "-c", command], stdin=stdin, stdout=out, stderr=err, cwd="/root")
+        except SandboxError as e:
+            err(f"{e}\n")
+            return 255
+        return 255 if res.code is None else res.code
 
 
 def _safe_write(stream: Any, text: str) -> None:

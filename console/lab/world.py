@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -174,10 +175,16 @@ class Lab:
         guests = {}
         from console.lab.guestroot import GuestRoot
 
+        # the nodes' disks are new with the lab's VMs: nothing of an earlier run (a CPU manager checkpoint, hooks)
+        shutil.rmtree(self.state.root / "guests", ignore_errors=True)
+
         for vm in self.vms:
             guest = self.hypervisor.guest(vm.server_id)
-            self.guest_roots[vm.node_name] = GuestRoot(self.state.root / "guests" / vm.node_name)
-            seed.write_guest_files(specs[vm.node_name], self.guest_roots[vm.node_name])
+            root = GuestRoot(self.state.root / "guests" / vm.node_name)
+            self._stack.append(root.attach(guest, hostname=vm.node_name, kernel_release=sc.host_os.kernel_release,
+                                           os_release=sc.host_os.os_release))
+            self.guest_roots[vm.node_name] = root
+            seed.write_guest_files(specs[vm.node_name], root)
             guests[vm.node_name] = guest
             kubelet = Kubelet(
                 self.store,
@@ -188,11 +195,12 @@ class Lab:
                 os_image=sc.host_os.os_image,
                 kernel_version=sc.host_os.kernel_release,
                 cpu_manager_policy="static" if specs[vm.node_name].cpu_manager_static else "none",
+                files=root.files,
             )
             kubelet.start()
             self.kubelets[vm.node_name] = kubelet
             self._stack.append(kubelet.stop)
-        self.node_exec = NodeExec(self.store, self.logs, guests, self.kubelets)
+        self.node_exec = NodeExec(self.store, self.logs, guests, self.kubelets, roots=self.guest_roots)
         self.node_exec.start()
         self._stack.append(self.node_exec.stop)
         self.scheduler = Scheduler(self.store, version=sc.kubernetes_version)

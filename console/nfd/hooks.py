@@ -28,7 +28,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -97,8 +97,12 @@ def _hook_entries(d: Path, v: V.NfdVersion) -> list[str]:
 
 def run_hooks(hooks_dir: str | os.PathLike[str], version: V.NfdVersion | str | None = None, *,
               enabled: bool | None = None, timeout: float = DEFAULT_TIMEOUT, max_output: int = DEFAULT_MAX_OUTPUT,
-              env: Mapping[str, str] | None = None, now: datetime | None = None) -> HooksRun:
+              env: Mapping[str, str] | None = None, now: datetime | None = None,
+              runner: Callable[..., HookResult] | None = None) -> HooksRun:
     """Run every hook in `hooks_dir` (name order) as nfd-worker of `version` would.
+
+    `runner(path, *, timeout, max_output, env) -> HookResult` runs one hook (default `run_hook`: here, as
+    `nfd local` does); where the hook runs is the runner's business, what its output means is this function's.
 
     `enabled` is `sources.local.hooksEnabled` (v0.12-v0.16; None = that version's default).
     On versions that removed hooks (v0.17+) or disable them by default (v0.14-v0.16) nothing runs
@@ -145,7 +149,7 @@ def run_hooks(hooks_dir: str | os.PathLike[str], version: V.NfdVersion | str | N
         run.warnings.append(f"NFD {v} has a bug (fixed in v0.15.2): hook output becomes local.feature only, "
                             "so hooks produce no labels")
     for name in names:
-        res = run_hook(d / name, timeout=timeout, max_output=max_output, env=env)
+        res = (runner or run_hook)(d / name, timeout=timeout, max_output=max_output, env=env)
         if res.ok:
             if v.at_least(13) and _is_script(d / name):
                 run.warnings.append(f"{name}: a script hook; the default NFD image since v0.13 is minimal and has no "

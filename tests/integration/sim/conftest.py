@@ -6,14 +6,18 @@ Tests use the fixtures (`make_cluster`, `fake_guest`, `wait_for`); under
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from console.lab.guestroot import GuestRoot
 from console.lab.kubelet import Fleet, Kubelet
 from console.lab.nodeexec import NodeExec
 from console.lab.podlogs import PodLogs
@@ -115,6 +119,9 @@ class Cluster:
         self.fleet = Fleet(self.store)
         self.guests: dict[str, FakeGuest] = {}
         self.kubelets: dict[str, Kubelet] = {}
+        self._tree = Path(tempfile.mkdtemp(prefix="sim-guests-"))
+        self.roots: dict[str, GuestRoot] = {}  # each node's / as a directory, where node exec runs commands
+        self._detach: list[Callable[[], None]] = []
         self.store.create("nodes", {
             "metadata": {"name": "kube-controlplane01", "labels": {"node-role.kubernetes.io/master": ""}},
             "spec": {"taints": [dict(MASTER_TAINT)]},
@@ -125,13 +132,15 @@ class Cluster:
             big = name == "kube-worker02"
             guest = FakeGuest(worker_vcpus if big else 2, worker_mem_kib if big else 4030532)
             self.guests[name] = guest
+            self.roots[name] = root = GuestRoot(self._tree / name)
+            self._detach.append(root.attach(guest, hostname=name))
             node_opts = dict(opts)
             if not big:
                 node_opts.pop("cpu_manager_policy", None)
                 node_opts.pop("in_place_resize", None)
-            self.kubelets[name] = Kubelet(self.store, name, guest, fleet=self.fleet, **node_opts)
+            self.kubelets[name] = Kubelet(self.store, name, guest, fleet=self.fleet, files=root.files, **node_opts)
         self.scheduler = Scheduler(self.store, version="v1.21.6", initial_backoff=0.05, max_backoff=0.2)
-        self.nodeexec = NodeExec(self.store, self.logs, dict(self.guests), self.kubelets, max_sleep=0.2)
+        self.nodeexec = NodeExec(self.store, self.logs, dict(self.guests), self.kubelets, roots=self.roots)
 
     def start(self) -> None:
         self.fleet.start()
@@ -148,6 +157,9 @@ class Cluster:
         for k in self.kubelets.values():
             k.stop()
         self.fleet.stop()
+        for detach in self._detach:
+            detach()
+        shutil.rmtree(self._tree, ignore_errors=True)
 
     def node(self, name: str) -> dict[str, Any]:
         return self.store.get("nodes", None, name)
