@@ -112,6 +112,8 @@ def bwrap_args(root: GuestRoot, run_dir: Path, *, hostname: str, env: Mapping[st
              "--proc", "/proc", "--dev", "/dev"]
     for d in NODE_DIRS:
         args += ["--bind", str(root.path(d)), d]
+    if os.path.isdir("/etc/alternatives"):  # Debian's /usr/bin/awk, editor, … point through it
+        args += ["--ro-bind", "/etc/alternatives", "/etc/alternatives"]
     args += _proc_overlays(root)
     args += ["--bind", str(control), CONTROL_DIR]
     # the node's root at /host, complete enough to chroot into

@@ -54,7 +54,8 @@ def test_a_hook_on_one_node_labels_that_node_as_the_preview_says(lab, api, cli, 
     # the hook's values are the node's (the preview ran it here): the wait is for its keys
     assert row["relabelled"] and set(row["labels_seen"]) == set(row["labels"])
     on_node = labels(api, "kube-worker01")
-    assert on_node[f"{FNS}/pid-max-kernel.pid_max"].isdigit() and on_node[f"{FNS}/pid-max-read"] == "true"
+    pid_max = lab.guest_roots["kube-worker01"].path("/proc/sys/kernel/pid_max").read_text().strip()
+    assert on_node[f"{FNS}/pid-max-kernel.pid_max"] == pid_max and on_node[f"{FNS}/pid-max-read"] == "true"
     assert all(f"{FNS}/pid-max-read" not in labels(api, n) for n in ("kube-controlplane01", "kube-worker02"))
     src = lab.guest_roots["kube-worker01"].path(NFD_SOURCE_D)
     assert (src / "pid-max").read_text() == HOOK and (src / "pid-max").stat().st_mode & 0o111

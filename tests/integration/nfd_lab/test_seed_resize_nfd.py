@@ -56,10 +56,10 @@ def warnings_for(kube, name, reason, namespace=NS):
     return [e.message for e in evs.items if e.reason == reason and e.type == "Warning"]
 
 
-def cpu_family() -> str:
-    """What the seeded cpuinfo hook reads (it runs on this machine until the lab's sandbox runs it in the node)."""
-    line = next(ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("cpu family"))
-    return line.partition(":")[2].strip()
+def cpu_family(lab, node: str) -> str:
+    """What the seeded cpuinfo hook reads: it runs in the node's sandbox, so the node's /proc/cpuinfo."""
+    text = lab.guest_roots[node].path("/proc/cpuinfo").read_text()
+    return next(ln for ln in text.splitlines() if ln.startswith("cpu family")).partition(":")[2].strip()
 
 
 def test_v08_hook_and_feature_file_naming(seed_resize_lab, kube):
@@ -67,7 +67,7 @@ def test_v08_hook_and_feature_file_naming(seed_resize_lab, kube):
     for w in WORKERS:
         labels = node(kube, w).labels
         # field report 1: hook `cpuinfo` printing family=6 -> feature.node.kubernetes.io/cpuinfo-family
-        assert labels[f"{FNS}/cpuinfo-family"] == cpu_family()
+        assert labels[f"{FNS}/cpuinfo-family"] == cpu_family(seed_resize_lab, w)
         assert labels[f"{FNS}/inventory-rack"] == "r1"  # feature file `inventory`, line rack=r1
         assert labels[f"{FNS}/lab.inventory"] == "true"  # `/lab.inventory` drops the file-name prefix
         assert labels[f"{FNS}/kernel-version.full"] == "5.4.0-165-generic"
@@ -121,7 +121,8 @@ def write_hook(lab, node_name, name, script):
 def test_field_report_hook_pushed_to_one_node(seed_resize_lab, kube):
     """Field report 1: the sysctl hook `my-script` in kube-worker01's source.d only: within the worker's interval
     kube-worker01 gets feature.node.kubernetes.io/my-script-kernel.pid_max, no other node does."""
-    pid_max = Path("/proc/sys/kernel/pid_max").read_text().strip()  # the hook runs on this machine for now
+    # the hook runs in kube-worker01's sandbox: the node's own /proc, not this machine's
+    pid_max = seed_resize_lab.guest_roots["kube-worker01"].path("/proc/sys/kernel/pid_max").read_text().strip()
     path = write_hook(seed_resize_lab, "kube-worker01", "my-script", scenarios.SYSCTL_HOOK)
     try:
         poll(lambda: node(kube, "kube-worker01").labels.get(f"{FNS}/my-script-kernel.pid_max") == pid_max, SETTLE)
