@@ -42,6 +42,16 @@ class Stop(Exception):
         super().__init__(message)
         self.code, self.status, self.kind, self.extra = code, status, kind, extra
 
+    def report(self, command: str, output: str) -> int:
+        """The one line on stderr (and, with `-o json`, the refusal document on stdout); the exit code."""
+        print(f"{command}: {self}", file=sys.stderr)
+        if output == "json":
+            out = {"status": self.status, "message": str(self), "exit_code": self.code, **self.extra}
+            if self.kind:
+                out["error"] = self.kind
+            print(json.dumps(out, indent=1, default=str))
+        return self.code
+
 
 def add_parsers(sub: Any) -> None:
     """`apply` under `console nfd`."""
@@ -63,13 +73,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         doc, text = _apply(args)
     except Stop as e:
-        print(f"{command}: {e}", file=sys.stderr)
-        if args.output == "json":
-            out = {"status": e.status, "message": str(e), "exit_code": e.code, **e.extra}
-            if e.kind:
-                out["error"] = e.kind
-            print(json.dumps(out, indent=1, default=str))
-        return e.code
+        return e.report(command, args.output)
     except KeyboardInterrupt:
         print(f"{command}: interrupted before anything was changed", file=sys.stderr)
         return EXIT_DECLINED

@@ -88,13 +88,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         doc, text, code = {"list": _list, "push": _push, "rm": _rm}[args.files_command](args)
     except Stop as e:
-        print(f"{command}: {e}", file=sys.stderr)
-        if args.output == "json":
-            out = {"status": e.status, "message": str(e), "exit_code": e.code, **e.extra}
-            if e.kind:
-                out["error"] = e.kind
-            print(json.dumps(out, indent=1, default=str))
-        return e.code
+        return e.report(command, args.output)
     except KeyboardInterrupt:
         print(f"{command}: interrupted; a node whose write had begun has the old file or the new one, never a "
               "part (each write is a rename): `nfd files list` shows what each node has", file=sys.stderr)

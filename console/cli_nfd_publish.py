@@ -77,13 +77,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         doc, text = _publish(args)
     except Stop as e:
-        print(f"nfd publish: {e}", file=sys.stderr)
-        if args.output == "json":
-            out = {"status": e.status, "message": str(e), "exit_code": e.code, **e.extra}
-            if e.kind:
-                out["error"] = e.kind
-            print(json.dumps(out, indent=1, default=str))
-        return e.code
+        return e.report("nfd publish", args.output)
     except KeyboardInterrupt:
         print("nfd publish: interrupted", file=sys.stderr)
         return 5
