@@ -66,3 +66,28 @@ def test_a_hook_on_one_node_labels_that_node_as_the_preview_says(lab, api, cli, 
                              "kube-worker01", "--yes")
     assert (code, doc["status"]) == (0, "done"), err
     assert f"{FNS}/pid-max-read" not in labels(api, "kube-worker01")
+
+
+def test_field_report_1_my_script_on_kube_worker01_only(lab, api, cli, tmp_path):
+    """Issue 11 acceptance, field report 1 on v0.8.2: the article's sysctl hook `my-script` pushed to
+    kube-worker01 only; `kubectl get node kube-worker01 --show-labels` then has
+    feature.node.kubernetes.io/my-script-kernel.pid_max=<the node's value> within the worker's interval (the
+    push waits for it), no other node does, and removing it takes the label away."""
+    import subprocess
+
+    from console.lab.scenarios import SYSCTL_HOOK
+
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    hook = tmp_path / "my-script"
+    hook.write_text(SYSCTL_HOOK)
+    code, doc, err = cli(env, "nfd", "files", "push", str(hook), "--kind", "hook", "--node", "kube-worker01", "--yes")
+    assert (code, doc["status"]) == (0, "done"), err
+    key = f"{FNS}/my-script-kernel.pid_max"
+    pid_max = lab.guest_roots["kube-worker01"].path("/proc/sys/kernel/pid_max").read_text().strip()
+    shown = subprocess.run(["kubectl", "--kubeconfig", str(lab.state.kubeconfig), "get", "node", "kube-worker01",
+                            "--show-labels", "--no-headers"], capture_output=True, text=True, check=True).stdout
+    assert f"{key}={pid_max}" in shown.split()[-1].split(",")
+    assert all(key not in labels(api, n) for n in ("kube-controlplane01", "kube-worker02"))
+    code, doc, err = cli(env, "nfd", "files", "rm", "my-script", "--kind", "hook", "--node", "kube-worker01", "--yes")
+    assert (code, doc["status"]) == (0, "done"), err
+    assert key not in labels(api, "kube-worker01")
