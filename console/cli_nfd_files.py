@@ -163,9 +163,11 @@ class _Ctx:
         access = None
         mount = self.deployment.mounts.get(kind)
         if mount is not None and mount.source == "configMap":  # refuse unsent what RBAC would refuse
-            from console.kube.access import review
+            from console.kube.access import Need, review
 
-            access = review(self.api, self.settings)
+            ns = self.deployment.worker.namespace if self.deployment.worker is not None else self.deployment.namespace
+            access = review(self.api, self.settings,
+                            extra=[Need(v, "configmaps", namespace=ns) for v in ("get", "create", "update")])
         try:
             return file_target(self.deployment, kind, api_client=self.api, settings=self.settings,
                                guard=self.guard, access=access)

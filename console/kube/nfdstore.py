@@ -435,18 +435,19 @@ VERSION_PAGES = 5  # at most this many pages: third-party NodeFeatures (the cons
 
 
 def cluster_nfd_version(api_client: Any) -> str | None:
-    """The NFD version nfd-worker recorded on its NodeFeature (v0.12+): small label-selected pages until one
-    carries the worker-version annotation (a third-party NodeFeature carries none), not every NodeFeature of
-    the cluster. None when there is none in the first pages."""
+    """The NFD version nfd-worker recorded on its NodeFeature (v0.12+): a `limit=1` label-selected read, then
+    small pages until one carries the worker-version annotation (a third-party NodeFeature carries none), not
+    every NodeFeature of the cluster. None when there is none in the first pages."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
     custom = client.CustomObjectsApi(api_client)
     token = ""
     try:
-        for _ in range(VERSION_PAGES):
+        for i in range(VERSION_PAGES):  # one object first: on most clusters that is nfd-worker's, one small read
             page = _json(custom.list_cluster_custom_object(
-                NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL, limit=VERSION_PAGE, label_selector=NODE_NAME_LABEL,
+                NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL, limit=1 if i == 0 else VERSION_PAGE,
+                label_selector=NODE_NAME_LABEL,
                 _preload_content=False, **({"_continue": token} if token else {})))
             found = detect_nfd_version({"": page.get("items") or []})
             token = (page.get("metadata") or {}).get("continue") or ""

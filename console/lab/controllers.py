@@ -81,6 +81,23 @@ def _cond(type_: str, status: str, reason: str, message: str, old: list[Obj] | N
             "reason": reason, "message": message}
 
 
+
+def daemon_pod_placement(ds: Obj, node: Obj) -> tuple[bool, bool]:
+    """(should run, should continue running), as pkg/controller/daemon/daemon_controller.go
+    NodeShouldRunDaemonPod: a node selector that does not match → neither; an untolerated taint → no new
+    pod, but a pod already there keeps running unless the taint is NoExecute (a NotReady node's
+    not-ready:NoSchedule does not evict its DaemonSet pods)."""
+    pod_spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+    labels = node["metadata"].get("labels") or {}
+    if any(labels.get(k) != v for k, v in (pod_spec.get("nodeSelector") or {}).items()):
+        return False, False
+    tolerations = [*(pod_spec.get("tolerations") or []), *DS_TOLERATIONS]
+    taints = (node.get("spec") or {}).get("taints") or []
+    if fit.untolerated_taint(taints, tolerations) is None:
+        return True, True
+    no_execute = [t for t in taints if t.get("effect") == "NoExecute"]
+    return False, fit.untolerated_taint(no_execute, tolerations) is None
+
 class Controllers:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -382,18 +399,12 @@ class Controllers:
                                       "currentRevision": revision, "updateRevision": revision, "collisionCount": 0})
 
     # -- DaemonSet ----------------------------------------------------------------------------------------
-    def _eligible(self, ds: Obj, node: Obj) -> bool:
-        pod_spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-        labels = node["metadata"].get("labels") or {}
-        if any(labels.get(k) != v for k, v in (pod_spec.get("nodeSelector") or {}).items()):
-            return False
-        tolerations = [*(pod_spec.get("tolerations") or []), *DS_TOLERATIONS]
-        return fit.untolerated_taint((node.get("spec") or {}).get("taints") or [], tolerations) is None
-
     def _daemonset(self, ds: Obj) -> None:
         ns, uid, _name = ds["metadata"].get("namespace", "default"), ds["metadata"]["uid"], ds["metadata"]["name"]
         nodes, _ = self.store.list("nodes")
-        want = {n["metadata"]["name"] for n in nodes if self._eligible(ds, n)}
+        verdict = {n["metadata"]["name"]: daemon_pod_placement(ds, n) for n in nodes}
+        want = {n for n, (run, _keep) in verdict.items() if run}
+        keep = {n for n, (_run, cont) in verdict.items() if cont}
         gen = ds["metadata"].get("generation", 1)
         revision = template_hash((ds.get("spec") or {}).get("template") or {})
         by_node: dict[str, Obj] = {}
@@ -401,7 +412,7 @@ class Controllers:
             if not _active(p):
                 continue
             target = self._pinned(p)
-            if target not in want or target in by_node:
+            if target not in keep or target in by_node:
                 self._delete_pod(ds, DS, p)
             else:
                 by_node[target] = p

@@ -41,10 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from console.lab import fit
 from console.lab import nfd_deploy as D
 from console.lab import nfd_features as NF
-from console.lab.controllers import DS_TOLERATIONS
+from console.lab.controllers import daemon_pod_placement
 from console.lab.nfd_master import NF_RESOURCE, NFR_RESOURCE, NfdMasterMixin, clip
 from console.lab.recorder import EventRecorder, node_ref
 from console.lab.scenarios import Scenario
@@ -361,16 +360,13 @@ class NfdSim(NfdMasterMixin):
 
     # -- where workers run ---------------------------------------------
     def _eligible(self, node: Obj) -> bool:
-        """The DaemonSet controller's test (nodeSelector, taints vs tolerations): nfd-worker runs there."""
+        """Where the DaemonSet controller keeps an nfd-worker pod (console/lab/controllers.py): a new one where
+        it should run, one already running where it should continue running."""
         ds = self.running.daemonset
         if ds is None:
             return False
-        pod_spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-        labels = node["metadata"].get("labels") or {}
-        if any(labels.get(k) != v for k, v in (pod_spec.get("nodeSelector") or {}).items()):
-            return False
-        tolerations = [*(pod_spec.get("tolerations") or []), *DS_TOLERATIONS]
-        return fit.untolerated_taint((node.get("spec") or {}).get("taints") or [], tolerations) is None
+        run, keep = daemon_pod_placement(ds, node)
+        return keep if node["metadata"]["name"] in self._workers else run
 
     def _eligibility_changed(self, node: Obj) -> bool:
         return self._eligible(node) != (node["metadata"]["name"] in self._workers)

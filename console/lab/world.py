@@ -303,6 +303,20 @@ class Lab:
         # nfd-worker's DaemonSet pods start once their nodes are Ready: wait for their first labels
         if self.nfd is not None and not self.nfd.wait_labelled(max(1.0, deadline - time.monotonic())):
             log.warning("lab: NFD had not labelled every node when the lab became ready")
+        # and for NFD's own pods (what the nodes' requests and usage include) to be Running
+        while not self._nfd_pods_running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def _nfd_pods_running(self) -> bool:
+        ns = self.scenario.nfd.namespace
+        daemonsets, _ = self.store.list("daemonsets.apps", ns)
+        deployments, _ = self.store.list("deployments.apps", ns)
+        if any("desiredNumberScheduled" not in (d.get("status") or {}) for d in daemonsets):
+            return False  # the DaemonSet controller has not placed its pods yet
+        want = sum(int(d["status"]["desiredNumberScheduled"]) for d in daemonsets)
+        want += sum(int((d.get("spec") or {}).get("replicas", 1)) for d in deployments)
+        pods, _ = self.store.list("pods", ns)
+        return sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running") >= want
 
 
 def _ready(node: dict[str, Any]) -> bool:

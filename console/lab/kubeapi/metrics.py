@@ -107,7 +107,10 @@ class Metrics:
             spec, status = pod.get("spec") or {}, pod.get("status") or {}
             if status.get("phase") != "Running" or spec.get("nodeName") not in nodes:
                 continue
-            key = f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"  # same phase in every run
+            meta = pod["metadata"]
+            # same phase in every run: a controller's pod by its generateName and node (its name is random)
+            name = f"{meta['generateName']}@{spec.get('nodeName')}" if meta.get("generateName") else meta["name"]
+            key = f"{meta.get('namespace', '')}/{name}"
             out.append((pod, [(c.get("name", ""), *_container_usage(key, c, t)) for c in spec.get("containers") or []]))
         return out
 

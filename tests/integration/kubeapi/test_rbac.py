@@ -173,7 +173,11 @@ def test_stores_refuse_unsent_what_rbac_does_not_allow(rbac_lab: Any, tmp_path: 
     api = config.new_client_from_config(config_file=str(rbac_lab.kubeconfig), context="lab-viewer")
     log = tmp_path / "audit.log"
     try:
-        access = review(api, SimpleNamespace(hook_store="cluster"))
+        from console.kube.access import Need
+
+        # the ConfigMap a DaemonSet volume names: its namespace's permissions reviewed too (as `nfd files` does)
+        access = review(api, SimpleNamespace(hook_store="cluster"),
+                        extra=[Need(v, "configmaps", namespace="node-feature-discovery") for v in ("get", "update")])
         guard = Guard(read_only=False, audit=AuditLog(log))
         rules = RuleStore(api, guard=guard, access=access)
         assert [r["metadata"]["name"] for r in rules.list()] == ["gpu-rule"]  # reads still work
