@@ -412,7 +412,9 @@ class Controllers:
             if not _active(p):
                 continue
             target = self._pinned(p)
-            if target not in keep or target in by_node:
+            stale = (p["metadata"].get("labels") or {}).get("controller-revision-hash") != revision
+            # a pod of an older template on a node where no new one should run: the RollingUpdate removes it
+            if target not in keep or target in by_node or (stale and target not in want):
                 self._delete_pod(ds, DS, p)
             else:
                 by_node[target] = p

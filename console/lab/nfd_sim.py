@@ -162,6 +162,7 @@ class NfdSim(NfdMasterMixin):
         self.running = read_running(store, self.namespace, self.version)
         self._workers: dict[str, _Worker] = {}
         self._grpc: dict[str, NodeFeatureSpec] = {}  # node -> what its worker sent over gRPC (no NodeFeature API)
+        self._placed_template = ""  # the DaemonSet pod template the workers were placed by
         self._projected: dict[str, tuple[str, dict[str, str]]] = {}  # ConfigMap -> (rv, data) the kubelet projected
         self._pending_projection: dict[str, float] = {}  # ConfigMap -> when the kubelet syncs it
         self._q: queue.SimpleQueue[WatchEvent | None] = queue.SimpleQueue()
@@ -366,7 +367,13 @@ class NfdSim(NfdMasterMixin):
         if ds is None:
             return False
         run, keep = daemon_pod_placement(ds, node)
-        return keep if node["metadata"]["name"] in self._workers else run
+        # a changed pod template is a RollingUpdate: every pod replaced, the new ones only where they should run
+        updated = self._template() != self._placed_template
+        return keep if node["metadata"]["name"] in self._workers and not updated else run
+
+    def _template(self) -> str:
+        ds = self.running.daemonset
+        return json.dumps(((ds or {}).get("spec") or {}).get("template") or {}, sort_keys=True)
 
     def _eligibility_changed(self, node: Obj) -> bool:
         return self._eligible(node) != (node["metadata"]["name"] in self._workers)
@@ -379,6 +386,7 @@ class NfdSim(NfdMasterMixin):
             elif name in self._workers:
                 del self._workers[name]
                 self._grpc.pop(name, None)  # its pod is gone: the master keeps the labels until it relabels
+        self._placed_template = self._template()
 
     def _labelled_nodes(self) -> list[str]:
         return sorted(n for n in self.specs if n in self._workers or n in self._written)
