@@ -225,7 +225,8 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
             + (" · the ConfigMap reaches all" if reaches_all else ""))
         # the status line names where the open file's kind goes (the volume, the ConfigMap or the hostPath)
         where = target.description if target is not None else f"nfd-worker reads no {kind}s the console can write"
-        self._render_status(f"{self._status_head} · {where}" if self._status_head else where)
+        # the deployment's own line is the NfdStatusLine above; without a deployment, why
+        self._render_status(where if self.deployment is not None else f"{self._status_head} · {where}")
 
     @on(OptionList.OptionSelected, "#hooks-list")
     def _selected(self, event: OptionList.OptionSelected) -> None:
