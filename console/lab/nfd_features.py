@@ -33,7 +33,7 @@ from console.discovery.kernel import kernel_labels, parse_kernel_version
 from console.lab.scenarios import HostOs, NodeSpec, PciDevice
 from console.nfd import versions as V
 from console.nfd.featurefile import read_features_dir
-from console.nfd.hooks import DEFAULT_MAX_OUTPUT, HookResult, HooksRun, run_hooks
+from console.nfd.hooks import DEFAULT_MAX_OUTPUT, HookResult, HooksRun, not_executable, run_error, run_hooks
 from console.nfd.labels import FEATURE_NS, worker_label_check
 from console.nfd.local import LABEL_FEATURE, RAW_FEATURE
 from console.nfd.model import Features
@@ -165,9 +165,8 @@ def _sandboxed_hook(root: Any, hooks_dir: Path, path: Path, *, timeout: float, m
     from console.lab import sandbox
 
     res = HookResult(name=path.name, ran=False)
-    if not os.access(path, os.X_OK):
-        res.error = ("not executable (permission denied): nfd-worker logs \"failed to run hook\" and skips it; "
-                     f"chmod +x {path.name}")
+    if error := not_executable(path):
+        res.error = error
         return res
     start = time.monotonic()
     try:
@@ -178,13 +177,8 @@ def _sandboxed_hook(root: Any, hooks_dir: Path, path: Path, *, timeout: float, m
         return res
     res.ran, res.exit_code, res.stdout, res.stderr = True, code, out, err
     res.duration, res.timed_out = round(time.monotonic() - start, 3), timed_out
-    if timed_out:
-        res.error = f"did not exit within {timeout:g}s; killed and output discarded"
-    elif len(out.encode()) >= max_output:
-        res.output_capped = True
-        res.error = f"printed more than {max_output} bytes on stdout; stopped and output discarded"
-    elif code:
-        res.error = f"exited with status {code}: nfd-worker discards all of its output"
+    res.output_capped = not timed_out and len(out.encode()) >= max_output
+    res.error = run_error(res, timeout, max_output)
     return res
 
 

@@ -188,9 +188,8 @@ def run_hook(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT, 
     check_limits(timeout, max_output)
     p = Path(path)
     res = HookResult(name=p.name, ran=False)
-    if not os.access(p, os.X_OK):
-        res.error = ("not executable (permission denied): nfd-worker logs \"failed to run hook\" and skips it; "
-                     f"chmod +x {p.name}")
+    if error := not_executable(p):
+        res.error = error
         return res
     start = time.monotonic()
     status_r, status_w = os.pipe()
@@ -257,19 +256,34 @@ def run_hook(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT, 
         kind, proc.returncode)
     res.stdout = decode(bytes(out_buf))
     res.stderr = decode(bytes(err_buf))
-    if capped.is_set():
-        res.output_capped = True
-        res.error = (f"printed more than {max_output} bytes on stdout; stopped and output discarded (nfd-worker has "
-                     "no limit and would buffer it all in memory)")
-    elif res.timed_out:
-        res.error = (f"did not exit within {timeout:g}s; killed and output discarded (nfd-worker has no timeout: "
-                     "this hook would hang its whole discovery loop)")
-    elif kind not in ("exit", "signal", "killed"):
+    res.output_capped = capped.is_set()
+    if not res.output_capped and not res.timed_out and kind not in ("exit", "signal", "killed"):
         res.error = f"the hook runner ended unexpectedly (status {proc.returncode}); output discarded"
-    elif res.exit_code != 0:
-        res.error = (f"exited with status {res.exit_code}: nfd-worker discards all of its output"
-                     if res.exit_code > 0 else f"killed by signal {-res.exit_code}: output discarded")
+    else:
+        res.error = run_error(res, timeout, max_output)
     return res
+
+
+def not_executable(path: Path) -> str:
+    """Why nfd-worker would skip `path` before running it ("" when it would run it)."""
+    if os.access(path, os.X_OK):
+        return ""
+    return ("not executable (permission denied): nfd-worker logs \"failed to run hook\" and skips it; "
+            f"chmod +x {path.name}")
+
+
+def run_error(res: HookResult, timeout: float, max_output: int) -> str:
+    """Why nfd-worker would not use the output of this finished run ("" when it would), wherever it ran."""
+    if res.output_capped:
+        return (f"printed more than {max_output} bytes on stdout; stopped and output discarded (nfd-worker has "
+                "no limit and would buffer it all in memory)")
+    if res.timed_out:
+        return (f"did not exit within {timeout:g}s; killed and output discarded (nfd-worker has no timeout: "
+                "this hook would hang its whole discovery loop)")
+    if res.exit_code:
+        return (f"exited with status {res.exit_code}: nfd-worker discards all of its output"
+                if res.exit_code > 0 else f"killed by signal {-res.exit_code}: output discarded")
+    return ""
 
 
 class _Runner:
