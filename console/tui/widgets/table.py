@@ -32,6 +32,7 @@ class Column:
     width: int
     priority: int = 0  # 0 is always shown; higher numbers are dropped first when narrow
     right: bool = False
+    flex: bool = False  # takes the width left over (shared among flex columns); the first column if none is flex
 
 
 class VirtualTable(ScrollView, can_focus=True):
