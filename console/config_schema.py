@@ -16,6 +16,7 @@ import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -89,24 +90,52 @@ def _words(value: Any) -> Any:
 class ContextSettings(_Strict):
     """What a `contexts.NAME` block may set: every setting but the choice of kubeconfig and context."""
 
-    theme: StrictStr | None = None
-    read_only: StrictBool | None = None
-    nfd_version: StrictStr | None = None
-    hook_store: HookStore | None = None
-    hook_dir: StrictStr | None = None
-    cloud: StrictStr | None = None
-    libvirt_uris: list[StrictStr] | None = None
-    node_access: NodeAccess | None = None
-    ssh_config: StrictStr | None = None
-    ssh_user: StrictStr | None = None
-    ssh_target: SshTarget | None = None
-    lease_namespace: StrictStr | None = None
-    node_debug_image: StrictStr | None = None
-    node_debug_namespace: StrictStr | None = None
-    image_pull_secrets: list[StrictStr] | None = None
-    node_debug_tolerations: list[Toleration] | None = None
-    kubelet_unit: StrictStr | None = None
-    key_overrides: dict[StrictStr, StrictStr] | None = None
+    theme: StrictStr | None = Field(None, description=(
+        "colour theme: dark, light, high-contrast, or the name of a YAML theme in "
+        "`$XDG_DATA_HOME/console/themes/`"))
+    read_only: StrictBool | None = Field(None, description=(
+        "hide every action that changes something, and refuse it headless (exit 2); plans and `--dry-run` "
+        "still work"))
+    nfd_version: StrictStr | None = Field(None, description=(
+        "the NFD version to assume for label naming and previews (e.g. `v0.19.0`), instead of the one "
+        "detected on the cluster"))
+    hook_store: HookStore | None = Field(None, description=(
+        "where hooks and feature files are edited: `cluster` (where nfd-worker reads them: its DaemonSet's "
+        "hostPath or ConfigMap volumes) or `directory` (a local directory, offline)"))
+    hook_dir: StrictStr | None = Field(None, description=(
+        "with `hook_store: directory`, the local `source.d` directory (features.d beside it)"))
+    cloud: StrictStr | None = Field(None, description=(
+        "the clouds.yaml cloud for Nova (default `$OS_CLOUD`, else the OS_* variables of a sourced openrc)"))
+    libvirt_uris: list[StrictStr] | None = Field(None, description=(
+        "libvirt URIs of the compute hosts (e.g. `[qemu+ssh://cmp001/system]`); also `$CONSOLE_LIBVIRT_URI`; "
+        "enough for the VM column without a cloud"))
+    node_access: NodeAccess | None = Field(None, description=(
+        "how the console runs commands on a node (CPU onlining, kubelet restart, hostPath hook files): "
+        "`debug-pod` (as `kubectl debug node/…`), `ssh` or `guest-agent`"))
+    ssh_config: StrictStr | None = Field(None, description=(
+        "with `node_access: ssh`, an OpenSSH client config (`ssh -F`)"))
+    ssh_user: StrictStr | None = Field(None, description=(
+        "with `node_access: ssh`, the login (default: `User` from ssh_config, else your login name); not "
+        "root: commands run with `sudo -n`"))
+    ssh_target: SshTarget | None = Field(None, description=(
+        "what `ssh` is given for a node: `name` (the node name) or `internal-ip`"))
+    lease_namespace: StrictStr | None = Field(None, description=(
+        "where a scale-up run holds its Lease `console-scale-up-<node>` (RBAC: get/create/update leases "
+        "there)"))
+    node_debug_image: StrictStr | None = Field(None, description=(
+        "with `node_access: debug-pod`, an image with `nsenter` the nodes can pull; on air-gapped clusters "
+        "your registry's copy"))
+    node_debug_namespace: StrictStr | None = Field(None, description=(
+        "where debug pods run; must allow privileged pods (PodSecurity `enforce: privileged` or no label)"))
+    image_pull_secrets: list[StrictStr] | None = Field(None, description=(
+        "secrets in node_debug_namespace for pulling node_debug_image (`CONSOLE_IMAGE_PULL_SECRETS=a,b`)"))
+    node_debug_tolerations: list[Toleration] | None = Field(None, description=(
+        "extra tolerations of the debug pod, a list of toleration objects (it already tolerates every taint)"))
+    kubelet_unit: StrictStr | None = Field(None, description=(
+        "the kubelet's systemd unit the scale-up restarts (default: from node info — `kubelet`, "
+        "`k3s`/`k3s-agent`, `rke2-server`/`rke2-agent`)"))
+    key_overrides: dict[StrictStr, StrictStr] | None = Field(None, description=(
+        "remap keys by binding id, e.g. `{nodes-filter: f}` (`?` in the console shows the ids)"))
 
     @field_validator("read_only", mode="before")
     @classmethod
@@ -124,9 +153,13 @@ class ContextSettings(_Strict):
 class FileSettings(ContextSettings):
     """The top level of config.yaml."""
 
-    kubeconfig: StrictStr | None = None
-    context: StrictStr | None = None
-    contexts: dict[StrictStr, ContextSettings | None] | None = None
+    kubeconfig: StrictStr | None = Field(None, description=(
+        "the kubeconfig file (default: every file of `$KUBECONFIG`, else `~/.kube/config`)"))
+    context: StrictStr | None = Field(None, description=(
+        "the kube context to use (default: the kubeconfig's current-context)"))
+    contexts: dict[StrictStr, ContextSettings | None] | None = Field(None, description=(
+        "per kube context overrides of any key above but kubeconfig and context, e.g. `{prod: {read_only: "
+        "true}}`"))
 
 
 SETTING_NAMES = tuple(FileSettings.model_fields)
