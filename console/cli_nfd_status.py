@@ -38,10 +38,13 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from console.config import load
     from console.kube.connection import connect
     from console.kube.nfddiscovery import NfdDiscoveryError, discover_nfd
 
-    api, _target = connect(getattr(args, "kubeconfig", None), getattr(args, "context", None))
+    # the context as every command resolves it: --context, CONSOLE_CONTEXT, the config file, the kubeconfig's
+    settings = load({"kubeconfig": getattr(args, "kubeconfig", None), "context": getattr(args, "context", None)})
+    api, _target = connect(settings.kubeconfig, settings.context)
     try:
         found = discover_nfd(api)
     except NfdDiscoveryError as e:

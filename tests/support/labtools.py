@@ -67,3 +67,19 @@ def kube_raw(kube_lab: Any, method: str, path: str, body: bytes | None = None, c
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read())
+
+
+def resize_to_verify(lab: Lab, server_id: str, flavor: str, timeout: float = 120) -> None:
+    """Resize a server with openstacksdk as the cloud's admin (cloud `lab`) and wait until Nova waits in
+    VERIFY_RESIZE: a resize someone left unconfirmed, for `scale-up --revert`."""
+    import openstack.config
+    import openstack.connection
+
+    region = openstack.config.OpenStackConfig(config_files=[str(lab.state.clouds_yaml)]).get_one("lab")
+    conn = openstack.connection.Connection(config=region)
+    try:
+        conn.compute.resize_server(server_id, conn.compute.find_flavor(flavor, ignore_missing=False).id)
+    finally:
+        conn.close()
+    wait_for(lambda: lab.nova.server(server_id).status == "VERIFY_RESIZE", timeout=timeout,
+             what=f"server {server_id} in VERIFY_RESIZE")

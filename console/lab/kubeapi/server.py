@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from console.lab.kubeapi import authz, discovery, listing, metrics, objects, pods, reviews
+from console.lab.kubeapi.authn import EXEC_USER
 from console.lab.kubeapi.encoding import json_response
 from console.lab.kubeapi.listing import Snapshots
 from console.lab.kubeapi.rbac import AUTHENTICATED, MASTERS, Attributes, Rules, User
@@ -87,7 +88,8 @@ class _State:
     address: str = ""
     # tokens of the users RBAC decides for (kubeapi/rbac.py); the admin token is `system:masters`
     users: dict[str, User] = field(default_factory=dict)
-    # the key that signs short-lived tokens (lab/kubeapi/authn.py: the `lab-exec` user, cluster-admin)
+    # the key that signs short-lived tokens (lab/kubeapi/authn.py: the `lab-exec` user, cluster-admin; any
+    # other subject is a user RBAC decides for)
     exec_key: bytes | None = None
     snaps: Snapshots = field(default_factory=Snapshots)
     # the node proxy to the kubelets: (node, path) -> (HTTP status, body, content type)
@@ -276,7 +278,9 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
         elif hmac.compare_digest(auth.encode(), f"Bearer {st.token}".encode()):
             request[_USER] = ADMIN
         elif (signed := _signed_token_user(st, auth)) is not None:
-            request[_USER] = User(signed, (MASTERS, AUTHENTICATED))  # cluster-admin, like the lab token
+            # as an OIDC authenticator: the token says who, RBAC decides what; the lab puts its own exec user
+            # in system:masters (cluster-admin, like the lab token), any other subject holds only its bindings
+            request[_USER] = User(signed, (MASTERS, AUTHENTICATED) if signed == EXEC_USER else (AUTHENTICATED,))
         else:
             return json_response(status_body(401, "Unauthorized", "Unauthorized"), 401)
     try:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from labtools import lab_env
+from labtools import lab_env, resize_to_verify
 
 pytestmark = pytest.mark.lab
 
@@ -105,23 +105,9 @@ def test_viewer_nfd_apply_refuses_before_any_write(resize_lab, tmp_path):
 def test_viewer_revert_is_refused_at_plan_time(resize_lab, tmp_path, scale_up, h):
     """A resize waiting in VERIFY_RESIZE (made with openstacksdk, as an admin would): the viewer's `--revert
     --yes` exits 2 naming what a revert calls for, and Nova still waits (no revertResize)."""
-    import time
-
-    import openstack.config
-    import openstack.connection
-
     node = "kube-worker01"
     sid = h.server_id(resize_lab, node)
-    region = openstack.config.OpenStackConfig(config_files=[str(resize_lab.state.clouds_yaml)]).get_one("lab")
-    conn = openstack.connection.Connection(config=region)
-    try:
-        conn.compute.resize_server(sid, conn.compute.find_flavor("m1.large", ignore_missing=False).id)
-    finally:
-        conn.close()
-    deadline = time.monotonic() + 60
-    while resize_lab.nova.server(sid).status != "VERIFY_RESIZE" and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert resize_lab.nova.server(sid).status == "VERIFY_RESIZE"
+    resize_to_verify(resize_lab, sid, "m1.large")
     code, doc, err = scale_up(resize_lab, tmp_path, node, "--revert", "--yes", extra_env=VIEWER)
     assert code == 2, err
     assert doc["error"] == "forbidden" and "patch nodes" in doc["missing"]
