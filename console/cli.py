@@ -27,6 +27,7 @@ SUBCOMMANDS = {
     "lab": "console.cli_lab",
     "nfd": "console.cli_nfd",
     "scale-up": "console.cli_scaleup",
+    "get": "console.cli_get",
 }
 
 
