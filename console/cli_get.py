@@ -4,11 +4,11 @@
     console get pending [-o json|wide]                the Pending screen: requests, FailedScheduling, fit advice
     console get node NAME [-o json|wide]              the node detail: figures, labels by origin, VM
 
-The figures come from the code the screens use (console/kube/clusterview.py, nodetable.py, nodelabels.py,
-console/runbook/fitting.py) on one list of nodes, pods (and, for pending, FailedScheduling events), the usage
-from metrics.k8s.io where it is served, and the VMs from the cloud and libvirt URIs the settings name (as the
-TUI: `cloud` / $OS_CLOUD, `libvirt_uris` / $CONSOLE_LIBVIRT_URI). Tables are printed as kubectl prints them
-(a header row, columns aligned); `-o wide` adds columns; `-o json` prints the objects. Usage not known (no
+The figures are computed by the code the screens use, on one list of nodes, pods (and, for pending, the
+FailedScheduling events), the usage from metrics.k8s.io where it is served, and the VMs of the cloud and libvirt
+URIs the settings name, as in the TUI (`cloud` / $OS_CLOUD, `libvirt_uris` / $CONSOLE_LIBVIRT_URI).
+Tables are printed as kubectl prints them (a header row, columns aligned); `-o wide` adds columns; `-o json`
+prints the objects. Usage not known (no
 metrics-server, not allowed, no metrics for that node) is `<unknown>` in tables, null in JSON — never 0.
 VM markers: `*` Nova's flavor is out of date (it differs from what the hypervisor runs), `!` the kubelet is stale
 (it reports another size than the VM runs).

@@ -182,16 +182,10 @@ def pending_fits(view: Any, latest: dict[tuple[str, str], Any], flavor_list: lis
 
 
 def advice_text(advice: list[Any]) -> str:
-    """The Pending screen's line under the pod: where it fits now, else the smallest scale-up that fits it."""
-    from console.runbook.fitting import fits_now_on, smallest_scale_up
+    """The Pending screen's line under the pod (console/runbook/fitting.advice_line)."""
+    from console.runbook.fitting import advice_line
 
-    fits, best = fits_now_on(advice), smallest_scale_up(advice)
-    if fits:
-        return f"Fits now on {', '.join(fits[:3])}"
-    if best is not None:
-        return f"Smallest fitting size: {best.node} → {best.target}" + (f" (flavor {best.flavor.name})"
-                                                                         if best.flavor else "")
-    return "" if advice else "no node to fit it on: every node is cordoned or tainted NoSchedule"
+    return advice_line(advice)[1]
 
 
 def size_json(size: Any) -> dict[str, Any] | None:
@@ -225,7 +219,7 @@ def pending_cells(fit: tuple[Any, Any, list], why_none: str, wide: bool) -> list
     why = event.message if event else f"({why_none or 'no FailedScheduling event yet'})"
     head = [f"{pod.namespace}/{pod.name}", fmt_cpu(pod.requests.cpu_m), fmt_mem(pod.requests.memory)]
     if not wide:
-        return [*head, advice_text(advice) or "<none>", why]
+        return [*head, advice_text(advice), why]
     best = smallest_scale_up(advice)
     return [*head, ",".join(fits_now_on(advice)) or "<none>",
             f"{best.node} → {best.target}" if best is not None else "<none>",

@@ -52,3 +52,15 @@ def fits_now_on(advice: Iterable[FitAdvice]) -> list[str]:
 def smallest_scale_up(advice: Iterable[FitAdvice]) -> FitAdvice | None:
     """The node whose scale-up to the smallest size makes the pod fit (the advice is ordered best first)."""
     return next((a for a in advice if not a.fits_now and a.target), None)
+
+
+def advice_line(advice: list[FitAdvice]) -> tuple[str, str]:
+    """The Pending screen's line under the pod and `console get pending`'s ADVICE: ("fits", "Fits now on a, b, c"),
+    ("scale-up", "Smallest fitting size: NODE → SIZE (flavor F)"), or ("none", why) when no node can take it."""
+    fits, best = fits_now_on(advice), smallest_scale_up(advice)
+    if fits:
+        return "fits", f"Fits now on {', '.join(fits[:3])}"
+    if best is not None:
+        return "scale-up", (f"Smallest fitting size: {best.node} → {best.target}"
+                            + (f" (flavor {best.flavor.name})" if best.flavor else ""))
+    return "none", "no node to fit it on: every node is cordoned or tainted NoSchedule"

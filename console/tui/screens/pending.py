@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header, Static
 
 from console.kube.model import PodInfo, fmt_cpu, fmt_mem
-from console.runbook.fitting import candidate_advice, fits_now_on, flavor_infos, smallest_scale_up
+from console.runbook.fitting import advice_line, candidate_advice, flavor_infos
 from console.runbook.plan import FitAdvice
 from console.tui.messages import ClusterView
 from console.tui.safety import dangerous
@@ -114,14 +114,11 @@ class PendingScreen(ConsoleScreen):
         text = Text(f"{pod_key(pod)} needs cpu {fmt_cpu(pod.requests.cpu_m)}, memory "
                     f"{fmt_mem(pod.requests.memory)}. ", style="bold")
         text.append(ev.message if ev else "No FailedScheduling event yet.")
-        best = smallest_scale_up(advice)
-        fits = fits_now_on(advice)
-        if fits:
-            text.append(f"\nFits now on {', '.join(fits[:3])}", style=colors.get("status-ready", "green"))
-        elif best:
-            text.append(f"\nSmallest fitting size: {best.node} → {best.target}"
-                        + (f" (flavor {best.flavor.name})" if best.flavor else ""),
-                        style=f"bold {colors.get('status-pending', 'yellow')}")
+        kind, line = advice_line(advice)
+        if kind == "fits":
+            text.append(f"\n{line}", style=colors.get("status-ready", "green"))
+        elif kind == "scale-up":
+            text.append(f"\n{line}", style=f"bold {colors.get('status-pending', 'yellow')}")
         why.update(text)
         keys, cells = [], []
         for a in advice:

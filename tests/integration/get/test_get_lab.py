@@ -87,7 +87,9 @@ async def test_get_nodes_shows_what_the_nodes_screen_shows(lab: Lab, console: Ge
         async with app.run_test(size=(120, 40)) as pilot:
             await loaded(pilot)
             table = app.screen.query_one("#nodes-table")
-            tui = {key: [plain(c) for c in cells] for key, cells in zip(table.keys, table.cells, strict=True)}
+            keys = [c.key for c in table.columns]  # the cells of a row, by column key
+            tui = {name: dict(zip(keys, map(plain, cells), strict=False))
+                   for name, cells in zip(table.keys, table.cells, strict=True)}
             rows = dict(app.view.rows_by_name)
     finally:
         app.gateways.stop()
@@ -97,9 +99,10 @@ async def test_get_nodes_shows_what_the_nodes_screen_shows(lab: Lab, console: Ge
     for line, node in zip(text, doc, strict=True):
         cells, row = tui[node["name"]], rows[node["name"]]
         # the nodes screen at 120 columns (wide): CPU/MEM cap/alloc/req, pods, NFD, the VM with its markers
-        assert line["CPU CAP/ALLOC/REQ"] == cells[2] and line["MEM CAP/ALLOC/REQ"] == cells[3], (line, cells)
-        assert line["PODS"] == cells[6] == str(node["pods"]) and line["NFD"] == cells[7] == str(node["nfdLabels"])
-        assert line["VM"] == cells[10] and line["ROLES"] == cells[8] and line["VERSION"] == cells[9]
+        assert line["CPU CAP/ALLOC/REQ"] == cells["cpu"] and line["MEM CAP/ALLOC/REQ"] == cells["mem"], (line, cells)
+        assert line["PODS"] == cells["pods"] == str(node["pods"])
+        assert line["NFD"] == cells["nfd"] == str(node["nfdLabels"])
+        assert line["VM"] == cells["vm"] and line["ROLES"] == cells["roles"] and line["VERSION"] == cells["version"]
         assert node["nfdLabels"] == row.nfd_labels and node["pods"] == row.requested.pods
         assert node["vm"]["flavor"] == row.vm.flavor and node["vm"]["vcpus"] == row.vm.vcpus
         assert node["vm"]["markers"] == row.stale.markers == ""  # the default lab: nothing stale
