@@ -174,11 +174,23 @@ def legend_line(rows: Sequence[Any]) -> None:
 
 # -- Pending pods ------------------------------------------------------------------------------------------------
 def pending_fits(view: Any, latest: dict[tuple[str, str], Any], flavor_list: list[Any]) -> list[tuple[Any, Any, list]]:
-    """(pod, its latest FailedScheduling event or None, the fit advice per node, best first) per Pending pod."""
+    """(pod, its latest FailedScheduling event or None, the fit advice per node, best first) per Pending pod.
+
+    The screen analyses the one pod under the cursor; here every Pending pod is: pods with the same requests (a
+    Job's or a Deployment's replicas) get the same advice on every node — a pod without a node is nobody's "other
+    pod" — so each shape of requests is analysed once, not once per pod (pods × nodes). The advice is shared: its
+    `pods` names the first pod of that shape (nothing here prints it)."""
     from console.runbook.fitting import candidate_advice, flavor_infos
 
     infos = flavor_infos(flavor_list)
-    return [(p, latest.get((p.namespace, p.name)), candidate_advice(view, p, infos)) for p in view.pending]
+    by_requests: dict[Any, list[Any]] = {}
+    out = []
+    for p in view.pending:
+        advice = by_requests.get(p.requests)
+        if advice is None:
+            advice = by_requests[p.requests] = candidate_advice(view, p, infos)
+        out.append((p, latest.get((p.namespace, p.name)), advice))
+    return out
 
 
 def advice_text(advice: list[Any]) -> str:

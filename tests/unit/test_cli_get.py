@@ -94,6 +94,22 @@ def test_pending_advice_is_the_pending_screens() -> None:
     assert advice_text(advice) == "Smallest fitting size: w1 → 3 vCPU / 6Gi (flavor m1.large)"
 
 
+def test_pending_analyses_each_shape_of_requests_once() -> None:
+    """1,000 Pending replicas on 2,000 nodes: one analysis per distinct requests, not 2,000,000 (unshared, this takes
+    minutes; the bound is generous for a loaded machine)."""
+    import time
+
+    nodes = {f"w{i:04}": _node(f"w{i:04}", "2", "4Gi") for i in range(2000)}
+    pods = {("batch", f"job-{i}"): PodInfo("batch", f"job-{i}", "", "Pending", Resources.of("3", "5Gi", 1))
+            for i in range(1000)}
+    view = build_view(ClusterSnapshot(nodes, pods))
+    t0 = time.monotonic()
+    fits = pending_fits(view, {}, [])
+    assert time.monotonic() - t0 < 20
+    assert [pod.name for pod, _, _ in fits] == sorted(name for _, name in pods) and fits[0][2] is fits[-1][2]
+    assert {advice_text(a) for _, _, a in fits} == {"Smallest fitting size: w0000 → 3 vCPU / 6Gi"}
+
+
 @pytest.mark.parametrize("selector", ["foo=bar=baz,,(", "", "a in ()"])
 def test_a_bad_selector_is_exit_2_with_one_line_before_any_connection(
         selector: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
