@@ -119,3 +119,18 @@ def test_a_bad_selector_is_exit_2_with_one_line_before_any_connection(
     assert err.count("\n") == 1 and "bad label selector" in err
     doc = json.loads(out)
     assert doc["error"] == "bad-selector" and doc["exit_code"] == 2
+
+
+def test_get_is_headless() -> None:
+    """`console get` never imports the UI (STYLE.md: headless commands for scripts and bastions)."""
+    import subprocess
+    import sys
+
+    used = ("console.cli_get", "console.cli_get_data", "console.kube.clusterview", "console.runbook.fitting",
+            "console.gateways", "console.infra.inventory", "console.kube.connection", "console.kube.events",
+            "console.kube.metrics", "console.kube.nfdstore", "console.kube.nodelabels", "console.kube.selector",
+            "console.config")  # every module the command imports, at the top or in its functions
+    code = (f"import sys, {', '.join(used)}; "
+            "print([m for m in sys.modules if m.split('.')[0] in ('textual', 'rich') or m.startswith('console.tui')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
