@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "nfd": "console.cli_nfd",
     "scale-up": "console.cli_scaleup",
     "config": "console.cli_config",
+    "get": "console.cli_get",
 }
 
 

@@ -23,7 +23,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,3 +177,26 @@ def label_group(key: str) -> str:
         return source if source in SOURCES else "local"
     return OTHER
 
+
+
+def read_label_origins(node: Any, node_features: Callable[[], list[dict[str, Any]]],
+                       rules: Callable[[], list[dict[str, Any]]], nfd_version: str | None = None
+                       ) -> tuple[dict[str, Origin], str]:
+    """Each label of `node` (console/kube/model.NodeInfo) with its origin, and why the origins are not known
+    ("" when they are): `node_features()` reads its NodeFeatures, `rules()` the cluster's NodeFeatureRules (two
+    list calls; the rules only when there are NodeFeatures). No NodeFeature API (NFD < v0.12) or no access:
+    NFD's annotation and the label names alone. What the node detail shows and `console get node` prints."""
+    from console.kube.nfdstore import NfdStoreError
+    from console.kube.nodefeatures import nfd_from_objects
+
+    note = ""
+    try:
+        nfs = node_features()
+        found_rules = rules() if nfs else []
+    except NfdStoreError as e:
+        nfs, found_rules, note = [], [], f"no NodeFeature read ({e}): origins from NFD's annotation and label names"
+    if not nfs and not note:
+        note = "no NodeFeature for this node: origins from NFD's annotation and label names"
+    # the Node's own NFD version annotations (v0.4-v0.14) when there is no worker NodeFeature to tell it
+    config = nfd_from_objects(nfs, [{"metadata": {"annotations": node.annotations}}], nfd_version).master_config()
+    return label_origins(node.name, node.labels, node.annotations, nfs, found_rules, config), note

@@ -18,10 +18,10 @@ from console.config import Settings
 from console.gateways import Gateways, vm_inventory_for
 from console.guard import Guard
 from console.infra.inventory import VmListError
-from console.infra.vms import VmView, match_nodes
+from console.infra.vms import VmView
+from console.kube.clusterview import build_view
 from console.kube.events import Events
 from console.kube.metrics import MetricsReader
-from console.kube.nodetable import node_rows
 from console.tui.command_grammar import Command, CommandError, parse_command
 from console.tui.commands import ConsoleCommands
 from console.tui.errors import explain
@@ -228,14 +228,8 @@ class ConsoleApp(App[None]):
     def compute_view(self, gen: tuple[int, ...]) -> None:
         try:
             unknown = frozenset(() if self.kube.pods.synced.is_set() else ("pods",))  # before the snapshot: no race
-            snap = self.kube.snapshot()
-            vms = match_nodes(snap.nodes.values(), self.servers) if self.servers else None
-            rows = node_rows(snap, vms, self.metrics.snapshot() if self.metrics is not None else None)
-            by_node = snap.pods_by_node()
-            pending = sorted(
-                (p for p in by_node.get("", ()) if p.phase == "Pending"), key=lambda p: (p.namespace, p.name)
-            )
-            view = ClusterView(snap, rows, {r.name: r for r in rows}, by_node, pending, gen, unknown)
+            view = build_view(self.kube.snapshot(), self.servers,
+                              self.metrics.snapshot() if self.metrics is not None else None, gen, unknown)
         finally:
             self._computing = False
         self.post_message(NodesChanged(view))

@@ -2,33 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from textual.message import Message
 
-from console.kube.cluster import ClusterSnapshot
-from console.kube.model import PodInfo
-from console.kube.nodetable import NodeRow
+from console.kube.clusterview import ClusterView
 
-
-@dataclass(frozen=True)
-class ClusterView:
-    """One consistent picture of the cluster the screens render from."""
-
-    snapshot: ClusterSnapshot
-    rows: list[NodeRow]
-    rows_by_name: dict[str, NodeRow]
-    pods_by_node: dict[str, list[PodInfo]]
-    pending: list[PodInfo]
-    generation: tuple[int, ...]
-    # data sets whose cache had not synced (or was refused) when the snapshot was taken: the screens say so
-    # instead of showing what is missing as fact (no pods listed is not "0 requested, nothing Pending")
-    unknown: frozenset[str] = frozenset()
-
-    @classmethod
-    def empty(cls) -> ClusterView:
-        return cls(ClusterSnapshot({}, {}), [], {}, {}, [], (-1,))
+__all__ = ["ClusterView"]  # the screens' view type, computed headless (console/kube/clusterview.py)
 
 
 class NodesChanged(Message):

@@ -19,8 +19,9 @@ ENTRY_POINTS = {
     "scale-up-dry-run": ["scale-up", "kube-worker02", "--flavor", "m1.xlarge", "--dry-run"],
     "scale-up-resume": ["scale-up", "kube-worker02", "--resume", "r1"],
     "revert": ["scale-up", "kube-worker02", "--revert", "--yes"],
+    "get": ["get", "node", "kube-worker02"],
 }
-JSON_CAPABLE = [k for k in ENTRY_POINTS if k.startswith(("scale-up", "revert"))]
+JSON_CAPABLE = [k for k in ENTRY_POINTS if k.startswith(("scale-up", "revert", "get"))]
 
 
 def _run(tmp_path: Path, args: list[str], config: str, **env: str) -> subprocess.CompletedProcess[str]:

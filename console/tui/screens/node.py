@@ -15,8 +15,7 @@ from textual.message import Message
 from textual.widgets import Footer, Header, Static
 
 from console.kube.model import NodeInfo, fmt_cpu, fmt_mem
-from console.kube.nfdstore import NfdStoreError
-from console.kube.nodelabels import OTHER, UNKNOWN, Origin, group_labels, label_origins, nfd_label_count
+from console.kube.nodelabels import OTHER, UNKNOWN, Origin, group_labels, nfd_label_count, read_label_origins
 from console.nfd.labels import FEATURE_NS
 from console.tui.messages import ClusterView
 from console.tui.safety import dangerous
@@ -235,24 +234,13 @@ class NodeDetailScreen(ConsoleScreen):
     def load_origins(self, node: NodeInfo) -> None:
         """Two list calls for this node: its NodeFeatures and the cluster's NodeFeatureRules; then nfd-master's
         merge and rules evaluated here to tell each label's origin."""
-        from console.kube.nodefeatures import nfd_from_objects
-
         gateways = getattr(self.app, "gateways", None)
         if gateways is None:
             return
-        note = ""
-        try:
-            nfs = gateways.node_features(self.node_name).get(self.node_name, [])
-            rules = gateways.rule_store().list() if nfs else []
-        except NfdStoreError as e:  # no NodeFeature API (NFD < v0.12) or no access: NFD's annotation alone
-            nfs, rules, note = [], [], f"no NodeFeature read ({e}): origins from NFD's annotation and label names"
-        if not nfs and not note:
-            note = "no NodeFeature for this node: origins from NFD's annotation and label names"
-        # the Node's own NFD version annotations (v0.4-v0.14) when there is no worker NodeFeature to tell it
-        config = nfd_from_objects(nfs, [{"metadata": {"annotations": node.annotations}}],
-                                  self.app.settings.nfd_version).master_config()
-        self.post_message(LabelOriginsLoaded(label_origins(self.node_name, node.labels, node.annotations, nfs, rules,
-                                                           config), note))
+        name = self.node_name
+        origins, note = read_label_origins(node, lambda: gateways.node_features(name).get(name, []),
+                                           lambda: gateways.rule_store().list(), self.app.settings.nfd_version)
+        self.post_message(LabelOriginsLoaded(origins, note))
 
     def on_label_origins_loaded(self, msg: LabelOriginsLoaded) -> None:
         if msg.origins == self._origins and msg.note == self._origins_note:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -11,36 +11,17 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header, Static
 
 from console.kube.model import PodInfo, fmt_cpu, fmt_mem
-from console.runbook.plan import FitAdvice, advise
-from console.tui.fitting import flavor_infos, vm_size
+from console.runbook.fitting import advice_line, candidate_advice, flavor_infos
+from console.runbook.plan import FitAdvice
 from console.tui.messages import ClusterView
 from console.tui.safety import dangerous
 from console.tui.screens.base import ConsoleScreen
 from console.tui.widgets.cells import theme_colors
 from console.tui.widgets.table import Column, VirtualTable
 
-MAX_CANDIDATES = 200  # fit analysis on the first nodes (sorted: fits now, then smallest scale-up)
-
 
 def pod_key(p: PodInfo) -> str:
     return f"{p.namespace}/{p.name}"
-
-
-def candidate_advice(view: ClusterView, pod: PodInfo, flavors: list[Any]) -> list[FitAdvice]:
-    """Advice for every node the pod could land on (untainted for NoSchedule), best first."""
-    out = []
-    for row in view.rows:
-        node = row.node
-        if any(t.get("effect") in ("NoSchedule", "NoExecute") for t in node.taints) or node.unschedulable:
-            continue
-        out.append(advise(node, view.pods_by_node.get(node.name, ()), pod, vm=vm_size(row.vm), flavors=flavors))
-
-    def order(a: FitAdvice) -> tuple:
-        t = a.target
-        return (not a.fits_now, (t.vcpus, t.memory_mib) if t else (0, 0), a.node)
-
-    out.sort(key=order)
-    return out[:MAX_CANDIDATES]
 
 
 class PendingScreen(ConsoleScreen):
@@ -133,14 +114,11 @@ class PendingScreen(ConsoleScreen):
         text = Text(f"{pod_key(pod)} needs cpu {fmt_cpu(pod.requests.cpu_m)}, memory "
                     f"{fmt_mem(pod.requests.memory)}. ", style="bold")
         text.append(ev.message if ev else "No FailedScheduling event yet.")
-        best = next((a for a in advice if not a.fits_now and a.target), None)
-        fits = [a.node for a in advice if a.fits_now]
-        if fits:
-            text.append(f"\nFits now on {', '.join(fits[:3])}", style=colors.get("status-ready", "green"))
-        elif best:
-            text.append(f"\nSmallest fitting size: {best.node} → {best.target}"
-                        + (f" (flavor {best.flavor.name})" if best.flavor else ""),
-                        style=f"bold {colors.get('status-pending', 'yellow')}")
+        kind, line = advice_line(advice)
+        if kind == "fits":
+            text.append(f"\n{line}", style=colors.get("status-ready", "green"))
+        elif kind == "scale-up":
+            text.append(f"\n{line}", style=f"bold {colors.get('status-pending', 'yellow')}")
         why.update(text)
         keys, cells = [], []
         for a in advice:

@@ -12,8 +12,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from console.kube.model import PodInfo
+from console.runbook.fitting import flavor_infos, vm_size
 from console.runbook.plan import FitAdvice, advise
-from console.tui.fitting import flavor_infos, vm_size
 from console.tui.widgets.cells import theme_colors
 
 
