@@ -143,4 +143,8 @@ async def test_nfd_without_nodefeaturerules_offers_what_to_use_instead(kube: Gat
         assert app.screen is screen  # no template picker
         await pilot.press("e")
         assert not screen.editing
+        screen.query_one("#rules-editor", CodeEditor).focus()
+        await pilot.press("enter")  # enter on the editor neither
+        assert not screen.editing and not screen.query_one("#rules-editor", CodeEditor).editing
+        assert shown(screen, "#rules-mode").startswith("BROWSE — NFD v0.8.2 has no NodeFeatureRules")
         assert any("sources.custom" in n for n in notes(app))

@@ -49,6 +49,10 @@ class EditorScreen(Screen[None]):
     BROWSE_KEYS: ClassVar[str] = ""  # the screen's own plain-letter keys for the BROWSE mode line
     BROWSE_KEYS_READ_ONLY: ClassVar[str] = ""
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
+    HELP: ClassVar[str] = ("Two modes, named on the line above the footer. BROWSE: the editor is read-only and plain "
+                           "letters are the keys below. EDIT (e, or enter on the editor): letters type; only ctrl "
+                           "keys act (ctrl+s, ctrl+r, ctrl+l); esc goes back to BROWSE, keeping the edits (● unsaved). "
+                           "Unsaved edits are never dropped without asking.")
 
     def __init__(self, gateways: Gateways | None = None, settings: Settings | None = None) -> None:
         super().__init__()
@@ -174,7 +178,9 @@ class EditorScreen(Screen[None]):
             text = f"EDIT{mark} — {keys}"
         else:
             own = self.BROWSE_KEYS_READ_ONLY if self.read_only else self.BROWSE_KEYS
-            keys = " · ".join(k for k in ("e: edit", f"ctrl+r: {self.PREVIEW_WORD}", own, "esc: back") if k)
+            why = self.can_edit()  # nothing to edit: say why instead of offering keys that do nothing
+            keys = " · ".join(k for k in ((why,) if why else ("e: edit", f"ctrl+r: {self.PREVIEW_WORD}", own))
+                              + ("esc: back",) if k)
             text = f"BROWSE{' (read-only)' if self.read_only else ''}{mark} — {keys}"
         line = self.query_one(f"#{self.PREFIX}-mode", Static)
         line.update(text)

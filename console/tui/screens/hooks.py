@@ -132,7 +132,9 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         return self.current.content if self.current is not None else None
 
     def can_edit(self) -> str:
-        return "" if self.current is not None else "open a hook or feature file first (or n: new)"
+        if self.current is not None:
+            return ""
+        return "open a hook or feature file first" + ("" if self.read_only else " (or n: new)")
 
     def compose_under_editor(self) -> ComposeResult:
         yield Input(placeholder="l: label selector · space marks a node", id="hooks-selector-input")

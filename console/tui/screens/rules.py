@@ -190,7 +190,7 @@ class RulesScreen(EditorScreen):
         return "" if V.rules_supported(self.version) else no_rules_text(self.version)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("new_rule", "apply", "dry_run") and not V.rules_supported(self.version):
+        if action in ("new_rule", "apply", "dry_run", "edit") and not V.rules_supported(self.version):
             return False  # no templates, nothing to apply: the hint says what this NFD offers instead
         return super().check_action(action, parameters)
 
