@@ -178,3 +178,25 @@ async def test_read_only_says_so_and_ctrl_s_is_not_silent(hook_dir: Path) -> Non
         assert notes(app)[before:] == ["read-only: gpu.sh not saved"]
         assert (hook_dir / "source.d" / "gpu.sh").read_text() == SAVED
         assert "save" not in footer_actions(app) and "not_saved" not in footer_actions(app)
+
+
+async def test_navigation_asks_for_every_stacked_editor_with_unsaved_edits(hook_dir: Path) -> None:
+    """`:nodes` pops every screen: each stacked editor with unsaved edits is asked about, the top one first."""
+    app, below = app_for(hook_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e", *"# below", "escape")
+        top = HooksScreen(settings=below.settings)
+        app.push_screen(top)
+        await settle(pilot)
+        await pilot.press("e", *"# top", "escape")
+        assert app.screen is top and below.unsaved_name() == top.unsaved_name() == "gpu.sh"
+        run(app, parse_command("quit"))
+        await pilot.pause()
+        assert isinstance(app.screen, DiscardDialog)
+        await pilot.press("d")
+        await pilot.pause()
+        assert top.unsaved_name() is None and isinstance(app.screen, DiscardDialog)  # then the one below
+        await pilot.press("k")  # keep: the command does not run
+        await pilot.pause()
+        assert app.is_running and app.screen is top and below.unsaved_name() == "gpu.sh"
