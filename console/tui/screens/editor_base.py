@@ -50,8 +50,8 @@ class EditorScreen(Screen[None]):
     BROWSE_KEYS_READ_ONLY: ClassVar[str] = ""
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
     HELP: ClassVar[str] = ("Two modes, named on the line above the footer. BROWSE: the editor is read-only and plain "
-                           "letters are the keys below. EDIT (e, or enter on the editor): letters type; only ctrl "
-                           "keys act (ctrl+s, ctrl+r, ctrl+l); esc goes back to BROWSE, keeping the edits (● unsaved). "
+                           "letters are the keys below. EDIT (e, or enter on the editor): letters type; only the "
+                           "ctrl-key actions below stay live; esc goes back to BROWSE, keeping the edits (● unsaved). "
                            "Unsaved edits are never dropped without asking.")
 
     def __init__(self, gateways: Gateways | None = None, settings: Settings | None = None) -> None:
