@@ -18,7 +18,7 @@ def unsaved_screens(app: Any) -> list[Any]:
     return [s for s in reversed(app.screen_stack) if callable(getattr(s, "unsaved_name", None)) and s.unsaved_name()]
 
 
-def confirm_discard(app: Any, screens: list[Any], then: Callable[[], None], leaving: str = "") -> None:
+def confirm_discard(app: Any, screens: list[Any], then: Callable[[], object], leaving: str = "") -> None:
     """Run `then` once the user has agreed to discard the unsaved edits of each of `screens` (none: at once);
     "keep editing" on any of them stops there and `then` never runs."""
     pending = [s for s in screens if s.unsaved_name()]
@@ -35,6 +35,6 @@ def confirm_discard(app: Any, screens: list[Any], then: Callable[[], None], leav
     app.push_screen(DiscardDialog(screen.unsaved_name(), leaving), answered)
 
 
-def before_navigation(app: Any, then: Callable[[], None], leaving: str = "") -> None:
+def before_navigation(app: Any, then: Callable[[], object], leaving: str = "") -> None:
     """`:` navigation: ask for every stacked screen with unsaved edits (a command may pop any of them)."""
     confirm_discard(app, unsaved_screens(app), then, leaving)

@@ -49,10 +49,10 @@ class EditorScreen(Screen[None]):
     BROWSE_KEYS: ClassVar[str] = ""  # the screen's own plain-letter keys for the BROWSE mode line
     BROWSE_KEYS_READ_ONLY: ClassVar[str] = ""
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
-    HELP: ClassVar[str] = ("Two modes, named on the line above the footer. BROWSE: the editor is read-only and plain "
-                           "letters are the keys below. EDIT (e, or enter on the editor): letters type; only the "
-                           "ctrl-key actions below stay live; esc goes back to BROWSE, keeping the edits (● unsaved). "
-                           "Unsaved edits are never dropped without asking.")
+    HELP = ("Two modes, named on the line above the footer. BROWSE: the editor is read-only and plain letters are "
+            "the keys below. EDIT (e, or enter on the editor): letters type; only the ctrl-key actions below stay "
+            "live; esc goes back to BROWSE, keeping the edits (● unsaved). Unsaved edits are never dropped without "
+            "asking.")
 
     def __init__(self, gateways: Gateways | None = None, settings: Settings | None = None) -> None:
         super().__init__()
@@ -113,7 +113,7 @@ class EditorScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "not_saved":  # ctrl+s in read-only mode: a toast instead of silence (never in the footer)
             return self.read_only
-        if self.is_mounted and self.editing and action not in self.EDIT_ACTIONS:
+        if self.editing and action not in self.EDIT_ACTIONS:
             return False  # EDIT mode: plain letters type, so only the ctrl-key actions stay live
         # dangerous actions disappear in read-only mode (the app's settings or this screen's), and show disabled
         # where RBAC says no (console/tui/safety.py)
@@ -131,7 +131,8 @@ class EditorScreen(Screen[None]):
     # -- BROWSE / EDIT ------------------------------------------------------------------------------------
     @property
     def editing(self) -> bool:
-        return self.editor.editing
+        found = self.query(f"#{self.PREFIX}-editor").results(CodeEditor)  # none yet while the screen composes
+        return any(e.editing for e in found)
 
     def can_edit(self) -> str:
         """Why the editor cannot be edited now ("" when it can)."""
@@ -212,7 +213,7 @@ class EditorScreen(Screen[None]):
             self.editor.load_text(saved)
         self.render_mode()
 
-    def ask_discard(self, then: Callable[[], None], leaving: str = "") -> None:
+    def ask_discard(self, then: Callable[[], object], leaving: str = "") -> None:
         """Run `then` now, or after the user agreed to discard this screen's unsaved edits."""
         confirm_discard(self.app, [self], then, leaving)
 
