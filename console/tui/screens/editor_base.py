@@ -186,6 +186,7 @@ class EditorScreen(Screen[None]):
         line = self.query_one(f"#{self.PREFIX}-mode", Static)
         line.update(text)
         line.set_class(self.editing, "-editing")
+        self.set_class(self.editing, "-editing")  # the screens' TCSS gives the editor room while editing
 
     # -- unsaved edits ------------------------------------------------------------------------------------
     def open_name(self) -> str | None:

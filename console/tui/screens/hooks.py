@@ -145,8 +145,7 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         self.mount(NfdStatusLine(self.gateways, id="hooks-nfd"), before="#hooks-status")  # NFD as deployed
         table = self.query_one("#hooks-nodes", DataTable)
         table.add_columns("", "node", "this file")
-        for w in (table, self.query_one("#hooks-selector-input")):
-            w.display = self.cluster_mode
+        self.set_class(not self.cluster_mode, "-directory")  # no nodes to choose (hooks.tcss hides the table)
         self._render_status()
         if self.cluster_mode:
             self.load_targets()

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label
+from textual.widgets import Button, Static
 
 
 class DiscardDialog(ModalScreen[bool]):
@@ -35,9 +35,9 @@ class DiscardDialog(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="discard-box"):
-            yield Label(f"Discard unsaved changes to {self.name_shown}?", id="discard-title", markup=False)
+            yield Static(f"Discard unsaved changes to {self.name_shown}?", id="discard-title", markup=False)
             why = f"To {self.leaving}, the edits go. " if self.leaving else ""
-            yield Label(f"{why}d: discard them · esc or k: keep editing", id="discard-hint", markup=False)
+            yield Static(f"{why}d: discard them · esc or k: keep editing", id="discard-hint", markup=False)
             with Horizontal(id="discard-buttons"):
                 yield Button("Keep editing", id="discard-keep")
                 yield Button("Discard", id="discard-discard", variant="warning")
