@@ -71,8 +71,12 @@ async def test_unsaved_rule_edits_ask_before_they_go(kube: Gateways, tmp_path: P
         assert screen.loaded is not None and screen.loaded["metadata"]["name"] == "modes-a"
         assert shown(screen, "#rules-mode").startswith("BROWSE — e: edit · ctrl+r: dry-run · a: apply")
         editor = screen.query_one("#rules-editor", CodeEditor)
+        browse = editor.region.height
         await pilot.press("e")
         assert shown(screen, "#rules-mode") == "EDIT — esc: stop editing · ctrl+s: apply · ctrl+r: dry-run"
+        await pilot.pause()
+        # 80×24: the list collapses to one row (the open rule) and the editor takes the rest
+        assert screen.query_one("#rules-list").region.height == 3 and editor.region.height == browse + 1
         await pilot.press(*"# and a note", "enter", "escape")  # a, n, d typed, not Apply / New / Diff
         edited = editor.text
         assert edited.startswith("# and a note\napiVersion") and app.screen is screen
