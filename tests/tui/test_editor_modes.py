@@ -4,8 +4,9 @@ BROWSE on opening (plain letters are actions), `e` / `enter` → EDIT (letters t
 → BROWSE with the edits kept and marked `●`, a further `escape` asks before leaving; unsaved edits are never
 dropped without `Discard unsaved changes to NAME?`; read-only says so instead of offering ctrl+s.
 
-As in Vim-like editors of TUIs users know (k9s' edit/view split; Textual's TextArea `read_only`), the mode is
-explicit and shown: the line above the footer starts with `EDIT —` or `BROWSE —`.
+BROWSE is Textual's `TextArea.read_only` (textual/widgets/_text_area.py: `check_consume_key` returns False when
+read-only, so the screen's bindings get the letters); the mode is shown on the line above the footer, which
+starts with `EDIT —` or `BROWSE —`.
 """
 
 from __future__ import annotations
