@@ -36,7 +36,20 @@ def show(app: Any, screen_type: type[Screen[Any]], *args: Any) -> None:
     app.push_screen(screen_type(*args))
 
 
+# the commands that change screens (or the cluster): unsaved editor edits are asked about first
+LEAVING = frozenset({"nodes", "node", "pending", "hooks", "rules", "scale-up", "ctx", "quit"})
+
+
 def run(app: Any, cmd: Command) -> None:
+    if cmd.name in LEAVING and not (cmd.name == "ctx" and not cmd.arg):
+        from console.tui.unsaved import before_navigation
+
+        before_navigation(app, lambda: _run(app, cmd), f"run :{cmd.name}")
+        return
+    _run(app, cmd)
+
+
+def _run(app: Any, cmd: Command) -> None:
     from console.tui.screens.node import NodeDetailScreen
     from console.tui.screens.pending import PendingScreen
 

@@ -221,3 +221,24 @@ async def test_selector_marks_nodes_and_remove_edits_the_configmap(kube_lab: Lab
         await pilot.press("escape")
         await settle(pilot)
     gateways.api_client.close()
+
+
+async def test_edit_mode_gives_the_editor_the_node_tables_rows_at_80x24(kube_lab: Lab, api: Any) -> None:
+    """EDIT MODE (issue 12): while editing at 80×24 the node table collapses to its one-line summary (the selector
+    line, "N marked") and the editor takes its rows; BROWSE shows the table again."""
+    app, screen, gateways = app_for(kube_lab)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        editor = screen.query_one("#hooks-editor", TextArea)
+        browse = editor.region.height
+        assert screen.query_one("#hooks-nodes").region.height > 0
+        await pilot.press("e")
+        await pilot.pause()
+        assert screen.editing and screen.query_one("#hooks-nodes").region.height == 0
+        assert "0 marked" in str(screen.query_one("#hooks-selector-input").placeholder)
+        assert screen.query_one("#hooks-selector-input").region.height == 1
+        assert editor.region.height >= browse + 4
+        await pilot.press("escape")
+        await pilot.pause()
+        assert screen.query_one("#hooks-nodes").region.height > 0 and editor.region.height == browse
+    gateways.api_client.close()

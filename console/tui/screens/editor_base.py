@@ -1,14 +1,23 @@
-"""What the hook and rule editor screens share: a list, a code editor and an output panel (result or diff).
+"""What the hook and rule editor screens share: a list, a code editor and an output panel (result or diff), the
+BROWSE / EDIT modes and the question before unsaved edits are dropped.
 
-Widget ids are `<PREFIX>-status`, `-body`, `-list`, `-main`, `-editor`, `-output`, `-result` and `-diffview`,
-so each screen keeps its own ids (tests, TCSS and users' key maps name them).
+BROWSE (on opening): the editor is read-only and plain letters are the screen's actions. EDIT (`e`, or `enter` on
+the editor): the editor types; only the ctrl-key actions of EDIT_ACTIONS stay live (save or apply, preview or
+dry-run, reload); `escape` goes back to BROWSE with the edits kept (marked `●`), a further `escape` leaves. The
+line above the footer (`<PREFIX>-mode`) says which mode and what the keys do. Leaving, opening another entry,
+reload, new and `:` navigation ask first when there are unsaved edits (console/tui/unsaved.py).
+
+Widget ids are `<PREFIX>-status`, `-body`, `-list`, `-main`, `-editor`, `-output`, `-result`, `-diffview` and
+`-mode`, so each screen keeps its own ids (tests, TCSS and users' key maps name them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
@@ -20,8 +29,9 @@ from console.gateways import Gateways
 from console.guard import Guard, GuardRefusal
 from console.nfd import versions as V
 from console.tui.safety import DANGEROUS_ACTIONS, allow_action, is_read_only
+from console.tui.unsaved import confirm_discard
 from console.tui.widgets.diff import DiffView
-from console.tui.widgets.editor import code_editor
+from console.tui.widgets.editor import CodeEditor, code_editor
 
 
 class EditorScreen(Screen[None]):
@@ -33,7 +43,16 @@ class EditorScreen(Screen[None]):
     LOADING: ClassVar[str] = ""  # the status line until the first load
     HINT: ClassVar[str] = ""  # the result panel before the first preview
     EDITOR_KIND: ClassVar[str] = "hook"
+    SAVE_WORD: ClassVar[str] = "save"  # what ctrl+s does, as the mode line says it
+    PREVIEW_WORD: ClassVar[str] = "preview"  # what ctrl+r does
+    EDIT_ACTIONS: ClassVar[frozenset[str]] = frozenset()  # the screen's actions still live in EDIT mode (ctrl keys)
+    BROWSE_KEYS: ClassVar[str] = ""  # the screen's own plain-letter keys for the BROWSE mode line
+    BROWSE_KEYS_READ_ONLY: ClassVar[str] = ""
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
+    HELP = ("Two modes, named on the line above the footer. BROWSE: the editor is read-only and plain letters are "
+            "the keys below. EDIT (e, or enter on the editor): letters type; only the ctrl-key actions below stay "
+            "live; esc goes back to BROWSE, keeping the edits (● unsaved). Unsaved edits are never dropped without "
+            "asking.")
 
     def __init__(self, gateways: Gateways | None = None, settings: Settings | None = None) -> None:
         super().__init__()
@@ -55,9 +74,14 @@ class EditorScreen(Screen[None]):
                 yield code_editor(id=f"{p}-editor", kind=self.EDITOR_KIND)
                 yield from self.compose_under_editor()
                 with VerticalScroll(id=f"{p}-output"):
-                    yield Static(self.HINT, id=f"{p}-result", markup=False)
+                    yield Static("", id=f"{p}-result", markup=False)
                     yield DiffView(id=f"{p}-diffview")
+        yield Static("", id=f"{p}-mode", markup=False)
         yield Footer()
+
+    def hint(self) -> str:
+        """The result panel before the first preview (read-only: without the keys that write)."""
+        return self.HINT
 
     def compose_under_editor(self) -> ComposeResult:
         """Widgets between the editor and the output panel (none by default)."""
@@ -78,6 +102,8 @@ class EditorScreen(Screen[None]):
         self.guard = getattr(self.app, "guard", None) or Guard.from_settings(self.settings)
         if self.read_only and not self.guard.read_only:  # this screen's own read-only settings hold below it too
             self.guard = Guard(read_only=True, audit=self.guard.audit)
+        self.query_one(f"#{self.PREFIX}-result", Static).update(self.hint())
+        self.render_mode()
 
     # -- read-only ----------------------------------------------------------------------------------------
     @property
@@ -85,19 +111,123 @@ class EditorScreen(Screen[None]):
         return self.settings.read_only or is_read_only(self.app)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "not_saved":  # ctrl+s in read-only mode: a toast instead of silence (never in the footer)
+            return self.read_only
+        if self.editing and action not in self.EDIT_ACTIONS:
+            return False  # EDIT mode: plain letters type, so only the ctrl-key actions stay live
         # dangerous actions disappear in read-only mode (the app's settings or this screen's), and show disabled
         # where RBAC says no (console/tui/safety.py)
         if action in DANGEROUS_ACTIONS and self.read_only:
             return False
         return allow_action(self.app, action)
 
+    def action_not_saved(self) -> None:
+        self.notify(f"read-only: {self.open_name() or 'nothing'} not saved", title="read-only", severity="warning")
+
     @property
-    def editor(self) -> TextArea:
-        return self.query_one(f"#{self.PREFIX}-editor", TextArea)
+    def editor(self) -> CodeEditor:
+        return self.query_one(f"#{self.PREFIX}-editor", CodeEditor)
+
+    # -- BROWSE / EDIT ------------------------------------------------------------------------------------
+    @property
+    def editing(self) -> bool:
+        found = self.query(f"#{self.PREFIX}-editor").results(CodeEditor)  # none yet while the screen composes
+        return any(e.editing for e in found)
+
+    def can_edit(self) -> str:
+        """Why the editor cannot be edited now ("" when it can)."""
+        return ""
+
+    def action_edit(self) -> None:
+        why = self.can_edit()
+        if why:
+            self.notify(why, severity="warning")
+            return
+        self.editor.action_start_editing()
+
+    @on(CodeEditor.ModeChanged)
+    def _mode_changed(self, event: CodeEditor.ModeChanged) -> None:
+        if event.editing and self.can_edit():  # `enter` on the editor when there is nothing to edit
+            event.editor.editing = False
+            self.notify(self.can_edit(), severity="warning")
+            return
+        self.render_mode()
+        self.refresh_bindings()
+
+    @on(TextArea.Changed)
+    def _text_changed(self, event: TextArea.Changed) -> None:
+        if event.text_area is self.editor:
+            self.render_mode()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        # the focus left the editor (a click on the list, say): plain letters are actions again, as shown
+        if event.widget is not self.editor and self.editor.editing:
+            self.editor.editing = False
+
+    def render_mode(self) -> None:
+        """The mode line above the footer, and `●` on the editor's title while there are unsaved edits."""
+        if not self.is_mounted:
+            return
+        unsaved = self.unsaved_name() is not None
+        editor = self.editor
+        title = str(editor.border_title or "").removeprefix("● ")
+        editor.border_title = f"● {title}" if unsaved else title
+        mark = " ● unsaved" if unsaved else ""
+        if self.editing:
+            keys = (f"esc: stop editing · ctrl+r: {self.PREVIEW_WORD} · read-only: nothing is saved" if self.read_only
+                    else f"esc: stop editing · ctrl+s: {self.SAVE_WORD} · ctrl+r: {self.PREVIEW_WORD}")
+            text = f"EDIT{mark} — {keys}"
+        else:
+            own = self.BROWSE_KEYS_READ_ONLY if self.read_only else self.BROWSE_KEYS
+            why = self.can_edit()  # nothing to edit: say why instead of offering keys that do nothing
+            keys = " · ".join(k for k in ((why,) if why else ("e: edit", f"ctrl+r: {self.PREVIEW_WORD}", own))
+                              + ("esc: back",) if k)
+            text = f"BROWSE{' (read-only)' if self.read_only else ''}{mark} — {keys}"
+        line = self.query_one(f"#{self.PREFIX}-mode", Static)
+        line.update(text)
+        line.set_class(self.editing, "-editing")
+        self.set_class(self.editing, "-editing")  # the screens' TCSS gives the editor room while editing
+
+    # -- unsaved edits ------------------------------------------------------------------------------------
+    def open_name(self) -> str | None:
+        """The name of what the editor holds (None when nothing is open)."""
+        raise NotImplementedError
+
+    def saved_text(self) -> str | None:
+        """What the editor's text is compared with to find unsaved edits (None when nothing is open)."""
+        raise NotImplementedError
+
+    def unsaved_name(self) -> str | None:
+        """The name of what has unsaved edits; None when the editor holds what is saved."""
+        if not self.is_mounted:
+            return None
+        saved = self.saved_text()
+        if saved is None or self.editor.text == saved:
+            return None
+        return self.open_name() or "the editor's text"
+
+    def discard_unsaved(self) -> None:
+        """Put back what is saved (the caller then opens, reloads or leaves)."""
+        self.editor.editing = False
+        saved = self.saved_text()
+        if saved is not None:
+            self.editor.load_text(saved)
+        self.render_mode()
+
+    def ask_discard(self, then: Callable[[], object], leaving: str = "") -> None:
+        """Run `then` now, or after the user agreed to discard this screen's unsaved edits."""
+        confirm_discard(self.app, [self], then, leaving)
 
     def action_back(self) -> None:
-        if len(self.app.screen_stack) > 1:
-            self.app.pop_screen()
+        if self.editing:  # escape reaches the screen in EDIT mode only when the focus is elsewhere
+            self.editor.editing = False
+            return
+
+        def leave() -> None:
+            if len(self.app.screen_stack) > 1 and self.app.screen is self:
+                self.app.pop_screen()
+
+        self.ask_discard(leave, "leave the screen")
 
     # -- result panel and diff ----------------------------------------------------------------------------
     def _show_result(self, text: Text) -> None:

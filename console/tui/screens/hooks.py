@@ -72,9 +72,14 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
     LIST_TITLE = "hooks & feature files"
     OUTPUT_TITLE = "preview"
     LOADING = "Loading hooks and feature files…"
-    HINT = "ctrl+r previews the file on the chosen nodes; ctrl+s pushes it."
+    HINT = "e edits the file · ctrl+r previews it on the chosen nodes · ctrl+s pushes it"
+    EDIT_ACTIONS = frozenset({"save", "not_saved", "preview", "reload"})
+    BROWSE_KEYS = "d: diff · space: mark · n: new"
+    BROWSE_KEYS_READ_ONLY = "d: diff · space: mark"
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("e", "edit", "Edit", id="hooks-edit"),
         dangerous(Binding("ctrl+s", "save", "Push", id="hooks-save"), needs="hook-save"),
+        Binding("ctrl+s", "not_saved", "Push", show=False, id="hooks-save-read-only"),
         dangerous(Binding("x", "remove", "Remove", id="hooks-remove"), needs="hook-save"),
         Binding("ctrl+r", "preview", "Preview", id="hooks-preview"),
         Binding("space", "toggle_node", "Mark", id="hooks-mark"),
@@ -114,6 +119,23 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
     def cluster_mode(self) -> bool:
         return self.settings.hook_store != "directory"
 
+    def hint(self) -> str:
+        if self.read_only:
+            return "e edits the file · ctrl+r previews it on the chosen nodes · read-only: nothing is pushed"
+        return self.HINT
+
+    # -- unsaved edits (editor_base) ----------------------------------------------------------------------
+    def open_name(self) -> str | None:
+        return self.current.name if self.current is not None else None
+
+    def saved_text(self) -> str | None:
+        return self.current.content if self.current is not None else None
+
+    def can_edit(self) -> str:
+        if self.current is not None:
+            return ""
+        return "open a hook or feature file first" + ("" if self.read_only else " (or n: new)")
+
     def compose_under_editor(self) -> ComposeResult:
         yield Input(placeholder="l: label selector · space marks a node", id="hooks-selector-input")
         yield DataTable(id="hooks-nodes", cursor_type="row", zebra_stripes=False)
@@ -123,8 +145,7 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         self.mount(NfdStatusLine(self.gateways, id="hooks-nfd"), before="#hooks-status")  # NFD as deployed
         table = self.query_one("#hooks-nodes", DataTable)
         table.add_columns("", "node", "this file")
-        for w in (table, self.query_one("#hooks-selector-input")):
-            w.display = self.cluster_mode
+        self.set_class(not self.cluster_mode, "-directory")  # no nodes to choose (hooks.tcss hides the table)
         self._render_status()
         if self.cluster_mode:
             self.load_targets()
@@ -231,6 +252,13 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
     @on(OptionList.OptionSelected, "#hooks-list")
     def _selected(self, event: OptionList.OptionSelected) -> None:
         kind, _, name = (event.option.id or "").partition(":")
+        cur = self.current
+        if cur is not None and (cur.kind, cur.name) == (kind, name):
+            self.editor.focus()  # already open: nothing to ask
+            return
+        self.ask_discard(lambda: self._open_selected(kind, name), f"open {name}")
+
+    def _open_selected(self, kind: str, name: str) -> None:
         if self.cluster_mode:
             entry = next((e for e in self.entries if (e.kind, e.name) == (kind, name)), None)
             if entry is not None:
@@ -284,9 +312,15 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         load_into(self.editor, f.kind, f.name, self.drafts.get((f.kind, f.name), f.content))
         self.preview, self.preview_content, self.node_previews = None, None, {}
         where = f"from {f.location}" if f.location else "(new)"
-        self._show_result(Text(f"{f.kind} {f.name} {where}. ctrl+r: preview · d: diff · ctrl+s: push"))
+        keys = "e: edit · ctrl+r: preview · d: diff · " + ("read-only: nothing is saved" if self.read_only
+                                                           else "ctrl+s: push")
+        self._show_result(Text(f"{f.kind} {f.name} {where}. {keys}"))
+        self.render_mode()
 
     def action_reload(self) -> None:
+        self.ask_discard(self._reload, "reload")
+
+    def _reload(self) -> None:
         if self.current is not None:
             self.drafts.pop((self.current.kind, self.current.name), None)
         self.current = None
@@ -299,6 +333,9 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         if not self.cluster_mode and self.store is None:
             self.notify("no hook store: set hook_dir in config.yaml", severity="warning")
             return
+        self.ask_discard(self._new_file, "start a new file")
+
+    def _new_file(self) -> None:
 
         def created(result: tuple[str, str] | None) -> None:
             if not result:
@@ -313,6 +350,7 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
             location = self.store.location(kind) if self.store else ""  # type: ignore[arg-type]
             self.open_file(StoredFile(kind, name, "", "", location))  # type: ignore[arg-type]
             load_into(self.editor, kind, name, HOOK_TEMPLATE if kind == "hook" else FEATURE_TEMPLATE)
+            self.render_mode()
             self.editor.focus()
 
         self.app.push_screen(NewFileDialog(), created)
@@ -563,6 +601,7 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         if self.cluster_mode:  # a new feature file in the editor: push it to the nodes like any other
             self.open_file(StoredFile("feature", cur.name, "", "", ""))
             load_into(self.editor, "feature", cur.name, content)
+            self.render_mode()
             self.notify(f"feature file {cur.name} made from the hook's output; ctrl+s pushes it")
             return
         if self.store is None:

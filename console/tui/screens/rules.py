@@ -39,6 +39,14 @@ VALIDATE_DELAY = 0.3  # seconds after the last keystroke
 NEW = "(new)"
 
 
+def no_rules_text(version: V.NfdVersion) -> str:
+    """What an NFD without NodeFeatureRules (before v0.10) offers instead: nfd-worker's custom source (rules in
+    its config, `sources.custom`) and the local source (feature files and hooks). kubernetes-sigs/
+    node-feature-discovery docs/usage/customization-guide.md, "Custom feature source" / "Local feature source"."""
+    return (f"NFD {version} has no NodeFeatureRules (added in v0.10): write custom rules in nfd-worker's config "
+            "(sources.custom), or feature files and hooks (:hooks)")
+
+
 def rule_yaml(obj: dict[str, Any]) -> str:
     """The editable part of a NodeFeatureRule as YAML (no status or server-set metadata)."""
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k in ("name", "labels", "annotations")}
@@ -83,9 +91,9 @@ class RuleValidated(Message):
 
 
 class RuleApplied(Message):
-    def __init__(self, obj: dict[str, Any], verb: str) -> None:
+    def __init__(self, obj: dict[str, Any], verb: str, content: str) -> None:
         super().__init__()
-        self.obj, self.verb = obj, verb
+        self.obj, self.verb, self.content = obj, verb, content  # content: the editor's text that was applied
 
 
 class RuleApplyFailed(Message):
@@ -125,10 +133,17 @@ class RulesScreen(EditorScreen):
     LIST_TITLE = "NodeFeatureRules"
     OUTPUT_TITLE = "dry-run"
     LOADING = "Loading NodeFeatureRules…"
-    HINT = "ctrl+r: dry-run on every node · a/ctrl+s: apply · n: new from a template"
+    HINT = "e: edit · ctrl+r: dry-run on every node · a/ctrl+s: apply · n: new from a template"
     EDITOR_KIND = "rule"
+    SAVE_WORD = "apply"
+    PREVIEW_WORD = "dry-run"
+    EDIT_ACTIONS = frozenset({"apply", "not_saved", "dry_run", "reload"})
+    BROWSE_KEYS = "a: apply · d: diff · n: new"
+    BROWSE_KEYS_READ_ONLY = "d: diff · n: new"
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("e", "edit", "Edit", id="rules-edit"),
         dangerous(Binding("ctrl+s,a", "apply", "Apply", id="rules-apply"), needs="rule-apply"),
+        Binding("ctrl+s", "not_saved", "Apply", show=False, id="rules-apply-read-only"),
         Binding("ctrl+r", "dry_run", "Dry-run", id="rules-dry-run"),
         Binding("d", "diff", "Diff", id="rules-diff"),
         Binding("v", "diff_mode", "Split/unified", id="rules-diff-mode", show=False),
@@ -152,6 +167,32 @@ class RulesScreen(EditorScreen):
         self._validate_timer: Timer | None = None
         self._dry_run_cancel: threading.Event | None = None  # set to stop the running dry-run
         self._validated: tuple[str, V.NfdVersion, Any] | None = None  # (text, version, parse_rule result)
+        self._clean = ""  # the editor's text as last opened or applied: anything else is unsaved
+
+    def hint(self) -> str:
+        if not V.rules_supported(self.version):
+            return no_rules_text(self.version)
+        if self.read_only:
+            return "e: edit · ctrl+r: dry-run on every node · read-only: nothing is applied"
+        return self.HINT
+
+    # -- unsaved edits, modes (editor_base) ---------------------------------------------------------------
+    def open_name(self) -> str | None:
+        if self.loaded is not None:
+            return str(self.loaded["metadata"]["name"])
+        name = (self.parsed or {}).get("metadata", {}).get("name") if isinstance(self.parsed, dict) else None
+        return f"{name} (new)" if isinstance(name, str) and name else "the new rule"
+
+    def saved_text(self) -> str | None:
+        return self._clean
+
+    def can_edit(self) -> str:
+        return "" if V.rules_supported(self.version) else no_rules_text(self.version)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("new_rule", "apply", "dry_run", "edit") and not V.rules_supported(self.version):
+            return False  # no templates, nothing to apply: the hint says what this NFD offers instead
+        return super().check_action(action, parameters)
 
     def compose_under_editor(self) -> ComposeResult:
         yield Static("", id="rules-problems", markup=False)
@@ -182,14 +223,20 @@ class RulesScreen(EditorScreen):
         self.rules, self.version, self.version_text = msg.rules, msg.version, msg.version_text
         if msg.error:
             self.notify(msg.error, title="cannot list NodeFeatureRules", severity="error")
-        if not V.rules_supported(self.version):
-            self.notify(f"NFD {self.version} has no NodeFeatureRules (added in v0.10)", severity="warning")
+        supported = V.rules_supported(self.version)
+        if not supported:
+            self.notify(no_rules_text(self.version), severity="warning", timeout=12)
         olist = self.query_one("#rules-list", OptionList)
         olist.clear_options()
         for r in self.rules:
             olist.add_option(Option(r["metadata"]["name"], id=r["metadata"]["name"]))
         if not self.rules:
-            olist.add_option(Option("(none yet: press n)", id=NEW, disabled=True))
+            olist.add_option(Option("(none yet: press n)" if supported else f"(none: NFD {self.version})", id=NEW,
+                                    disabled=True))
+        if self.dry_run is None and not self.query_one("#rules-diffview").display:
+            self.query_one("#rules-result", Static).update(self.hint())
+        self.refresh_bindings()
+        self.render_mode()
         if self.loaded is not None:
             fresh = next((r for r in self.rules if r["metadata"]["name"] == self.loaded["metadata"]["name"]), None)
             if fresh is not None and rule_yaml(fresh) == rule_yaml(self.loaded):
@@ -208,35 +255,48 @@ class RulesScreen(EditorScreen):
     def open_rule(self, obj: dict[str, Any] | None, text: str | None = None) -> None:
         if self.editor.text.strip():
             key = self.loaded["metadata"]["name"] if self.loaded else NEW
-            base = rule_yaml(self.loaded) if self.loaded else ""
-            if self.editor.text != base:
+            if self.editor.text != self._clean:
                 self.drafts[key] = self.editor.text  # keep unsaved edits while switching
         self.loaded = obj
         key = obj["metadata"]["name"] if obj else NEW
-        content = text if text is not None else self.drafts.get(key, rule_yaml(obj) if obj else "")
+        self._clean = rule_yaml(obj) if obj else ""
+        content = text if text is not None else self.drafts.get(key, self._clean)
         load_into(self.editor, "rule", key, content)
         self.dry_run, self.dry_run_content = None, None
         self.validate_now()
         self._render_status()
+        self.render_mode()
 
     @on(OptionList.OptionSelected, "#rules-list")
     def _selected(self, event: OptionList.OptionSelected) -> None:
         obj = next((r for r in self.rules if r["metadata"]["name"] == event.option.id), None)
-        if obj is not None:
+        if obj is None:
+            return
+        if self.loaded is not None and self.loaded["metadata"]["name"] == obj["metadata"]["name"]:
+            self.editor.focus()  # already open: nothing to ask
+            return
+
+        def open_it() -> None:
             self.open_rule(obj)
             self.editor.focus()
 
+        self.ask_discard(open_it, f"open {obj['metadata']['name']}")
+
     def action_reload(self) -> None:
         if self.store is not None:
-            self.load_rules()
+            self.ask_discard(self.load_rules, "reload")
 
     def action_new_rule(self) -> None:
+        if not V.rules_supported(self.version):
+            self.notify(no_rules_text(self.version), severity="warning")
+            return
+
         def picked(name: str | None) -> None:
             if name:
                 self.open_rule(None, RULE_TEMPLATES[name])
                 self.editor.focus()
 
-        self.app.push_screen(TemplatePicker(), picked)
+        self.ask_discard(lambda: self.app.push_screen(TemplatePicker(), picked), "start a new rule")
 
     # -- validation as you type ------------------------------------------------------------------------------
     @on(TextArea.Changed, "#rules-editor")
@@ -268,7 +328,8 @@ class RulesScreen(EditorScreen):
         colors = self.app.get_css_variables()
         text = Text()
         if not self.editor.text.strip():
-            text.append("empty: pick a rule or press n for a template")
+            text.append("empty: pick a rule or press n for a template" if V.rules_supported(self.version)
+                        else no_rules_text(self.version))
         elif self.errors:
             for e in self.errors[:3]:
                 text.append(f"✗ {e}\n", style=colors.get("error", "red"))
@@ -402,13 +463,16 @@ class RulesScreen(EditorScreen):
         except (NfdStoreError, GuardRefusal) as e:
             self.post_message(RuleApplyFailed(e, content))
             return
-        self.post_message(RuleApplied(out, verb))
+        self.post_message(RuleApplied(out, verb, content))
 
     def on_rule_applied(self, msg: RuleApplied) -> None:
         name = msg.obj["metadata"]["name"]
         self.drafts.pop(name, None)
         self.drafts.pop(NEW, None)
         self.loaded = msg.obj
+        if self.editor.text == msg.content:
+            self._clean = msg.content  # applied as typed: nothing unsaved
+        self.render_mode()
         self.notify(f"{msg.verb}d NodeFeatureRule {name}; nfd-master relabels the nodes")
         self.load_rules()
 
