@@ -130,7 +130,8 @@ def unstyled(app: Any) -> list[tuple[int, str]]:
 
 async def test_every_theme_draws_every_surface(kube_lab: Any) -> None:
     """Before: with --theme light the table header (and plain rows) went out without a background, dark on a
-    dark terminal. Every console theme, on the nodes table, an empty filter result, node detail, compare, help."""
+    dark terminal. Every console theme, on the nodes table, an empty filter result, help, Pending, compare and
+    node detail."""
     async with running(kube_lab) as pilot:
         app = pilot.app
         for theme in sorted(load_themes().themes):
@@ -143,6 +144,11 @@ async def test_every_theme_draws_every_surface(kube_lab: Any) -> None:
             await pilot.press("escape", "question_mark")
             await wait_until(pilot, lambda: type(app.screen).__name__ == "HelpScreen")
             assert unstyled(app) == [], (theme, "help")
+            await pilot.press("escape", "p")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "PendingScreen")
+            assert unstyled(app) == [], (theme, "pending")
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "NodesScreen")
             await pilot.press("escape", "space", "space", "c")
             await wait_until(pilot, lambda: type(app.screen).__name__ == "CompareScreen")
             assert unstyled(app) == [], (theme, "compare")
@@ -152,3 +158,26 @@ async def test_every_theme_draws_every_surface(kube_lab: Any) -> None:
             await pilot.press("escape")
             await wait_until(pilot, lambda: type(app.screen).__name__ == "NodesScreen")
             app.screen.query_one("#nodes-table").marked.clear()
+
+
+async def test_the_vm_markers_are_explained_under_the_table_where_they_show(kube_lab: Any) -> None:
+    """Before: `!` after a flavor had no legend at 80×24 (only at the end of a status line cut well before it).
+    A kubelet reporting fewer CPUs than its VM runs (patched with the real client, as a kubelet whose hot-added
+    vCPUs are offline would report) gets `!` in the VM column and `VM ! kubelet stale` on the note line."""
+    from kubernetes import client, config
+
+    api = client.CoreV1Api(config.new_client_from_config(str(kube_lab.state.kubeconfig)))
+    node = "kube-worker04"
+    before = api.read_node(node).status.capacity["cpu"]
+    async with running(kube_lab) as pilot:
+        app = pilot.app
+        table = app.screen.query_one("#nodes-table")
+        assert "kubelet stale" not in table.note
+        api.patch_node_status(node, {"status": {"capacity": {"cpu": "2"}}})
+        try:
+            await wait_until(pilot, lambda: "kubelet stale" in table.note, what="the stale marker's legend")
+            row = next(ln for ln in lines(app) if ln.startswith(node))
+            assert row.rstrip().endswith("!")
+            assert "VM ! kubelet stale" in "\n".join(lines(app))  # on screen at 80×24, under the rows
+        finally:
+            api.patch_node_status(node, {"status": {"capacity": {"cpu": before}}})

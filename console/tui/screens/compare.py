@@ -48,7 +48,7 @@ class CompareScreen(ConsoleScreen):
         yield Footer()
 
     def _columns(self) -> list[Column]:
-        return [Column("key", f"LABEL ({FEATURE_NS}/ omitted)", 30), Column("a", self.a, 14),
+        return [Column("key", f"LABEL ({FEATURE_NS}/ omitted)", 30, flex=True), Column("a", self.a, 14),
                 Column("b", self.b, 14)]
 
     def on_mount(self) -> None:

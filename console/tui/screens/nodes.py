@@ -135,7 +135,9 @@ class NodesScreen(ConsoleScreen):
     HELP = ("Every node with its status, CPU and memory (bar = requested / allocatable), in use (CPU%/MEM% of "
             "allocatable from metrics.k8s.io, as kubectl top node; – when not known), pods, NFD labels "
             "and backing VM: its flavor, or what the hypervisor runs where that differs from the flavor. "
-            f"VM markers: {legend(long=True)}. Filter with / (text, !text inverts, -l label selector).")
+            f"VM markers: {legend(long=True)}. Filter with / (text, !text inverts, -l label selector). "
+            "Columns that do not fit are dropped, VERSION, ROLES, NFD and PODS first; the line under the table "
+            "says how many and explains the markers shown; w shows every column (←/→ scroll).")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "app.quit", "Quit", id="quit"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="nodes-clear-filter"),
