@@ -181,3 +181,21 @@ async def test_the_vm_markers_are_explained_under_the_table_where_they_show(kube
             assert "VM ! kubelet stale" in "\n".join(lines(app))  # on screen at 80×24, under the rows
         finally:
             api.patch_node_status(node, {"status": {"capacity": {"cpu": before}}})
+
+
+async def test_at_120x40_compare_shows_long_label_values_whole(kube_lab: Any) -> None:
+    """Before: the LABEL column took all the width left over and values were cut at 14 (`6.8.0-57-gene…`)."""
+    async with running(kube_lab, size=(120, 40)) as pilot:
+        app = pilot.app
+        table = app.screen.query_one("#nodes-table")
+        table.move_to("kube-worker03")
+        await pilot.press("space", "space", "c")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "CompareScreen")
+        labels = app.view.snapshot.nodes["kube-worker03"].labels
+        full = labels["feature.node.kubernetes.io/kernel-version.full"]
+        assert len(full) > 14
+        compare = app.screen.query_one("#compare-table")
+        compare.move_to("feature.node.kubernetes.io/kernel-version.full")
+        await pilot.pause()
+        row = next(ln for ln in lines(app) if "kernel-version.full" in ln)
+        assert row.count(full) == 2 and "…" not in row, row
