@@ -27,8 +27,9 @@ def toasts(app: Any) -> list[str]:
     return [n.message for n in app._notifications]
 
 
-async def test_a_filter_matching_nothing_or_unreadable_says_so_where_the_table_would_be(kube_lab: Any) -> None:
-    """Before: both left the table saying `Loading nodes…` (the invalid one kept the previous rows)."""
+async def test_a_filter_matching_nothing_or_unreadable_says_so_and_ctx_nosuch_says_one_line(kube_lab: Any) -> None:
+    """Before: both filters left the table saying `Loading nodes…` (the invalid one kept the previous rows);
+    `:ctx nosuch` (below) gave the kubernetes library's message."""
     async with running(kube_lab) as pilot:
         app = pilot.app
         table = app.screen.query_one("#nodes-table")
@@ -42,6 +43,18 @@ async def test_a_filter_matching_nothing_or_unreadable_says_so_where_the_table_w
         assert table.keys == []
         assert table_line(app, 1) == "invalid filter '-l foo=bar=baz,,(': 'foo=bar=baz': expected key=value"
         assert "Loading" not in "".join(lines(app))
+        await pilot.press("escape")
+        # `:ctx nosuch` — before: the library's `Invalid kube-config file. Expected object with name nosuch in
+        # …/contexts list`, after a `connecting to context nosuch…` toast
+        before = len(toasts(app))
+        await pilot.press("colon", *"ctx nosuch", "enter")
+        await wait_until(pilot, lambda: len(toasts(app)) > before, what="the answer")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        new = toasts(app)[before:]
+        names = ", ".join(c["name"] for c in yaml.safe_load(kube_lab.state.kubeconfig.read_text())["contexts"])
+        assert new == [f'no context "nosuch" in {kube_lab.state.kubeconfig}; contexts: {names}'], new
+        assert type(app.screen).__name__ == "NodesScreen" and app.kube.target.context != "nosuch"
 
 
 async def test_at_80x24_the_table_says_which_columns_it_hides_and_w_shows_them(kube_lab: Any) -> None:
@@ -88,21 +101,6 @@ async def test_below_80x24_the_header_says_so_on_every_screen(kube_lab: Any) -> 
         await pilot.resize_terminal(80, 24)
         await wait_until(pilot, lambda: app.title == "console", what="the notice gone at 80×24")
         assert "smaller than" not in lines(app)[0]
-
-
-async def test_ctx_with_an_unknown_name_gives_one_clear_message(kube_lab: Any) -> None:
-    """Before: the library's `Invalid kube-config file. Expected object with name nosuch in …/contexts list`."""
-    async with running(kube_lab) as pilot:
-        app = pilot.app
-        before = len(toasts(app))
-        await pilot.press("colon", *"ctx nosuch", "enter")
-        await wait_until(pilot, lambda: len(toasts(app)) > before, what="the answer")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        new = toasts(app)[before:]
-        names = ", ".join(c["name"] for c in yaml.safe_load(kube_lab.state.kubeconfig.read_text())["contexts"])
-        assert new == [f'no context "nosuch" in {kube_lab.state.kubeconfig}; contexts: {names}'], new
-        assert type(app.screen).__name__ == "NodesScreen" and app.kube.target.context != "nosuch"
 
 
 async def test_theme_with_an_unknown_name_says_what_theme_nosuch_says(kube_lab: Any) -> None:
@@ -163,7 +161,10 @@ async def test_every_theme_draws_every_surface(kube_lab: Any) -> None:
 async def test_the_vm_markers_are_explained_under_the_table_where_they_show(kube_lab: Any) -> None:
     """Before: `!` after a flavor had no legend at 80×24 (only at the end of a status line cut well before it).
     A kubelet reporting fewer CPUs than its VM runs (patched with the real client, as a kubelet whose hot-added
-    vCPUs are offline would report) gets `!` in the VM column and `VM ! kubelet stale` on the note line."""
+    vCPUs are offline would report) gets `!` in the VM column and `VM ! kubelet stale` on the note line.
+    The lab's kubelet rewrites its status every 10 s, as a real one does: patched again until the screen shows it."""
+    import time
+
     from kubernetes import client, config
 
     api = client.CoreV1Api(config.new_client_from_config(str(kube_lab.state.kubeconfig)))
@@ -173,12 +174,23 @@ async def test_the_vm_markers_are_explained_under_the_table_where_they_show(kube
         app = pilot.app
         table = app.screen.query_one("#nodes-table")
         assert "kubelet stale" not in table.note
-        api.patch_node_status(node, {"status": {"capacity": {"cpu": "2"}}})
+        seen: list[str] = []
+        patched = [0.0]
+
+        def stale_on_screen() -> bool:
+            if "kubelet stale" in table.note:
+                seen[:] = lines(app)  # the screen at that moment (the next status beat reverts it)
+                return True
+            if time.monotonic() - patched[0] > 1:
+                api.patch_node_status(node, {"status": {"capacity": {"cpu": "2"}}})
+                patched[0] = time.monotonic()
+            return False
+
         try:
-            await wait_until(pilot, lambda: "kubelet stale" in table.note, what="the stale marker's legend")
-            row = next(ln for ln in lines(app) if ln.startswith(node))
+            await wait_until(pilot, stale_on_screen, what="the stale marker's legend")
+            row = next(ln for ln in seen if ln.startswith(node))
             assert row.rstrip().endswith("!")
-            assert "VM ! kubelet stale" in "\n".join(lines(app))  # on screen at 80×24, under the rows
+            assert "VM ! kubelet stale" in "\n".join(seen)  # on screen at 80×24, under the rows
         finally:
             api.patch_node_status(node, {"status": {"capacity": {"cpu": before}}})
 
