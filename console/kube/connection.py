@@ -21,7 +21,7 @@ from typing import Any
 
 from console.kube.kubeconfig import KubeConfigError, candidate_files, load, not_a_kubeconfig, shape_errors
 
-__all__ = ["KubeConfigError", "KubeTarget", "connect", "contexts", "default_kubeconfig"]
+__all__ = ["KubeConfigError", "KubeTarget", "connect", "contexts", "default_kubeconfig", "require_context"]
 
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_FILE_PERIOD = 60.0  # client-go re-reads token files (and kubernetes-python the in-cluster token) each minute
@@ -130,11 +130,27 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> tuple[
         if not name:
             raise KubeConfigError(f"kubeconfig {merged.display} sets no current-context: pass --context "
                                   f"(one of: {', '.join(merged.context_names()) or 'none'})")
+        _require_context(merged, name)
         credentials = _from_kubeconfig(merged, name, configuration)
         target = KubeTarget(kubeconfig or "", name, configuration.host, merged.files, credentials.user)
     client = _api_client_class()(configuration=configuration)
     client.credentials = credentials
     return client, target
+
+
+def require_context(kubeconfig: str | None, name: str) -> None:
+    """Raise KubeConfigError unless the merged kubeconfig has context `name` (before a switch says anything)."""
+    merged = load(kubeconfig or None)
+    if merged is not None:
+        _require_context(merged, name)
+
+
+def _require_context(merged: Any, name: str) -> None:
+    # else the library's "Invalid kube-config file. Expected object with name … in …/contexts list"
+    # (kubectl: "context was not found for specified context"): name the file(s) and the contexts there are
+    if name not in merged.context_names():
+        raise KubeConfigError(f'no context "{name}" in {merged.display}; contexts: '
+                              f"{', '.join(merged.context_names()) or 'none'}")
 
 
 def _from_kubeconfig(merged: Any, name: str, configuration: Any) -> Credentials:

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.events import Key
+from textual.events import Key, Resize
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -35,9 +35,17 @@ from console.tui.messages import (
     NodesChanged,
     VMsLoaded,
 )
-from console.tui.themes import DEFAULT_THEME, FALLBACK_COLORS, domain_defaults, load_themes
+from console.tui.themes import DEFAULT_THEME, FALLBACK_COLORS, domain_defaults, load_themes, not_found
 
 VM_REFRESH_SECONDS = 30.0
+FLOOR = (80, 24)  # the size every screen is laid out for; below it the header says what is hidden
+
+
+def small_terminal(width: int, height: int) -> str:
+    """The header's notice below 80×24 ("" at or above it): the screens drop columns and collapse panels."""
+    if width >= FLOOR[0] and height >= FLOOR[1]:
+        return ""
+    return f"terminal {width}×{height} is smaller than {FLOOR[0]}×{FLOOR[1]}: some columns and panels are hidden"
 
 
 class ConsoleApp(App[None]):
@@ -157,11 +165,28 @@ class ConsoleApp(App[None]):
             self.theme = wanted
         else:
             fallback = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
-            self.notify(f"theme {wanted!r} not found; using {fallback}. Themes: {', '.join(self._theme_names)}",
-                        severity="warning", timeout=10)
+            self.notify(f"{not_found(wanted, self._theme_names)}; using {fallback}", severity="warning", timeout=10)
             self.theme = fallback
 
-    def _update_subtitle(self) -> None:
+    @property
+    def theme_names(self) -> list[str]:
+        """The console's themes (themes/ and the user's), as `--theme` and `:theme` name them."""
+        return self._theme_names
+
+    def switch_theme(self, name: str) -> None:
+        """`:theme NAME`: the same short message as `--theme NAME` when there is no such theme."""
+        if name in self.available_themes:
+            self.theme = name
+        else:
+            self.notify(not_found(name, self._theme_names), severity="warning", timeout=10)
+
+    def on_resize(self, event: Resize) -> None:
+        self._update_subtitle(event.size)  # runs before App._on_resize stores the new size
+
+    def _update_subtitle(self, size: Any = None) -> None:
+        # below 80×24 the notice is the header's first words, on every screen (the context follows it)
+        size = size or self.size
+        self.title = small_terminal(size.width, size.height) or self.TITLE
         parts = [self.label or getattr(self.kube.target, "context", "")]
         if self.settings.read_only:
             parts.append("read-only")
@@ -321,8 +346,13 @@ class ConsoleApp(App[None]):
     @work(thread=True, exclusive=True, group="contexts", exit_on_error=False)
     def switch_context(self, name: str) -> None:
         from console.config import ConfigError, for_context
-        from console.kube.connection import KubeConfigError
+        from console.kube.connection import KubeConfigError, require_context
 
+        try:  # no such context: one line naming the kubeconfig and its contexts, before "connecting…"
+            require_context(self.kube.target.kubeconfig, name)
+        except KubeConfigError as e:
+            self.post_message(ContextSwitched(None, str(e), name))
+            return
         try:  # the settings of the new context (read_only, theme, …), resolved as at start
             settings = for_context(self.settings, name)
         except ConfigError as e:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 # canonical name -> (aliases, argument: None | "required" | "optional", help)
@@ -39,8 +40,8 @@ def parse_command(text: str) -> Command:
     word, _, rest = text.partition(" ")
     name = _ALIASES.get(word.lower())
     if name is None:
-        close = sorted(a for a in _ALIASES if a.startswith(word[:2].lower()))
-        hint = f" — did you mean :{close[0]}?" if close else ""
+        close = suggestions(word)
+        hint = f" — did you mean {' or '.join(':' + c for c in close)}?" if close else ""
         raise CommandError(f"unknown command :{word}{hint} (known: {', '.join(':' + c for c in COMMANDS)})")
     arg = rest.strip()
     kind = COMMANDS[name][1]
@@ -53,6 +54,14 @@ def parse_command(text: str) -> Command:
     if name == "nodes" and arg:
         return Command("node", arg)
     return Command(name, arg)
+
+
+def suggestions(word: str) -> list[str]:
+    """The command (canonical name, as help lists it) closest to a mistyped word, if any: `nodse` -> nodes.
+    Compared with every alias by difflib's ratio (as Python's own "did you mean" for names, Lib/traceback.py
+    uses a similar edit distance), an alias standing for its command; never a prefix guess (`:no` for `nodse`)."""
+    close = difflib.get_close_matches(word.lower(), list(_ALIASES), n=1, cutoff=0.6)
+    return [_ALIASES[a] for a in close]
 
 
 def completions(prefix: str) -> list[str]:

@@ -20,7 +20,7 @@ class ConsoleCommands(Provider):
             ("context: switch", Command("ctx"), "pick another kube context"),
             ("help: keys", Command("help"), "keys of the current screen"),
         ]
-        for theme in ("dark", "light", "high-contrast"):
+        for theme in getattr(app, "theme_names", None) or ("dark", "light", "high-contrast"):
             out.append((f"theme: {theme}", Command("theme", theme), f"switch to the {theme} theme"))
         view = getattr(app, "view", None)
         names = sorted(view.snapshot.nodes) if view else []

@@ -75,10 +75,8 @@ def _run(app: Any, cmd: Command) -> None:
     elif name == "theme":
         if not cmd.arg:
             app.search_themes()
-        elif cmd.arg in app.available_themes:
-            app.theme = cmd.arg
         else:
-            app.notify(f"no theme {cmd.arg!r}; themes: {', '.join(sorted(app.available_themes))}", severity="warning")
+            app.switch_theme(cmd.arg)
     elif name == "help":
         app.action_help()
     elif name == "quit":

@@ -136,6 +136,12 @@ def load_themes(dirs: list[Path] | None = None) -> ThemeSet:
     return out
 
 
+def not_found(name: str, names: list[str]) -> str:
+    """The one message for a theme name that is not there (`--theme`, the config, `:theme`): the console's themes
+    (shipped and the user's), not every built-in Textual theme."""
+    return f"theme {name!r} not found; themes: {', '.join(sorted(names))}"
+
+
 def broken_theme(name: str | None, dirs: list[Path] | None = None) -> str | None:
     """The error of the theme file `name` names when that file cannot be used and no good theme has the name."""
     if not name:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,20 @@ def console_app(settings: Settings, **kw: Any) -> Any:
     gateways = Gateways.connect(settings, guard=kw.pop("guard", None), vms=kw.pop("vms", None))
     gateways.start()
     return ConsoleApp(gateways, **kw)
+
+
+@asynccontextmanager
+async def running(lab: Any, size: tuple[int, int] = (80, 24), **kw: Any) -> AsyncIterator[Any]:
+    """A pilot on the console opened on `lab` as `python -m console --lab` opens it, everything loaded."""
+    from console.tui.screenshots import loaded, make_app
+
+    app = make_app(lab, **kw)
+    try:
+        async with app.run_test(size=size) as pilot:
+            await loaded(pilot)
+            yield pilot
+    finally:
+        app.gateways.stop()
 
 
 async def settle(pilot: Any) -> None:

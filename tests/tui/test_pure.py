@@ -9,7 +9,7 @@ import pytest
 
 from console.kube.nodelabels import label_group
 from console.kube.selector import SelectorError, parse_selector
-from console.tui.command_grammar import Command, CommandError, completions, parse_command
+from console.tui.command_grammar import COMMANDS, Command, CommandError, completions, parse_command
 from console.tui.filter import parse_filter
 from console.tui.themes import DOMAIN_VARIABLES, load_themes, shipped_dir
 
@@ -56,6 +56,27 @@ def test_command_grammar(text: str, expected: Command) -> None:
 def test_command_grammar_errors(text: str, message: str) -> None:
     with pytest.raises(CommandError, match=message):
         parse_command(text)
+
+
+@pytest.mark.parametrize(
+    ("typed", "suggested"),
+    [("nodse", ":nodes"), ("nod", ":nodes"), ("pendig", ":pending"), ("ruels", ":rules"), ("hoks", ":hooks"),
+     ("thme", ":theme"), ("scale", ":scale-up"), ("qiut", ":quit"), ("contxt", ":ctx")],
+)
+def test_a_mistyped_command_suggests_the_command_that_exists(typed: str, suggested: str) -> None:
+    """Before: `:nodse` said `did you mean :no?` (the first alias sharing two letters), an alias, not the command
+    help lists. Now the closest command by difflib's ratio, named as help names it."""
+    with pytest.raises(CommandError) as e:
+        parse_command(f":{typed}")
+    assert f"did you mean {suggested}?" in str(e.value)
+    hint = str(e.value).split("did you mean ")[1].split("?")[0]
+    assert hint.lstrip(":") in COMMANDS  # a command that exists, not an alias
+
+
+def test_a_word_close_to_nothing_gets_no_guess() -> None:
+    with pytest.raises(CommandError) as e:
+        parse_command(":xyzzy")
+    assert "did you mean" not in str(e.value) and "known: :nodes, :pending" in str(e.value)
 
 
 def test_completions() -> None:

@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 from labtools import lab_env, run
-from tuitools import console_app
+from tuitools import console_app, running
 
 from console.config import Settings
-from console.tui.screenshots import loaded, make_app, wait_until
+from console.tui.screenshots import loaded, wait_until
 
 AVX512F = "feature.node.kubernetes.io/cpu-cpuid.AVX512F"
-
-
-@asynccontextmanager
-async def running(lab: Any, size: tuple[int, int] = (80, 24), **kw: Any) -> AsyncIterator[Any]:
-    app = make_app(lab, **kw)
-    try:
-        async with app.run_test(size=size) as pilot:
-            await loaded(pilot)
-            yield pilot
-    finally:
-        app.kube.stop()
 
 
 def screen_name(pilot: Any) -> str:

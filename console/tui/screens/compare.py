@@ -48,8 +48,9 @@ class CompareScreen(ConsoleScreen):
         yield Footer()
 
     def _columns(self) -> list[Column]:
-        return [Column("key", f"LABEL ({FEATURE_NS}/ omitted)", 30), Column("a", self.a, 14),
-                Column("b", self.b, 14)]
+        # all three flex: a wide terminal shows long values (kernel-version.full, os_release) whole, not only keys
+        return [Column("key", f"LABEL ({FEATURE_NS}/ omitted)", 30, flex=True), Column("a", self.a, 14, flex=True),
+                Column("b", self.b, 14, flex=True)]
 
     def on_mount(self) -> None:
         self.ready = True

@@ -14,6 +14,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Footer, Header, Static
 
+from console.infra.vms import legend
 from console.kube.model import NodeInfo, fmt_cpu, fmt_mem
 from console.kube.nodelabels import OTHER, UNKNOWN, Origin, group_labels, nfd_label_count, read_label_origins
 from console.nfd.labels import FEATURE_NS
@@ -45,7 +46,7 @@ class LabelOriginsLoaded(Message):
 class NodeDetailScreen(ConsoleScreen):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     HELP = ("One node: labels by origin (NFD source, NodeFeature, rule), resources, taints, conditions, pods, events, "
-            "annotations.")
+            f"annotations. VM markers after its size: {legend(long=True)}.")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("l", "jump('labels')", "Labels", id="node-labels"),
         Binding("r", "jump('resources')", "Resources", show=False, id="node-resources"),

@@ -26,7 +26,7 @@ from console.tui.screens.base import ConsoleScreen
 from console.tui.widgets.cells import capacity_cell, status_text, theme_colors, usage_cell, usage_note
 from console.tui.widgets.table import Cell, Column, VirtualTable
 
-WIDE = 110  # from this width on, CPU/MEM show capacity/allocatable/requested
+ROLES_MAX = 24  # a node with many roles: cut there (ellipsis) rather than push other columns out
 HELD_MARK = "*"  # after the name of a node an unfinished run holds (legend below the status line)
 HELD_EVERY_S = 5.0  # journals are local files: re-read them now and then (another terminal may run one)
 
@@ -39,11 +39,13 @@ class HeldRunsRead(Message):
         self.runs = runs
 
 
-def columns(show_vm: bool, wide: bool) -> list[Column]:
+def columns(show_vm: bool, wide: bool, roles: int = 13) -> list[Column]:
     """At 80 columns: name, status, requested/allocatable, in use (% of allocatable, as kubectl top) and the VM;
-    pods, NFD labels, roles and version fold first. Wide: capacity too, and usage in cores/Mi like kubectl top."""
+    pods, NFD labels, roles and version fold first (the table's note says how many). Wide: capacity too, and usage
+    in cores/Mi like kubectl top. `roles`: the ROLES width, the longest roles text (kubectl's
+    `control-plane,master`), so roles are never cut where the column shows."""
     cols = [
-        Column("name", "NAME", 17),
+        Column("name", "NAME", 17, flex=True),
         Column("status", "STATUS", 8),
         Column("cpu", "CPU cap/alloc/req" if wide else "CPU req/alloc", 19 if wide else 13),
         Column("mem", "MEM cap/alloc/req" if wide else "MEM req/alloc", 25 if wide else 17),
@@ -51,12 +53,17 @@ def columns(show_vm: bool, wide: bool) -> list[Column]:
         Column("mem_use", "MEM use" if wide else "MEM%", 10 if wide else 4, priority=1, right=True),
         Column("pods", "PODS", 4, priority=3, right=True),
         Column("nfd", "NFD", 3, priority=4, right=True),
-        Column("roles", "ROLES", 13, priority=5),
+        Column("roles", "ROLES", roles, priority=5),
         Column("version", "VERSION", 8, priority=6),
     ]
     if show_vm:
         cols.append(Column("vm", "VM", 18 if wide else 10, priority=2))
     return cols
+
+
+def fits(cols: list[Column], width: int) -> bool:
+    """Every column fits in `width` (one space between columns, one cell for the vertical scrollbar)."""
+    return sum(c.width for c in cols) + len(cols) - 1 + 1 <= width
 
 
 def node_rows(snap: ClusterSnapshot) -> list[tuple[str, ...]]:
@@ -128,7 +135,9 @@ class NodesScreen(ConsoleScreen):
     HELP = ("Every node with its status, CPU and memory (bar = requested / allocatable), in use (CPU%/MEM% of "
             "allocatable from metrics.k8s.io, as kubectl top node; – when not known), pods, NFD labels "
             "and backing VM: its flavor, or what the hypervisor runs where that differs from the flavor. "
-            f"VM markers: {legend(long=True)}. Filter with / (text, !text inverts, -l label selector).")
+            f"VM markers: {legend(long=True)}. Filter with / (text, !text inverts, -l label selector). "
+            "Columns that do not fit are dropped, VERSION, ROLES, NFD and PODS first; the line under the table "
+            "says how many and explains the markers shown; w shows every column (←/→ scroll).")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "app.quit", "Quit", id="quit"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="nodes-clear-filter"),
@@ -156,7 +165,6 @@ class NodesScreen(ConsoleScreen):
         self.sort_key = "name"
         self.sort_reverse = False
         self.shown: list[NodeRow] = []
-        self._wide: bool | None = None
         self.held: dict[str, list[HeldRun]] = {}
 
     def compose(self) -> ComposeResult:
@@ -215,21 +223,40 @@ class NodesScreen(ConsoleScreen):
 
     def render_rows(self) -> None:
         view: ClusterView = self.app.view
-        wide = self.size.width >= WIDE
         table = self.table
-        if wide != self._wide or len(table.columns) != len(columns(self.app.show_vms, wide)):
-            self._wide = wide
-            table.set_columns(columns(self.app.show_vms, wide))
+        roles = max(min(max((len(",".join(r.node.roles) or "<none>") for r in view.rows), default=13), ROLES_MAX), 5)
+        # capacity/allocatable/requested and usage in cores once every column fits in those formats (about 150
+        # columns); below, the short formats, so that at 120 every column shows, ROLES (`control-plane,master`) whole
+        wide = fits(columns(self.app.show_vms, True, roles), self.size.width)
+        want = columns(self.app.show_vms, wide, roles)
+        if want != table.columns:
+            table.set_columns(want)
         rows = view.rows
         if self.sort_key != "name" or self.sort_reverse:
             rows = sorted(rows, key=SORT_KEYS[self.sort_key], reverse=self.sort_reverse)
         f = self.filter
-        if not f.empty:
+        if self.filter_error:  # nothing matches a filter that cannot be read: say why where the rows would be
+            rows = []
+        elif not f.empty:
             rows = [r for r in rows if f.matches(r.search_text(), r.node.labels)]
         self.shown = rows
+        table.empty_text = self._empty_text(view)
+        stale = {side for r in rows if r.stale for side in r.stale.sides}
+        table.set_legend(f"VM {legend(stale)}" if stale else "")  # the markers in the VM column, explained
         table.set_rows([r.name for r in rows], RowCells(rows, theme_colors(self.app), wide, self.held,
                                                         pods_known="pods" not in view.unknown))
         self.update_status(view)
+
+    def _empty_text(self, view: ClusterView) -> str:
+        """What the table says when it has no row: why (a bad filter, no match, no node, not loaded yet)."""
+        typed = self.query_one("#nodes-filter", Input).value.strip()
+        if self.filter_error:
+            return f"invalid filter {typed!r}: {self.filter_error}"
+        if view.rows and not self.filter.empty:
+            return f"no nodes match {typed!r} ({len(view.rows)} nodes; esc clears the filter)"
+        if self.app.kube.nodes.loading:
+            return self.app.gateways.unreadable("nodes") or "Loading nodes…"
+        return "no nodes in this cluster"
 
     def update_status(self, view: ClusterView) -> None:
         stale = getattr(self.app, "stale", None)
@@ -244,7 +271,7 @@ class NodesScreen(ConsoleScreen):
             text = Text(self.app.api_error, style=theme_colors(self.app).get("error", "red"))
         elif not view.rows and self.app.kube.nodes.loading:
             cannot = self.app.gateways.unreadable("nodes")  # else "Loading nodes…" would stay for good
-            self.table.empty_text = cannot or "Loading nodes…"
+            self.table.empty_text = self._empty_text(view)
             self.table.refresh()
             text = Text(cannot, style=theme_colors(self.app).get("error", "red")) if cannot else \
                 Text(f"Loading nodes from {self.app.kube.target.server}…")

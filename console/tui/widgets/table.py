@@ -2,7 +2,9 @@
 
 Rows are (key, cells) with cells as str or rich Text; the screen computes them from a
 snapshot and calls `set_rows` at a steady cadence. Columns have a priority: when the widget is
-narrow, the lowest-priority columns are dropped so the important ones stay readable.
+narrow, columns are dropped in priority order (highest number first) so the important ones stay
+readable, and a note line under the rows says so (`+3 columns: widen or press w`); `w` shows every
+column (wide mode, scrolled with ←/→). Flex columns share the width left over (the text people read).
 """
 
 from __future__ import annotations
@@ -35,19 +37,52 @@ class Column:
     flex: bool = False  # takes the width left over (shared among flex columns); the first column if none is flex
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Which columns show and how wide: (index in columns, column, width) each; what was dropped."""
+
+    shown: tuple[tuple[int, Column, int], ...]
+    hidden: tuple[Column, ...]
+    width: int  # of a whole line (wider than the widget in wide mode)
+
+
+def layout(columns: Sequence[Column], width: int, *, wide: bool = False) -> Layout:
+    """Columns by priority (then position) while they fit, stopping at the first that does not: a dropped
+    column never leaves a less important one shown. Wide: all of them. The width left over goes to the
+    flex columns (shared, the first ones take the remainder), or to the first column if none is flex."""
+    order = sorted(range(len(columns)), key=lambda i: (columns[i].priority, i))
+    chosen: list[int] = []
+    used = 0
+    for i in order:
+        need = columns[i].width + (1 if chosen else 0)
+        if not wide and columns[i].priority and used + need > width:
+            break
+        chosen.append(i)
+        used += need
+    chosen.sort()
+    hidden = tuple(c for i, c in enumerate(columns) if i not in chosen)
+    extra = max(width - used, 0)
+    flex = [i for i in chosen if columns[i].flex] or chosen[:1]
+    share = {i: extra // len(flex) + (1 if n < extra % len(flex) else 0) for n, i in enumerate(flex)} if flex else {}
+    shown = tuple((i, columns[i], columns[i].width + share.get(i, 0)) for i in chosen)
+    return Layout(shown, hidden, max(used, width))
+
+
 class VirtualTable(ScrollView, can_focus=True):
-    """Cursor with ↑/↓/pgup/pgdn/home/end (or j/k/g/G), enter or double click selects."""
+    """Cursor with ↑/↓/pgup/pgdn/home/end (or j/k/g/G), enter or double click selects; w shows every column."""
 
     DEFAULT_CSS = """
-    VirtualTable { height: 1fr; scrollbar-size-vertical: 1; }
+    VirtualTable { height: 1fr; scrollbar-size-vertical: 1; scrollbar-size-horizontal: 1; }
     VirtualTable > .virtual-table--header { text-style: bold; color: $primary; background: $panel; }
     VirtualTable > .virtual-table--cursor { background: $primary 30%; text-style: bold; }
     VirtualTable:focus > .virtual-table--cursor { background: $primary 45%; }
     VirtualTable > .virtual-table--marked { color: $marked; text-style: bold; }
     VirtualTable > .virtual-table--empty { color: $text-muted; }
+    VirtualTable > .virtual-table--note { color: $text-muted; background: $panel; }
     """
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "virtual-table--header", "virtual-table--cursor", "virtual-table--marked", "virtual-table--empty",
+        "virtual-table--note",
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor(-1)", "Up", show=False, id="table-up"),
@@ -57,6 +92,7 @@ class VirtualTable(ScrollView, can_focus=True):
         Binding("home,g", "jump(0)", "First row", show=False, id="table-first"),
         Binding("end,G", "jump(-1)", "Last row", show=False, id="table-last"),
         Binding("enter", "select", "Open", show=False, id="table-open"),
+        Binding("w", "toggle_wide", "Wide: all columns", show=False, id="table-wide"),
     ]
 
     cursor = reactive(0, always_update=True, repaint=False)
@@ -80,20 +116,23 @@ class VirtualTable(ScrollView, can_focus=True):
         self.cells: list[Sequence[Cell]] = []
         self.marked: set[str] = set()
         self.empty_text = empty_text
-        self._visible_cols: list[tuple[int, Column, int]] = []
-        self._layout_width = -1
+        self.legend = ""  # the screen's legend of its markers, on the note line while it shows
+        self.wide = False  # every column, scrolled horizontally
+        self._layout_: Layout = Layout((), (), 0)
+        self._layout_key: tuple[int, bool] | None = None
 
     # -- data ----------------------------------------------------------
     def set_columns(self, columns: Sequence[Column]) -> None:
         self.columns = list(columns)
-        self._layout_width = -1
+        self._layout_key = None
+        self._resize_virtual()
         self.refresh()
 
     def set_rows(self, keys: list[str], cells: list[Sequence[Cell]]) -> None:
         """Replace all rows, keeping the cursor on the same key when it is still there."""
         current = self.cursor_key
         self.keys, self.cells = keys, cells
-        self.virtual_size = Size(self.size.width, len(keys) + 1)
+        self._resize_virtual()
         if current is not None and current in keys:
             index = keys.index(current) if len(keys) < 50_000 else min(self.cursor, len(keys) - 1)
         else:
@@ -101,6 +140,12 @@ class VirtualTable(ScrollView, can_focus=True):
         self.cursor = index
         self._scroll_to_cursor()
         self.refresh()
+
+    def set_legend(self, legend: str) -> None:
+        if legend != self.legend:
+            self.legend = legend
+            self._resize_virtual()
+            self.refresh()
 
     @property
     def cursor_key(self) -> str | None:
@@ -115,28 +160,46 @@ class VirtualTable(ScrollView, can_focus=True):
 
     @property
     def visible_columns(self) -> list[Column]:
-        self._layout()
-        return [c for _, c, _ in self._visible_cols]
+        return [c for _, c, _ in self._layout().shown]
+
+    @property
+    def hidden_columns(self) -> list[Column]:
+        return list(self._layout().hidden)
+
+    @property
+    def note(self) -> str:
+        """The line under the rows: what is hidden and how to see it, then the screen's legend."""
+        lay = self._layout()
+        parts = []
+        if lay.hidden:
+            n = len(lay.hidden)
+            parts.append(f"+{n} column{'s' if n > 1 else ''}: widen or press w")
+        elif self.wide and lay.width > self._width():
+            parts.append("wide: ←/→ scroll · w: fit")
+        if self.legend:
+            parts.append(self.legend)
+        return " · ".join(parts)
 
     # -- layout & rendering ---------------------------------------------
-    def _layout(self) -> None:
-        width = self.scrollable_content_region.width or self.size.width
-        if width == self._layout_width:
-            return
-        self._layout_width = width
-        chosen: list[int] = []
-        used = 0
-        for i in sorted(range(len(self.columns)), key=lambda i: (self.columns[i].priority, i)):
-            need = self.columns[i].width + (1 if chosen else 0)
-            if used + need <= width or self.columns[i].priority == 0:
-                chosen.append(i)
-                used += need
-        chosen.sort()
-        # the first column (the name) takes whatever width is left over
-        extra = max(width - used, 0)
-        self._visible_cols = [
-            (i, self.columns[i], self.columns[i].width + (extra if n == 0 else 0)) for n, i in enumerate(chosen)
-        ]
+    def _width(self) -> int:
+        return self.scrollable_content_region.width or self.size.width
+
+    def _layout(self) -> Layout:
+        key = (self._width(), self.wide)
+        if key != self._layout_key:
+            self._layout_key = key
+            self._layout_ = layout(self.columns, key[0], wide=self.wide)
+        return self._layout_
+
+    def _resize_virtual(self) -> None:
+        lay = self._layout()
+        self.virtual_size = Size(lay.width if self.wide else self._width(), len(self.keys) + 1 + self._note_lines())
+
+    def _note_lines(self) -> int:
+        return 1 if self.note else 0
+
+    def _rows_visible(self) -> int:
+        return max(self.scrollable_content_region.height - 1 - self._note_lines(), 1)
 
     def _cell_text(self, cell: Cell, width: int, right: bool) -> Text:
         text = cell.copy() if isinstance(cell, Text) else Text(str(cell))
@@ -148,31 +211,40 @@ class VirtualTable(ScrollView, can_focus=True):
         return text
 
     def _line(self, cells: Sequence[Cell] | None, style: Style) -> Strip:
-        line = Text(style=style, no_wrap=True, end="")
-        for n, (i, col, w) in enumerate(self._visible_cols):
+        lay = self._layout()
+        line = Text(no_wrap=True, end="")
+        for n, (i, col, w) in enumerate(lay.shown):
             if n:
                 line.append(" ")
             if cells is None:
                 line.append_text(self._cell_text(col.label, w, col.right))
             else:
                 line.append_text(self._cell_text(cells[i] if i < len(cells) else "", w, col.right))
-        segments = list(line.render(self.app.console))
-        width = self.scrollable_content_region.width
-        return Strip(segments).adjust_cell_length(width, style)
+        # Text.render drops its own style when it has no spans: the style goes on every segment here, so no
+        # cell is left on the terminal's default background (ESC[49m)
+        strip = Strip(list(line.render(self.app.console))).apply_style(style)
+        width = self._width()
+        x = self.scroll_offset.x if self.wide else 0
+        return strip.crop_extend(x, x + width, style)
 
     def render_line(self, y: int) -> Strip:
         self._layout()
         base = self.rich_style
+        width = self.size.width
+        note = self.note
+        if note and y == self.scrollable_content_region.height - 1:
+            style = base + self.get_component_rich_style("virtual-table--note")
+            return Strip([Segment(note, style)]).adjust_cell_length(width, style).crop(0, width)
         if y == 0:
             return self._line(None, base + self.get_component_rich_style("virtual-table--header"))
         row = self.scroll_offset.y + y - 1
         if not self.keys:
             if y == 1:
                 style = base + self.get_component_rich_style("virtual-table--empty")
-                return Strip([Segment(self.empty_text, style)]).adjust_cell_length(self.size.width, style)
-            return Strip.blank(self.size.width, base)
+                return Strip([Segment(self.empty_text, style)]).adjust_cell_length(width, style)
+            return Strip.blank(width, base)
         if row >= len(self.keys):
-            return Strip.blank(self.size.width, base)
+            return Strip.blank(width, base)
         style = base
         if self.keys[row] in self.marked:
             style = style + self.get_component_rich_style("virtual-table--marked")
@@ -181,8 +253,16 @@ class VirtualTable(ScrollView, can_focus=True):
         return self._line(self.cells[row], style)
 
     def on_resize(self, event: events.Resize) -> None:
-        self._layout_width = -1
-        self.virtual_size = Size(event.size.width, len(self.keys) + 1)
+        self._layout_key = None
+        self._resize_virtual()
+
+    def action_toggle_wide(self) -> None:
+        self.wide = not self.wide
+        self._layout_key = None
+        self._resize_virtual()
+        if not self.wide:
+            self.scroll_to(x=0, animate=False)
+        self.refresh()
 
     # -- cursor ---------------------------------------------------------
     def watch_cursor(self, old: int, new: int) -> None:
@@ -190,7 +270,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self.post_message(self.Highlighted(self, self.cursor_key))
 
     def _scroll_to_cursor(self) -> None:
-        rows_visible = max(self.scrollable_content_region.height - 1, 1)
+        rows_visible = self._rows_visible()
         top = self.scroll_offset.y
         if self.cursor < top:
             self.scroll_to(y=self.cursor, animate=False)
@@ -203,7 +283,7 @@ class VirtualTable(ScrollView, can_focus=True):
             self._scroll_to_cursor()
 
     def action_page(self, direction: int) -> None:
-        self.action_cursor(direction * max(self.scrollable_content_region.height - 2, 1))
+        self.action_cursor(direction * max(self._rows_visible() - 1, 1))
 
     def action_jump(self, index: int) -> None:
         if self.keys:
@@ -217,7 +297,7 @@ class VirtualTable(ScrollView, can_focus=True):
 
     def on_click(self, event: events.Click) -> None:
         row = self.scroll_offset.y + event.y - 1
-        if event.y >= 1 and 0 <= row < len(self.keys):
+        if 1 <= event.y <= self._rows_visible() and 0 <= row < len(self.keys):
             self.cursor = row
             if event.chain >= 2:
                 self.action_select()

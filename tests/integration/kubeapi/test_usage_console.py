@@ -178,7 +178,7 @@ async def test_nodes_table_shows_absent_usage_when_not_served(kube_lab: KubeLab)
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 async def test_wide_table_prints_usage_as_kubectl_top_and_rules_read_the_nfd_version_once(frozen: KubeLab) -> None:
     top = _top_nodes(frozen)
-    async with _with_usage(frozen, (120, 30)) as (app, pilot):
+    async with _with_usage(frozen, (160, 30)) as (app, pilot):  # kubectl top's cores once every column fits
         cells = _cells(app, "worker-1")
         cpu, cpu_pct, mem, mem_pct = top["worker-1"]
         assert cells["cpu_use"] == f"{cpu} {cpu_pct}" and cells["mem_use"] == f"{mem} {mem_pct}"
