@@ -1,0 +1,52 @@
+"""The Pending screen and its plan modal at 80×24 and 120×40 (issue 12), on the default lab (real clients)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from screentext import region_text, screen_text
+
+from console.tui.screenshots import loaded, make_app, wait_until
+
+
+@asynccontextmanager
+async def pending_screen(lab: Any, size: tuple[int, int] = (80, 24)) -> AsyncIterator[Any]:
+    app = make_app(lab)
+    try:
+        async with app.run_test(size=size) as pilot:
+            await loaded(pilot)
+            await pilot.press("p")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "PendingScreen", what="the Pending screen")
+            await wait_until(pilot, lambda: app.screen.advice, what="fit analysis")
+            yield pilot
+    finally:
+        app.gateways.stop()
+
+
+async def test_enter_on_a_node_shows_the_plan_whole_and_s_there_opens_the_runbook(lab: Any) -> None:
+    """Enter and `s` agree: the plan modal offers the scale-up `s` runs (no "not available in this build"),
+    and its text wraps inside the box instead of being cut."""
+    async with pending_screen(lab) as pilot:
+        app = pilot.app
+        await pilot.press("tab")
+        node = app.screen.fit_table.cursor_key
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "PlanModal", what="the plan modal")
+        await pilot.pause()
+        shown = screen_text(app)
+        assert "not available in this build" not in shown
+        note = app.screen.query_one("#plan-next")
+        assert region_text(app, note) == " ".join(str(note.content).split())  # every word on screen
+        assert f"s: scale up {node}" in str(note.content)
+        await pilot.press("s")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ScaleUpScreen", what="the scale-up screen")
+        assert app.screen.node == node and app.screen.pod == "default/nginx"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "PendingScreen", what="back on Pending")
+        await pilot.press("enter")  # enter twice: the plan, then its focused Scale up button
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "PlanModal", what="the plan modal")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ScaleUpScreen", what="the scale-up screen")
+        await app.workers.wait_for_complete()
