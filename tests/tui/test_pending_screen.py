@@ -50,3 +50,21 @@ async def test_enter_on_a_node_shows_the_plan_whole_and_s_there_opens_the_runboo
         await pilot.press("enter")
         await wait_until(pilot, lambda: type(app.screen).__name__ == "ScaleUpScreen", what="the scale-up screen")
         await app.workers.wait_for_complete()
+
+
+async def test_at_120x40_the_pod_column_fits_its_content_and_why_gets_the_width(lab: Any) -> None:
+    """POD sized to its content (not ~65 columns), WHY (Column(flex=True)) reads on: the FailedScheduling message
+    shows to the edge instead of `1 node(s) had …`."""
+    async with pending_screen(lab, (120, 40)) as pilot:
+        app = pilot.app
+        table = app.screen.pods_table
+        await wait_until(pilot, lambda: "Insufficient" in str(table.cells[0][3]) if table.cells else False,
+                         what="the FailedScheduling message")
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        top = table.content_region.y
+        header, row = lines[top], lines[top + 1]
+        assert header.index("CPU") <= len("default/nginx") + 8, header
+        why = str(table.cells[0][3])
+        shown = row[header.index("WHY"):].rstrip(" ▁▇█…")
+        assert len(shown) >= 80 and why.startswith(shown.rstrip("…")), (shown, why)
