@@ -23,6 +23,10 @@ def lazy_screen(name: str) -> type[Screen[Any]]:
 
 
 def to_root(app: Any) -> None:
+    refusal = next((r for s in app.screen_stack if (r := getattr(s, "leave_refusal", lambda: "")())), "")
+    if refusal:  # a run in progress (the scale-up screen): leaving would hide it
+        app.notify(refusal, severity="warning")
+        return
     while len(app.screen_stack) > 1:
         app.pop_screen()
 
@@ -69,7 +73,7 @@ def run(app: Any, cmd: Command) -> None:
     elif name == "help":
         app.action_help()
     elif name == "quit":
-        app.exit()
+        app.request_quit()
 
 
 def start_scale_up(app: Any, node: str, pod: Any = None) -> None:
