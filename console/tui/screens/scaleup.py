@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -36,30 +35,17 @@ from console.tui.screens.scaleup_messages import (
     RunState,
     TargetsLoaded,
 )
+from console.tui.screens.scaleup_view import WIDE, ScaleUpView
 from console.tui.widgets import runbook_data as data
-from console.tui.widgets.cells import theme_colors
 from console.tui.widgets.reflow_log import ReflowLog
-from console.tui.widgets.runbook import (
-    TALL,
-    CapacityRow,
-    PodRow,
-    RunbookSteps,
-    capacity_summary,
-    capacity_table,
-    collapsed_panels,
-    line,
-    pods_summary,
-    pods_table,
-)
+from console.tui.widgets.runbook import RunbookSteps
 from console.tui.widgets.runbook_pickers import NodePicker, Target, TargetPicker, default_target
-
-WIDE = 120  # columns: from here the log is a column beside the panels
 
 LOG_ICONS = {"step-start": "…", "step-done": "✓", "step-skip": "↷", "step-failed": "✗", "step-progress": " ",
              "undo-start": "↺", "undo-done": "↺", "run-start": "▶", "run-done": "■"}
 
 
-class ScaleUpScreen(ConsoleScreen):
+class ScaleUpScreen(ScaleUpView, ConsoleScreen):
     """Scale a worker's VM up (OpenStack resize or libvirt live) and verify the Pending pods run."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
@@ -67,7 +53,11 @@ class ScaleUpScreen(ConsoleScreen):
     HELP = ("Pick a node (n) and a target (t): a flavor (OpenStack resize: cordon, drain, resize, confirm) or "
             "vCPUs and memory (libvirt live: raise the maxima, restart through Nova, hot-add, online, restart the "
             "kubelet). The plan lists the Pending pods it makes fit; r runs it with live step status, v reverts a "
-            "resize Nova still allows to revert. Runs are journaled: an unfinished run is offered for resuming.")
+            "resize Nova still allows to revert. Runs are journaled: an unfinished run is offered for resuming. "
+            "Below 40 rows the panels the run's phase does not need are one line each (before a run the plan and "
+            "the pods, while it runs the steps, after it the pods and the capacity); l opens the log. Mid-run, "
+            "esc and q do not leave (the run would be hidden); ctrl+c asks, and stops the run before its next "
+            "step.")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "pick_node", "Node", id="scale-up-pick-node"),
         Binding("t", "pick_target", "Target", id="scale-up-pick-target"),
@@ -142,17 +132,6 @@ class ScaleUpScreen(ConsoleScreen):
             self.list_nodes()
 
     # -- small helpers ------------------------------------------------------------------------------------
-    @property
-    def steps(self) -> RunbookSteps:
-        return self.query_one("#su-steps", RunbookSteps)
-
-    @property
-    def log_pane(self) -> ReflowLog:
-        return self.query_one("#su-log", ReflowLog)
-
-    def _status(self, text: str) -> None:
-        self.query_one("#su-status", Static).update(text)
-
     def _log(self, text: str, when: str = "") -> None:
         stamp = when[11:23] if when else time.strftime("%H:%M:%S")
         self.log_pane.add(f"[{stamp}] {text}")
@@ -537,24 +516,6 @@ class ScaleUpScreen(ConsoleScreen):
                                            blocked.preview()), confirmed)
 
     # -- misc actions ---------------------------------------------------------------------------------------
-    def action_toggle_log(self) -> None:
-        """Open or close the log (closed, a short terminal shows its latest line; a tall one, nothing)."""
-        self.log_open = not self._log_shown()
-        self._render_layout()
-
-    def on_resize(self) -> None:
-        self._render_layout()
-
-    def _log_shown(self) -> bool:
-        if self.log_open is not None:
-            return self.log_open
-        return self.size.height >= TALL or self.size.width >= WIDE
-
-    def _collapsed(self) -> frozenset[str]:
-        return collapsed_panels(self.size.height or self.app.size.height, running=self.run.running,
-                                finished=self.run.result is not None or bool(self.run.error),
-                                planned=self.plan is not None)
-
     def leave_refusal(self) -> str:
         """Why this screen may not be left now ("" when it may): esc, q and `:` navigation all say it."""
         if not self.run.running:
@@ -596,133 +557,3 @@ class ScaleUpScreen(ConsoleScreen):
         if self.quit_when_stopped:
             self.app.exit(message=f"scale-up of {self.node} stopped before its next step; resume it with R on the "
                           f"nodes screen or :scale-up {self.node}")
-
-    # -- rendering (no I/O) ---------------------------------------------------------------------------------
-    def _render_all(self) -> None:
-        if not self.ready:
-            return
-        self._render_status()
-        self._render_plan()
-        self._render_pods()
-        self._render_capacity()
-        self._render_verdict()
-        self._render_layout()
-
-    def _render_layout(self) -> None:
-        """Which panels show whole and which as their one-line summary (console/tui/widgets/runbook.py)."""
-        if not self.ready:
-            return
-        collapsed = self._collapsed()
-        for panel in ("plan", "pods", "capacity"):
-            self.query_one(f"#su-{panel}").display = panel not in collapsed
-            self.query_one(f"#su-{panel}-line").display = panel in collapsed
-        self.steps.set_collapsed("steps" in collapsed)
-        shown = self._log_shown()
-        self.log_pane.display = shown
-        # closed: a short terminal keeps the latest entry on a line; a tall, wide one gives the width back
-        self.query_one("#su-log-line").display = not shown and self.size.width < WIDE
-        self._render_log_line()
-
-    def _render_log_line(self) -> None:
-        self.query_one("#su-log-line", Static).update(line("log", self._last_log or "empty", "l opens it"))
-
-    def _render_status(self) -> None:
-        parts = [self.node or "no node"]
-        if self.live is not None and self.live.vm_now is not None:
-            parts.append(f"VM now {self.live.vm_now} {self.live.vm_status}")
-        elif self.info is not None:
-            parts.append(f"VM {self.info.vm_text}")
-        if self.target is not None:
-            parts.append(f"→ {self.target}")
-        if self.run.running:
-            parts.append(f"running {time.monotonic() - self.run.started:.0f}s")
-        elif self.run.result is not None:
-            parts.append(self.run.result.status)
-        elif self.journal is not None:
-            parts.append(f"unfinished run {self.journal.run_id}: r resumes it, t starts a new one")
-        elif self.plan is not None:
-            parts.append(self.plan.nothing_to_do or "r runs the plan")
-        elif self.info is not None:
-            parts.append("t picks a target")
-        else:
-            parts.append("loading…")
-        self._status(" · ".join(parts))
-
-    def _render_plan(self) -> None:
-        w = self.query_one("#su-plan", Static)
-        colors = theme_colors(self.app)
-        self.query_one("#su-plan-line", Static).update(line("plan", self._plan_summary()))
-        if self.plan_error:
-            t = Text(f"✗ plan refused: {self.plan_error}", style=colors.get("danger", "red"))
-            if self.drain_blocked is not None:
-                t.append(f"\nf overrides: drain with {' '.join(self.drain_blocked.flags)} (asks first, naming the "
-                         "pods that will be lost)", style=colors.get("status-pending", "yellow"))
-            w.update(t)
-            return
-        if self.plan is None:
-            w.update(Text(self._plan_hint(), style="dim"))
-            return
-        if self.plan.nothing_to_do:
-            w.update(Text(f"✓ {self.plan.nothing_to_do}", style=colors.get("status-ready", "")))
-            return
-        w.update(data.plan_text(self.plan, self.journal, colors))
-
-    def _plan_summary(self) -> str:
-        p = self.plan
-        if self.plan_error:
-            return f"✗ refused: {self.plan_error}"
-        if p is None:
-            return self._plan_hint()
-        if p.nothing_to_do:
-            return f"✓ {p.nothing_to_do}"
-        how = "resize" if p.method == "openstack" else "libvirt live"
-        flavor = f" (flavor {p.flavor.name})" if p.flavor else ""
-        return f"{p.node.name} {p.current} → {p.target}{flavor}, {how}; makes fit: {', '.join(p.will_fit) or 'none'}"
-
-    def _plan_hint(self) -> str:
-        if not self.node:
-            return "Pick a node (n)."
-        if self.info is None:
-            return f"Reading {self.node}, its VM and the Pending pods…"
-        if self.target is None:
-            return "Pick a target (t): a flavor, or vCPUs and memory."
-        return f"Planning {self.target}…"
-
-    def _render_pods(self) -> None:
-        colors = theme_colors(self.app)
-        rows: list[PodRow] = []
-        if self.live is not None:
-            rows = self.live.pods
-        elif self.plan is not None:
-            rows = data.planned_pod_rows(self.plan)
-        elif self.info is not None:
-            rows = data.advice_rows(self.info.advice)
-        self.query_one("#su-pods", Static).update(pods_table(rows, colors))
-        self.query_one("#su-pods-line", Static).update(line("pods", pods_summary(rows)))
-
-    def _render_capacity(self) -> None:
-        colors = theme_colors(self.app)
-        rows: list[CapacityRow] = []
-        if self.plan is not None:
-            rows = data.capacity_rows(self.plan, self.live)
-        elif self.info is not None:
-            rows = data.capacity_rows_info(self.info)
-        w = self.query_one("#su-capacity", Static)
-        w.update(capacity_table(rows, colors) if rows else Text("—", style="dim"))
-        self.query_one("#su-capacity-line", Static).update(line("capacity", capacity_summary(rows)))
-
-    def _render_verdict(self) -> None:
-        w = self.query_one("#su-verdict", Static)
-        text = self.verdict()
-        w.display = bool(text)
-        if text:
-            colors = theme_colors(self.app)
-            ok = self.run.result is not None and self.run.result.status == "done" and \
-                self.live is not None and self.live.capacity_ok
-            w.update(Text(text, style=colors.get("status-ready" if ok else "danger", "")))
-            w.set_class(not ok, "-bad")
-
-    def verdict(self) -> str:
-        """What the run achieved, or exactly why not (empty while nothing ran)."""
-        return data.verdict(self.plan, self.run.result, self.run.error, self.live)
-

@@ -277,7 +277,7 @@ def steps_summary(steps: list[StepState], elapsed: float | None, now: float) -> 
         return f"✓ {n}/{n} done{total}"
     if done:
         return f"{done}/{n} done, stopped before {steps[done].title}{total}"
-    return f"{n} steps: " + ", ".join(s.title for s in steps)
+    return f"{n} steps, none run yet (r asks first and lists them)"
 
 
 def pods_summary(rows: list[PodRow]) -> str:

@@ -95,7 +95,6 @@ async def test_field_report_live_scale_up_from_a_pending_pod(live_lab, settings_
         # 80×24, finished: the verification is on screen without `l` — the pods and the capacity table whole,
         # the plan, the steps and the log one line each (not shrunk to their borders)
         shown = screen_text(app)
-        app.save_screenshot("/tmp/pending-finished.svg")
         assert "default/nginx-large Running on kube-worker02" in region_text(app, screen.query_one("#su-pods"))
         assert "will fit" not in text_of(screen, "#su-pods")
         capacity = region_text(app, screen.query_one("#su-capacity"))
