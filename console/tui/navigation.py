@@ -22,10 +22,16 @@ def lazy_screen(name: str) -> type[Screen[Any]]:
     return getattr(importlib.import_module(module), cls)
 
 
-def to_root(app: Any) -> None:
+def refused_leaving(app: Any) -> bool:
+    """True (and said) while a screen in the stack may not be left: a run in progress would be hidden."""
     refusal = next((r for s in app.screen_stack if (r := getattr(s, "leave_refusal", lambda: "")())), "")
-    if refusal:  # a run in progress (the scale-up screen): leaving would hide it
+    if refusal:
         app.notify(refusal, severity="warning")
+    return bool(refusal)
+
+
+def to_root(app: Any) -> None:
+    if refused_leaving(app):
         return
     while len(app.screen_stack) > 1:
         app.pop_screen()
@@ -59,6 +65,8 @@ def run(app: Any, cmd: Command) -> None:
     elif name == "scale-up":
         start_scale_up(app, cmd.arg)
     elif name == "ctx":
+        if refused_leaving(app):  # a context switch closes every screen but the nodes table
+            return
         if cmd.arg:
             app.switch_context(cmd.arg)
         else:

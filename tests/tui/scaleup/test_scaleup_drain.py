@@ -72,9 +72,10 @@ async def test_blocked_drain_is_shown_and_overridden_after_a_confirm(drain_lab, 
 
 async def test_leaving_or_quitting_mid_run_is_refused_or_asked_and_a_stop_waits_for_the_step(
         drain_lab, settings_for, until):
-    """Mid-run (the drain waits on db-pdb, which allows no disruption: a run that stays in progress), `q`, esc and
-    `:nodes` refuse the same way every time; ctrl+c asks, n keeps the run going, y stops it before its next step
-    (the engine's stop flag, as Ctrl-C on `console scale-up`: "interrupted", nothing rolled back) and then quits.
+    """Mid-run (the drain waits on db-pdb, which allows no disruption: a run that stays in progress), `q`, esc,
+    `:nodes` and `:ctx` refuse the same way every time; ctrl+c asks, n keeps the run going, y stops it before its
+    next step (the engine's stop flag, as Ctrl-C on `console scale-up`: "interrupted", nothing rolled back) and
+    then quits.
     Run last in this module: it leaves the node cordoned, as an interrupted run does."""
     app = console_app(settings_for(drain_lab))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -93,13 +94,15 @@ async def test_leaving_or_quitting_mid_run_is_refused_or_asked_and_a_stop_waits_
         await pilot.press("y")
         await until(pilot, lambda: screen.steps.status_of("drain") == "running", 60, what="the drain step")
 
-        said = len(app._notifications)
-        for keys in (("q",), ("q",), ("escape",), ("colon", *"nodes", "enter")):
+        refusals = []
+        for keys in (("q",), ("q",), ("escape",), ("colon", *"nodes", "enter"), ("colon", *"ctx other", "enter")):
+            before = {n.identity for n in app._notifications}
             await pilot.press(*keys)
             await pilot.pause()
             assert app.screen is screen, keys
-        refusals = [n.message for n in list(app._notifications)[said:]]
-        assert len(refusals) == 4 and len(set(refusals)) == 1, refusals
+            # read at once: a toast expires after its timeout
+            refusals += [n.message for n in app._notifications if n.identity not in before]
+        assert len(refusals) == 5 and len(set(refusals)) == 1, refusals
         assert f"the run on {NODE} is in progress" in refusals[0]
 
         await pilot.press("ctrl+c")
