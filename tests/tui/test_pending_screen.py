@@ -68,3 +68,30 @@ async def test_at_120x40_the_pod_column_fits_its_content_and_why_gets_the_width(
         why = str(table.cells[0][3])
         shown = row[header.index("WHY"):].rstrip(" ▁▇█…")
         assert len(shown) >= 80 and why.startswith(shown.rstrip("…")), (shown, why)
+
+
+async def test_read_only_the_plan_says_so_and_offers_no_scale_up(lab: Any) -> None:
+    """The same answer as `s` on the Pending screen in read-only mode: the plan only, and why."""
+    from console.config import Settings
+
+    settings = Settings(kubeconfig=str(lab.state.kubeconfig), cloud="lab", read_only=True,
+                        libvirt_uris=(lab.libvirt_uri,))
+    app = make_app(lab, settings=settings)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await loaded(pilot)
+            await pilot.press("p")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "PendingScreen", what="the Pending screen")
+            await wait_until(pilot, lambda: app.screen.advice, what="fit analysis")
+            await pilot.press("tab", "enter")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "PlanModal", what="the plan modal")
+            modal = app.screen
+            assert "read-only mode: scale-up is disabled" in region_text(app, modal.query_one("#plan-next"))
+            assert not modal.query("#plan-scale-up-button")
+            await pilot.press("s")
+            await pilot.pause()
+            assert app.screen is modal
+            await pilot.press("enter")  # the focused Close
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "PendingScreen", what="closed")
+    finally:
+        app.gateways.stop()

@@ -58,7 +58,8 @@ def candidate_advice(view: ClusterView, pod: PodInfo, flavors: list[Any]) -> lis
 class PendingScreen(ConsoleScreen):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     HELP = ("Pods without a node. The lower table says, per node, whether the highlighted pod fits now and the "
-            "smallest VM size (and flavor, when the cloud is known) that makes it fit.")
+            "smallest VM size (and flavor, when the cloud is known) that makes it fit. enter on a node shows the "
+            "plan; s, here or in the plan, opens the scale-up runbook for that node and pod.")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("tab", "switch", "Pods/nodes", id="pending-switch"),
         dangerous(Binding("s", "scale_up", "Scale up", id="pending-scale-up"), needs="scale-up"),
