@@ -23,7 +23,6 @@ from console.gateways import Gateways
 from console.runbook.interrupt import StopFlag
 from console.runbook.scaleup import ScaleUpPlan, ScaleUpRequest
 from console.tui.safety import ConfirmDanger, dangerous
-from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.scaleup_messages import (
     LiveStateReady,
     NodesListed,
@@ -45,7 +44,7 @@ LOG_ICONS = {"step-start": "…", "step-done": "✓", "step-skip": "↷", "step-
              "undo-start": "↺", "undo-done": "↺", "run-start": "▶", "run-done": "■"}
 
 
-class ScaleUpScreen(ScaleUpView, ConsoleScreen):
+class ScaleUpScreen(ScaleUpView):
     """Scale a worker's VM up (OpenStack resize or libvirt live) and verify the Pending pods run."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")

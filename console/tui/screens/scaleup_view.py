@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from console.runbook.scaleup import ScaleUpPlan
+from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.scaleup_messages import RunState
 from console.tui.widgets import runbook_data as data
 from console.tui.widgets.cells import theme_colors
@@ -32,13 +33,10 @@ from console.tui.widgets.runbook_pickers import Target
 WIDE = 120  # columns: from here the log is a column beside the panels
 
 
-class ScaleUpView:
-    """Mixed into ScaleUpScreen (a Screen): the state it renders is the screen's."""
+class ScaleUpView(ConsoleScreen):
+    """The rendering half of ScaleUpScreen (its base): the state it renders is set by the screen's workers."""
 
-    # the screen's state (console/tui/screens/scaleup.py); query_one and notify are the Screen's
-    app: Any
-    size: Any
-    ready: bool
+    # the screen's state (console/tui/screens/scaleup.py)
     node: str | None
     info: data.NodeTargets | None
     target: Target | None
