@@ -234,7 +234,6 @@ def pods_table(rows: list[PodRow], colors: dict[str, str]) -> RenderableType:
 
 # -- one-line summaries (short terminals) ----------------------------------------------------------------
 TALL = 40  # rows: from here every panel is shown whole
-PANELS = ("plan", "steps", "pods", "capacity")
 
 
 def collapsed_panels(height: int, *, running: bool, finished: bool, planned: bool) -> frozenset[str]:
