@@ -467,6 +467,17 @@ class ConsoleApp(App[None]):
         if len(self.screen_stack) > 1:
             self.pop_screen()
 
+    async def action_quit(self) -> None:
+        self.request_quit()
+
+    def request_quit(self) -> None:
+        """ctrl+c, q on the nodes screen and :q: a screen with a run in progress asks first (scaleup.py)."""
+        busy = next((s for s in reversed(self.screen_stack) if getattr(s, "leave_refusal", lambda: "")()), None)
+        if busy is None:
+            self.exit()
+        else:
+            busy.confirm_quit()
+
 
 def _infra(settings: Settings) -> tuple[Any, ...]:
     """The settings that choose the VM backends (a context may have its own cloud)."""

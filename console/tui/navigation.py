@@ -22,7 +22,17 @@ def lazy_screen(name: str) -> type[Screen[Any]]:
     return getattr(importlib.import_module(module), cls)
 
 
+def refused_leaving(app: Any) -> bool:
+    """True (and said) while a screen in the stack may not be left: a run in progress would be hidden."""
+    refusal = next((r for s in app.screen_stack if (r := getattr(s, "leave_refusal", lambda: "")())), "")
+    if refusal:
+        app.notify(refusal, severity="warning")
+    return bool(refusal)
+
+
 def to_root(app: Any) -> None:
+    if refused_leaving(app):
+        return
     while len(app.screen_stack) > 1:
         app.pop_screen()
 
@@ -68,6 +78,8 @@ def _run(app: Any, cmd: Command) -> None:
     elif name == "scale-up":
         start_scale_up(app, cmd.arg)
     elif name == "ctx":
+        if refused_leaving(app):  # a context switch closes every screen but the nodes table
+            return
         if cmd.arg:
             app.switch_context(cmd.arg)
         else:
@@ -80,7 +92,7 @@ def _run(app: Any, cmd: Command) -> None:
     elif name == "help":
         app.action_help()
     elif name == "quit":
-        app.exit()
+        app.request_quit()
 
 
 def start_scale_up(app: Any, node: str, pod: Any = None) -> None:

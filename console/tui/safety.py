@@ -75,7 +75,7 @@ class ConfirmDanger(ModalScreen[bool]):
         width: 90%; max-width: 100; height: auto; max-height: 90%;
         border: thick $error; background: $surface; padding: 0 1;
     }
-    ConfirmDanger #danger-title { text-style: bold; color: $error; }
+    ConfirmDanger #danger-title { width: 1fr; height: auto; text-style: bold; color: $error; }
     ConfirmDanger #danger-preview { height: auto; max-height: 14; border: round $panel; }
     ConfirmDanger #danger-buttons { height: 3; align-horizontal: right; }
     ConfirmDanger Button { margin-left: 1; }
@@ -93,13 +93,14 @@ class ConfirmDanger(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="danger-box"):
-            yield Label(f"{self.action_name}: {self.target}", id="danger-title", markup=False)
+            # the whole target in the title (wrapped); the button says only the verb, so it is never cut
+            yield Static(f"{self.action_name}: {self.target}", id="danger-title", markup=False)
             with VerticalScroll(id="danger-preview"):
                 yield Static(self.preview or "(no changes)", markup=False)
             yield Label("Press y to confirm, n or esc to cancel.", markup=False)
             with Horizontal(id="danger-buttons"):
                 yield Button("Cancel", id="danger-no")
-                yield Button(f"{self.action_name} {self.target}", id="danger-yes", variant="error")
+                yield Button(self.action_name[:1].upper() + self.action_name[1:], id="danger-yes", variant="error")
 
     def on_mount(self) -> None:
         if is_read_only(self.app):  # belt and braces: nothing mutates in read-only mode

@@ -9,7 +9,7 @@ import io
 from typing import Any
 
 from rich.console import Console
-from textual.widgets import OptionList, RichLog, Static
+from textual.widgets import OptionList, Static
 
 from console.tui.safety import ConfirmDanger
 from console.tui.screens.scaleup import ScaleUpScreen
@@ -24,7 +24,8 @@ def text_of(screen: ScaleUpScreen, wid: str) -> str:
 
 
 def log_text(screen: ScaleUpScreen) -> str:
-    return "\n".join(strip.text for strip in screen.query_one("#su-log", RichLog).lines)
+    """Every log entry (open or closed: a short terminal shows the log as its latest line)."""
+    return "\n".join(screen.log_pane.entries)
 
 
 async def open_screen(pilot: Any, until: Any) -> ScaleUpScreen:

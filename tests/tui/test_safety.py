@@ -91,3 +91,26 @@ def test_rbac_shows_a_dangerous_action_disabled_with_what_it_needs(tmp_path: Any
     ro = _App(True)
     ro.gateways = gateways.with_access(viewer)  # type: ignore[attr-defined]
     assert allow_action(ro, "scale_up_x") is False  # read-only still hides it
+
+
+async def test_a_long_target_is_shown_whole_above_and_the_buttons_are_not_cut() -> None:
+    """At 80×24 the confirm button said `scale up kube-worker01 → 4 vCPU / 6Gi (flavor m1 ` (cut): the button now
+    says the verb, the title above the whole target (wrapped)."""
+    from screentext import region_text
+
+    target = "kube-worker01 → 4 vCPU / 6Gi (flavor m1.large) on the OpenStack cloud production-east-2"
+
+    class _Long(_App):
+        def ask(self) -> None:
+            self.push_screen(ConfirmDanger("scale up", target, "1. cordon\n2. drain"), self.results.append)
+
+    app = _Long(False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.ask()
+        await pilot.pause()
+        screen = app.screen
+        assert region_text(app, screen.query_one("#danger-title")) == f"scale up: {target}"
+        for button in ("#danger-yes", "#danger-no"):
+            widget = screen.query_one(button)
+            assert region_text(app, widget) == str(widget.label), button
+        assert str(screen.query_one("#danger-yes").label) == "Scale up"

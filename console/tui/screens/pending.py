@@ -19,6 +19,19 @@ from console.tui.screens.base import ConsoleScreen
 from console.tui.widgets.cells import theme_colors
 from console.tui.widgets.table import Column, VirtualTable
 
+POD_WIDTH = (16, 48)  # the POD column fits the longest namespace/name within these bounds; WHY takes the rest
+
+
+def pod_columns(pod_width: int = POD_WIDTH[0]) -> list[Column]:
+    """POD sized to its content, WHY (the text people read) flexes into the width left over."""
+    return [Column("pod", "POD", pod_width), Column("cpu", "CPU", 5, right=True), Column("mem", "MEM", 7, right=True),
+            Column("why", "WHY (latest FailedScheduling)", 40, priority=1, flex=True)]
+
+
+def pod_width(keys: list[str]) -> int:
+    low, high = POD_WIDTH
+    return max(low, min(high, max((len(k) for k in keys), default=low)))
+
 
 def pod_key(p: PodInfo) -> str:
     return f"{p.namespace}/{p.name}"
@@ -27,7 +40,8 @@ def pod_key(p: PodInfo) -> str:
 class PendingScreen(ConsoleScreen):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     HELP = ("Pods without a node. The lower table says, per node, whether the highlighted pod fits now and the "
-            "smallest VM size (and flavor, when the cloud is known) that makes it fit.")
+            "smallest VM size (and flavor, when the cloud is known) that makes it fit. enter on a node shows the "
+            "plan; s, here or in the plan, opens the scale-up runbook for that node and pod.")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("tab", "switch", "Pods/nodes", id="pending-switch"),
         dangerous(Binding("s", "scale_up", "Scale up", id="pending-scale-up"), needs="scale-up"),
@@ -41,15 +55,11 @@ class PendingScreen(ConsoleScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("", id="pending-status", classes="status-line")
-        yield VirtualTable(
-            [Column("pod", "POD", 24), Column("cpu", "CPU", 5, right=True), Column("mem", "MEM", 7, right=True),
-             Column("why", "WHY (latest FailedScheduling)", 40, priority=1)],
-            empty_text="No Pending pods", id="pending-pods",
-        )
+        yield VirtualTable(pod_columns(), empty_text="No Pending pods", id="pending-pods")
         yield Static("", id="pending-why")
         yield VirtualTable(
             [Column("node", "NODE", 20), Column("now", "NOW", 8), Column("size", "SMALLEST SIZE", 20),
-             Column("flavor", "FLAVOR", 12, priority=1), Column("reason", "WHY NOT NOW", 30, priority=2)],
+             Column("flavor", "FLAVOR", 12, priority=1), Column("reason", "WHY NOT NOW", 30, priority=2, flex=True)],
             empty_text="Select a Pending pod", id="pending-fit",
         )
         yield Footer()
@@ -90,6 +100,9 @@ class PendingScreen(ConsoleScreen):
         else:
             self.pods_table.empty_text = "No Pending pods"
             status = f"{len(view.pending)} Pending pods · fit analysis over {len(view.rows)} nodes"
+        width = pod_width(keys)
+        if width != self.pods_table.columns[0].width:
+            self.pods_table.set_columns(pod_columns(width))
         self.pods_table.set_rows(keys, cells)
         self.query_one("#pending-status", Static).update(
             status + ("" if self.app.flavors else " · flavors unknown (no cloud configured)"))

@@ -1,4 +1,5 @@
-"""The scale-up plan for one node (FitAdvice) in a modal, until/unless a scale-up screen takes over."""
+"""The scale-up plan for one node (FitAdvice) in a modal; `s` (or its button) opens the scale-up runbook for it,
+exactly as `s` on the Pending screen does (console/tui/navigation.py start_scale_up)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, Static
+from textual.widgets import Button, Static
 
 from console.kube.model import PodInfo
 from console.runbook.fitting import flavor_infos, vm_size
 from console.runbook.plan import FitAdvice, advise
+from console.tui.safety import allow_action, dangerous, is_read_only, why_disabled
 from console.tui.widgets.cells import theme_colors
 
 
@@ -47,10 +49,16 @@ class PlanModal(ModalScreen[None]):
     PlanModal { align: center middle; }
     PlanModal #plan-box { width: 90%; max-width: 100; height: auto; max-height: 90%;
         border: thick $primary; background: $surface; padding: 0 1; }
-    PlanModal #plan-body { height: auto; max-height: 18; }
-    PlanModal Button { margin-top: 1; }
+    PlanModal #plan-title { text-style: bold; }
+    PlanModal #plan-body { height: auto; max-height: 16; }
+    PlanModal .plan-note { width: 1fr; height: auto; color: $text-muted; }
+    PlanModal #plan-buttons { height: auto; margin-top: 1; }
+    PlanModal Button { margin-right: 1; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,enter", "close", "Close", id="plan-close")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "close", "Close", id="plan-close"),
+        dangerous(Binding("s", "scale_up", "Scale up", id="plan-scale-up"), needs="scale-up"),
+    ]
 
     def __init__(self, node: str, pod: PodInfo | None = None) -> None:
         super().__init__()
@@ -59,12 +67,32 @@ class PlanModal(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="plan-box"):
-            yield Label(f"Scale-up plan: {self.node_name}", id="plan-title")
+            yield Static(f"Scale-up plan: {self.node_name}", id="plan-title", markup=False)
             with VerticalScroll(id="plan-body"):
                 yield Static(self._body(), id="plan-text")
-            yield Label("The scale-up runbook is not available in this build: this is the plan only.",
-                        classes="plan-note")
-            yield Button("Close", id="plan-close-button")
+            yield Static(self._next_step(), id="plan-next", classes="plan-note", markup=False)
+            with Horizontal(id="plan-buttons"):
+                if self._may_scale_up():
+                    yield Button("Scale up", id="plan-scale-up-button", variant="primary")
+                yield Button("Close", id="plan-close-button")
+
+    def on_mount(self) -> None:
+        # enter presses the focused button: Scale up when allowed (the same as s), else Close
+        buttons = self.query(Button)
+        buttons.first().focus()
+
+    def _may_scale_up(self) -> bool:
+        return not is_read_only(self.app) and not why_disabled(self.app, "scale_up")
+
+    def _next_step(self) -> str:
+        """What the admin can do from here: the same answer `s` on the Pending screen gives."""
+        if is_read_only(self.app):
+            return "read-only mode: scale-up is disabled; this is the plan only. esc closes."
+        why = why_disabled(self.app, "scale_up")
+        if why:
+            return f"scale-up not allowed: {why}. esc closes."
+        return (f"s: scale up {self.node_name} (the runbook screen: pick the target, confirm, run, verify) · "
+                "esc: close")
 
     def _body(self) -> Text:
         app: Any = self.app
@@ -81,7 +109,20 @@ class PlanModal(ModalScreen[None]):
         return advice_text(advice, theme_colors(app))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "plan-scale-up-button":
+            self.action_scale_up()
+        else:
+            self.dismiss(None)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return allow_action(self.app, action)
+
+    def action_scale_up(self) -> None:
+        from console.tui.navigation import start_scale_up
+
+        app = self.app
         self.dismiss(None)
+        start_scale_up(app, self.node_name, self.pod)
 
     def action_close(self) -> None:
         self.dismiss(None)

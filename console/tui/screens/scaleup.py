@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -21,9 +20,9 @@ from textual.worker import Worker, WorkerState
 
 from console.config import Settings
 from console.gateways import Gateways
+from console.runbook.interrupt import StopFlag
 from console.runbook.scaleup import ScaleUpPlan, ScaleUpRequest
 from console.tui.safety import ConfirmDanger, dangerous
-from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.scaleup_messages import (
     LiveStateReady,
     NodesListed,
@@ -35,25 +34,29 @@ from console.tui.screens.scaleup_messages import (
     RunState,
     TargetsLoaded,
 )
+from console.tui.screens.scaleup_view import WIDE, ScaleUpView
 from console.tui.widgets import runbook_data as data
-from console.tui.widgets.cells import theme_colors
 from console.tui.widgets.reflow_log import ReflowLog
-from console.tui.widgets.runbook import CapacityRow, PodRow, RunbookSteps, capacity_table, pods_table
+from console.tui.widgets.runbook import RunbookSteps
 from console.tui.widgets.runbook_pickers import NodePicker, Target, TargetPicker, default_target
 
 LOG_ICONS = {"step-start": "…", "step-done": "✓", "step-skip": "↷", "step-failed": "✗", "step-progress": " ",
              "undo-start": "↺", "undo-done": "↺", "run-start": "▶", "run-done": "■"}
 
 
-class ScaleUpScreen(ConsoleScreen):
+class ScaleUpScreen(ScaleUpView):
     """Scale a worker's VM up (OpenStack resize or libvirt live) and verify the Pending pods run."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (120, "-wide")]
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (WIDE, "-wide")]
     HELP = ("Pick a node (n) and a target (t): a flavor (OpenStack resize: cordon, drain, resize, confirm) or "
             "vCPUs and memory (libvirt live: raise the maxima, restart through Nova, hot-add, online, restart the "
             "kubelet). The plan lists the Pending pods it makes fit; r runs it with live step status, v reverts a "
-            "resize Nova still allows to revert. Runs are journaled: an unfinished run is offered for resuming.")
+            "resize Nova still allows to revert. Runs are journaled: an unfinished run is offered for resuming. "
+            "Below 40 rows the panels the run's phase does not need are one line each (before a run the plan and "
+            "the pods, while it runs the steps, after it the pods and the capacity); l opens the log. Mid-run, "
+            "esc and q do not leave (the run would be hidden); ctrl+c asks, and stops the run before its next "
+            "step.")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "pick_node", "Node", id="scale-up-pick-node"),
         Binding("t", "pick_target", "Target", id="scale-up-pick-target"),
@@ -62,6 +65,7 @@ class ScaleUpScreen(ConsoleScreen):
         dangerous(Binding("f", "override_drain", "Override drain", id="scale-up-override-drain"), needs="drain"),
         Binding("l", "toggle_log", "Log", id="scale-up-toggle-log"),
         Binding("escape", "back", "Back", id="scale-up-back"),
+        Binding("q", "back", "Back", show=False, id="scale-up-back-q"),  # not app.back: it asks the same
     ]
 
     def __init__(self, node: str | None = None, pod: Any = None, *, settings: Settings | None = None,
@@ -85,6 +89,9 @@ class ScaleUpScreen(ConsoleScreen):
         self.revert_message = ""
         self._node_choices: list[tuple[str, str]] = []
         self._plan_seq = 0
+        self.stop_flag = StopFlag()  # the running run's: set to stop it before its next step (quit during a run)
+        self.quit_when_stopped = False
+        self.log_open: bool | None = None  # `l`: None until pressed (the layout decides), then the admin's choice
 
     # -- layout -------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -93,11 +100,17 @@ class ScaleUpScreen(ConsoleScreen):
         yield Static("", id="su-verdict", markup=False)
         with Container(id="su-body"):
             with VerticalScroll(id="su-main"):
+                # a short terminal shows a panel as its one-line summary (the .su-line before it), not its border
+                yield Static("", id="su-plan-line", classes="su-line")
                 yield Static("", id="su-plan", markup=False)
                 yield RunbookSteps(id="su-steps")
+                yield Static("", id="su-pods-line", classes="su-line")
                 yield Static("", id="su-pods")
+                yield Static("", id="su-capacity-line", classes="su-line")
                 yield Static("", id="su-capacity")
-            yield ReflowLog(id="su-log", wrap=True, markup=False, max_lines=2000)
+            with Container(id="su-side"):
+                yield Static("", id="su-log-line", classes="su-line")
+                yield ReflowLog(id="su-log", wrap=True, markup=False, max_lines=2000)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -106,7 +119,7 @@ class ScaleUpScreen(ConsoleScreen):
             self.settings = getattr(self.app, "settings", None) or Settings()
         if self.gateways is None:
             self.gateways = getattr(self.app, "gateways", None)
-        for wid, title in (("#su-plan", "plan"), ("#su-steps", "steps"), ("#su-pods", "Pending pods"),
+        for wid, title in (("#su-plan", "plan"), ("#su-steps", "steps"), ("#su-pods", "pods to place"),
                            ("#su-capacity", "capacity: before → after"), ("#su-log", "log")):
             self.query_one(wid).border_title = title
         self.query_one("#su-verdict").display = False
@@ -118,20 +131,14 @@ class ScaleUpScreen(ConsoleScreen):
             self.list_nodes()
 
     # -- small helpers ------------------------------------------------------------------------------------
-    @property
-    def steps(self) -> RunbookSteps:
-        return self.query_one("#su-steps", RunbookSteps)
-
-    @property
-    def log_pane(self) -> ReflowLog:
-        return self.query_one("#su-log", ReflowLog)
-
-    def _status(self, text: str) -> None:
-        self.query_one("#su-status", Static).update(text)
-
     def _log(self, text: str, when: str = "") -> None:
         stamp = when[11:23] if when else time.strftime("%H:%M:%S")
         self.log_pane.add(f"[{stamp}] {text}")
+        self._last_log = f"[{stamp}] {text}"
+        if self.ready:
+            self._render_log_line()
+
+    _last_log = ""
 
     def _ensure_session(self) -> Any:
         """Called in workers only: the session's first reads touch the network. It runs on the gateways'
@@ -320,6 +327,7 @@ class ScaleUpScreen(ConsoleScreen):
 
     def _start_run(self) -> None:
         assert self.plan is not None
+        self.stop_flag = StopFlag()
         self.run = RunState(running=True, started=time.monotonic())
         self.query_one("#su-verdict").display = False
         self._log(("resuming " if self.journal is not None else "starting ") + f"scale-up of {self.plan.node.name}")
@@ -333,7 +341,7 @@ class ScaleUpScreen(ConsoleScreen):
         from console.runbook.session import SessionError
 
         try:
-            result = self._ensure_session().run(plan, journal,
+            result = self._ensure_session().run(plan, journal, stop=self.stop_flag,
                                                 on_event=lambda ev: self.post_message(RunbookStepChanged(ev)))
         except (SessionError, GuardRefusal) as e:  # held by another run; read-only (below the hidden action)
             self.post_message(RunFinished(None, str(e)))
@@ -369,6 +377,7 @@ class ScaleUpScreen(ConsoleScreen):
         else:
             self._log(f"run failed to start: {msg.error}")
         self.steps.apply("run-done")
+        self._quit_if_stopped()
         self.refresh_live(True)
         self._render_all()
 
@@ -383,6 +392,7 @@ class ScaleUpScreen(ConsoleScreen):
             self.steps.apply("run-done")
             self._log(f"✗ the run stopped with an error: {err}. The journal keeps its state: reopen the "
                       "screen to resume it.")
+            self._quit_if_stopped()
             self._render_all()
         elif event.worker.group in ("scale-up-load", "scale-up-plan"):
             self.plan_error = err
@@ -452,6 +462,7 @@ class ScaleUpScreen(ConsoleScreen):
 
         def confirmed(yes: bool | None) -> None:
             if yes and rplan is not None:
+                self.stop_flag = StopFlag()
                 self.run = RunState(running=True, started=time.monotonic())
                 self.steps.set_steps(rplan.steps)  # the revert runbook's own steps, journaled and audited
                 self._render_status()
@@ -466,7 +477,7 @@ class ScaleUpScreen(ConsoleScreen):
         from console.runbook.session import SessionError
 
         try:
-            result = run_revert(self._ensure_session(), rplan,
+            result = run_revert(self._ensure_session(), rplan, stop=self.stop_flag,
                                 on_event=lambda ev: self.post_message(RunbookStepChanged(ev)))
         except (SessionError, GuardRefusal) as e:  # another run holds the node; read-only
             self.post_message(RevertDone(False, f"revert not started: {e}"))
@@ -478,6 +489,7 @@ class ScaleUpScreen(ConsoleScreen):
         self.revert_message = msg.message
         self._log(("✓ " if msg.ok else "✗ ") + msg.message)
         self.notify(msg.message, title="revert", severity="information" if msg.ok else "error", timeout=12)
+        self._quit_if_stopped()
         self.refresh_live(True)
         self._render_all()
 
@@ -503,110 +515,44 @@ class ScaleUpScreen(ConsoleScreen):
                                            blocked.preview()), confirmed)
 
     # -- misc actions ---------------------------------------------------------------------------------------
-    def action_toggle_log(self) -> None:
-        log = self.log_pane
-        log.display = not log.display
+    def leave_refusal(self) -> str:
+        """Why this screen may not be left now ("" when it may): esc, q and `:` navigation all say it."""
+        if not self.run.running:
+            return ""
+        return (f"the run on {self.node} is in progress; leaving now would hide it (it is journaled and "
+                "resumable): wait for it to finish, or ctrl+c to stop it before its next step")
 
     def action_back(self) -> None:
-        if self.run.running:
-            self.notify("the run is in progress; leaving now would hide it (it is journaled and resumable)",
-                        severity="warning")
+        refusal = self.leave_refusal()
+        if refusal:
+            self.notify(refusal, severity="warning")
             return
         if len(self.app.screen_stack) > 1:
             self.app.pop_screen()
 
-    # -- rendering (no I/O) ---------------------------------------------------------------------------------
-    def _render_all(self) -> None:
-        if not self.ready:
+    # -- quitting during a run (the app's quit actions ask this screen first) --------------------------------
+    def confirm_quit(self) -> None:
+        """Ask before quitting mid-run; yes stops the run before its next step, and the app quits once it has."""
+        from console.tui.screens.scaleup_quit import QuitDuringRun, quit_question
+
+        if self.quit_when_stopped:  # asked and answered already: a second ctrl+c quits now
+            self.app.exit()
             return
-        self._render_status()
-        self._render_plan()
-        self._render_pods()
-        self._render_capacity()
-        self._render_verdict()
 
-    def _render_status(self) -> None:
-        parts = [self.node or "no node"]
-        if self.live is not None and self.live.vm_now is not None:
-            parts.append(f"VM now {self.live.vm_now} {self.live.vm_status}")
-        elif self.info is not None:
-            parts.append(f"VM {self.info.vm_text}")
-        if self.target is not None:
-            parts.append(f"→ {self.target}")
-        if self.run.running:
-            parts.append(f"running {time.monotonic() - self.run.started:.0f}s")
-        elif self.run.result is not None:
-            parts.append(self.run.result.status)
-        elif self.journal is not None:
-            parts.append(f"unfinished run {self.journal.run_id}: r resumes it, t starts a new one")
-        elif self.plan is not None:
-            parts.append(self.plan.nothing_to_do or "r runs the plan")
-        elif self.info is not None:
-            parts.append("t picks a target")
-        else:
-            parts.append("loading…")
-        self._status(" · ".join(parts))
+        def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+            if not self.run.running:  # finished while the question was open
+                self.app.exit()
+                return
+            self.quit_when_stopped = True
+            self.stop_flag.set()
+            self._log(f"stopping the run on {self.node} before its next step, then quitting")
+            self.notify("stopping before the next step, then quitting (ctrl+c again quits now)", timeout=30)
 
-    def _render_plan(self) -> None:
-        w = self.query_one("#su-plan", Static)
-        colors = theme_colors(self.app)
-        if self.plan_error:
-            t = Text(f"✗ plan refused: {self.plan_error}", style=colors.get("danger", "red"))
-            if self.drain_blocked is not None:
-                t.append(f"\nf overrides: drain with {' '.join(self.drain_blocked.flags)} (asks first, naming the "
-                         "pods that will be lost)", style=colors.get("status-pending", "yellow"))
-            w.update(t)
-            return
-        if self.plan is None:
-            w.update(Text(self._plan_hint(), style="dim"))
-            return
-        if self.plan.nothing_to_do:
-            w.update(Text(f"✓ {self.plan.nothing_to_do}", style=colors.get("status-ready", "")))
-            return
-        w.update(data.plan_text(self.plan, self.journal, colors))
+        self.app.push_screen(QuitDuringRun(quit_question(self.node or "?")), answered)
 
-    def _plan_hint(self) -> str:
-        if not self.node:
-            return "Pick a node (n)."
-        if self.info is None:
-            return f"Reading {self.node}, its VM and the Pending pods…"
-        if self.target is None:
-            return "Pick a target (t): a flavor, or vCPUs and memory."
-        return f"Planning {self.target}…"
-
-    def _render_pods(self) -> None:
-        colors = theme_colors(self.app)
-        rows: list[PodRow] = []
-        if self.live is not None:
-            rows = self.live.pods
-        elif self.plan is not None:
-            rows = data.planned_pod_rows(self.plan)
-        elif self.info is not None:
-            rows = data.advice_rows(self.info.advice)
-        self.query_one("#su-pods", Static).update(pods_table(rows, colors))
-
-    def _render_capacity(self) -> None:
-        colors = theme_colors(self.app)
-        rows: list[CapacityRow] = []
-        if self.plan is not None:
-            rows = data.capacity_rows(self.plan, self.live)
-        elif self.info is not None:
-            rows = data.capacity_rows_info(self.info)
-        w = self.query_one("#su-capacity", Static)
-        w.update(capacity_table(rows, colors) if rows else Text("—", style="dim"))
-
-    def _render_verdict(self) -> None:
-        w = self.query_one("#su-verdict", Static)
-        text = self.verdict()
-        w.display = bool(text)
-        if text:
-            colors = theme_colors(self.app)
-            ok = self.run.result is not None and self.run.result.status == "done" and \
-                self.live is not None and self.live.capacity_ok
-            w.update(Text(text, style=colors.get("status-ready" if ok else "danger", "")))
-            w.set_class(not ok, "-bad")
-
-    def verdict(self) -> str:
-        """What the run achieved, or exactly why not (empty while nothing ran)."""
-        return data.verdict(self.plan, self.run.result, self.run.error, self.live)
-
+    def _quit_if_stopped(self) -> None:
+        if self.quit_when_stopped:
+            self.app.exit(message=f"scale-up of {self.node} stopped before its next step; resume it with R on the "
+                          f"nodes screen or :scale-up {self.node}")

@@ -26,6 +26,11 @@ class ReflowLog(RichLog):
         self._entries: deque[str] = deque(maxlen=self.max_lines)
         self._wrapped_at = 0
 
+    @property
+    def entries(self) -> list[str]:
+        """The entries written so far (also while the log is closed, when RichLog defers rendering them)."""
+        return list(self._entries)
+
     def add(self, text: str) -> None:
         """Append one entry (plain text; wrapped to the current width, re-wrapped on resize)."""
         self._entries.append(text)

@@ -1,6 +1,11 @@
 """Runbook widgets: the per-step status list (spinner, ✓/✗/↷/↺, elapsed) and small renderers for the
 before/after capacity table and the Pending pods the plan is about.
 
+Each panel has a one-line summary, what it says when the terminal is too short to show it whole (80×24): it
+collapses to that line instead of to its border. Which panels collapse depends on the run's phase
+(`collapsed_panels`): before a run the plan and the pods it makes fit are open; while it runs, the steps; once it
+finished, the pods and the capacity (the verification) — the plan and the steps are then one line each.
+
 The step list is fed engine events (console/runbook/engine.py RunEvent kinds) on the UI thread; it keeps
 no I/O and renders from its own state, so a resumed run starts from the journal's step statuses.
 """
@@ -52,6 +57,7 @@ class RunbookSteps(Static):
     DEFAULT_CSS = """
     RunbookSteps { height: auto; padding: 0 1; }
     """
+    collapsed = False  # one summary line (runbook_summary.steps_summary) instead of the list
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
@@ -119,7 +125,18 @@ class RunbookSteps(Static):
     # -- rendering ------------------------------------------------------------------------------------
     def refresh_steps(self) -> None:
         if self.is_mounted:
-            self.update(self.render_steps())
+            self.update(self.summary_line() if self.collapsed else self.render_steps())
+
+    def set_collapsed(self, collapsed: bool) -> None:
+        if collapsed != self.collapsed:
+            self.collapsed = collapsed
+            self.set_class(collapsed, "-collapsed")
+            self.refresh_steps()
+
+    def summary_line(self, now: float | None = None) -> Text:
+        now = time.monotonic() if now is None else now
+        elapsed = (self.run_finished or now) - self.run_started if self.run_started is not None else None
+        return line("steps", steps_summary(self.steps, elapsed, now))
 
     def render_steps(self, now: float | None = None) -> Text:
         now = time.monotonic() if now is None else now
@@ -191,16 +208,90 @@ class PodRow:
     node: str
     why: str = ""
 
+    @property
+    def state(self) -> str:
+        """What is true now: `Running on NODE` once the pod runs; the plan's promise only while it is Pending."""
+        if self.phase in ("Running", "Succeeded"):
+            return f"{self.phase} on {self.node or '?'}"
+        if self.phase == "Pending":
+            return f"Pending: {self.planned}"
+        return self.phase + (f" on {self.node}" if self.node else "")
+
 
 def pods_table(rows: list[PodRow], colors: dict[str, str]) -> RenderableType:
     if not rows:
         return Text("No Pending pods are planned for.", style="dim")
     table = Table(box=None, padding=(0, 1), expand=False, show_edge=False)
-    for name in ("POD", "PLAN", "PHASE", "NODE"):
+    for name in ("POD", "NOW"):
         table.add_column(name, no_wrap=True)
     for r in rows:
         color = {"Running": colors.get("status-ready", "green"), "Succeeded": colors.get("status-ready", "green"),
                  "Pending": colors.get("status-pending", "yellow")}.get(r.phase, colors.get("danger", "red"))
-        table.add_row(r.key, r.planned, Text(r.phase, style=color), r.node or "—")
+        table.add_row(r.key, Text(r.state, style=color))
     whys = [Text(f"{r.key}: {r.why}", style="dim") for r in rows if r.why and r.phase != "Running"]
     return Group(table, *whys) if whys else table
+
+
+# -- one-line summaries (short terminals) ----------------------------------------------------------------
+TALL = 40  # rows: from here every panel is shown whole
+
+
+def collapsed_panels(height: int, *, running: bool, finished: bool, planned: bool) -> frozenset[str]:
+    """The panels shown as one line at this screen height, for the run's phase."""
+    if height >= TALL:
+        return frozenset()
+    if running:
+        return frozenset(("plan", "pods", "capacity"))
+    if finished:
+        return frozenset(("plan", "steps"))
+    return frozenset(("steps", "capacity")) if planned else frozenset(("steps",))
+
+
+def line(title: str, body: Text | str, hint: str = "") -> Text:
+    """`▸ title: body (hint)` on one line, cut with an ellipsis where the width ends."""
+    out = Text(no_wrap=True, overflow="ellipsis", end="")
+    out.append(f"▸ {title}: ", style="bold")
+    out.append_text(body if isinstance(body, Text) else Text(body))
+    if hint:
+        out.append(f"  ({hint})", style="dim")
+    return out
+
+
+def steps_summary(steps: list[StepState], elapsed: float | None, now: float) -> str:
+    """`9/9 done · elapsed 1m12s`, `running 4/9 resize 12.3s`, `failed at 3/9 resize: …`, `9 steps: cordon, …`."""
+    if not steps:
+        return "no plan yet"
+    n = len(steps)
+    total = f" · elapsed {fmt_elapsed(elapsed)}" if elapsed is not None else ""
+    for i, s in enumerate(steps, 1):
+        if s.status in ("running", "undoing"):
+            verb = "undoing" if s.status == "undoing" else "running"
+            return f"{verb} {i}/{n} {s.title} {fmt_elapsed(s.elapsed(now))}"
+    failed = next(((i, s) for i, s in enumerate(steps, 1) if s.status == "failed"), None)
+    if failed is not None:
+        i, s = failed
+        return f"✗ failed at {i}/{n} {s.title}" + (f": {s.message}" if s.message else "") + total
+    done = sum(s.status in ("done", "skipped") for s in steps)
+    if done == n:
+        return f"✓ {n}/{n} done{total}"
+    if done:
+        return f"{done}/{n} done, stopped before {steps[done].title}{total}"
+    return f"{n} steps, none run yet (r asks first and lists them)"
+
+
+def pods_summary(rows: list[PodRow]) -> str:
+    if not rows:
+        return "none planned for"
+    return "; ".join(f"{r.key} {r.state}" for r in rows)
+
+
+def capacity_summary(rows: list[CapacityRow]) -> str:
+    """`cpu 8 → 12 ✓ · memory 12Gi → 16Gi ✓`: the VM before → the VM now (else the target); ✓/✗ the kubelet
+    reports it."""
+    if not rows:
+        return "—"
+    parts = []
+    for r in rows:
+        mark = {True: " ✓", False: " ✗", None: ""}[r.ok]
+        parts.append(f"{r.resource} {r.vm_before} → {r.vm_now or r.target}{mark}")
+    return " · ".join(parts)

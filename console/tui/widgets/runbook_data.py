@@ -305,6 +305,20 @@ def plan_text(plan: ScaleUpPlan, journal: Any, colors: dict[str, str]) -> Text:
     return t
 
 
+def plan_summary(plan: ScaleUpPlan | None, error: str, hint: str) -> str:
+    """The plan panel on one line (a short terminal): `NODE 8 vCPU / 12Gi → 12 vCPU / 16Gi, libvirt live; …`."""
+    if error:
+        return f"✗ refused: {error}"
+    if plan is None:
+        return hint
+    if plan.nothing_to_do:
+        return f"✓ {plan.nothing_to_do}"
+    how = "resize" if plan.method == "openstack" else "libvirt live"
+    flavor = f" (flavor {plan.flavor.name})" if plan.flavor else ""
+    return (f"{plan.node.name} {plan.current} → {plan.target}{flavor}, {how}; makes fit: "
+            f"{', '.join(plan.will_fit) or 'none'}")
+
+
 def planned_pod_rows(plan: ScaleUpPlan) -> list[PodRow]:
     reasons = {a.pods[0]: a.reason for a in plan.advice}
     return [PodRow(k, "will fit", "Pending", "", reasons.get(k, "")) for k in plan.will_fit] + \

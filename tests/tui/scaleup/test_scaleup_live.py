@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from scaleuptui import log_text, open_screen, run_confirmed, text_of
+from screentext import region_text, screen_text
 from textual.widgets import Input
 
 from console.tui.safety import ConfirmDanger
@@ -90,6 +91,16 @@ async def test_field_report_live_scale_up_from_a_pending_pod(live_lab, settings_
         assert "✓ verified: kubelet capacity cpu 12 / memory 16396200Ki" in verdict
         assert "default/nginx-large Running on kube-worker02" in verdict
         assert screen.live.vm_now.vcpus == 12
+        await until(pilot, lambda: "Running" in text_of(screen, "#su-pods"), 30, what="the pod Running")
+        # 80×24, finished: the verification is on screen without `l` — the pods and the capacity table whole,
+        # the plan, the steps and the log one line each (not shrunk to their borders)
+        shown = screen_text(app)
+        assert "default/nginx-large Running on kube-worker02" in region_text(app, screen.query_one("#su-pods"))
+        assert "will fit" not in text_of(screen, "#su-pods")
+        capacity = region_text(app, screen.query_one("#su-capacity"))
+        assert "kubelet now" in capacity and "memory" in capacity and capacity.count("✓") == 2, shown
+        for summary in ("▸ plan: kube-worker02", "▸ steps: ✓", "▸ log: ["):
+            assert summary in shown, shown
     cap = node_obj(live_lab)["status"]["capacity"]
     assert (cap["cpu"], cap["memory"]) == ("12", "16396200Ki")
     pod = live_lab.store.get("pods", "default", "nginx-large")

@@ -75,13 +75,18 @@ async def test_a_node_held_by_another_run_is_refused_with_its_holder(resize_lab,
 
 
 async def test_log_lines_rewrap_when_the_layout_changes(resize_lab, settings_for, host, until):
-    """80×24 stacks the log under the plan; 140 columns puts it beside: no entry may be cut at the edge."""
+    """80×24 keeps the log closed to its latest line, `l` opens it under the plan; 140 columns puts it beside: no
+    entry may be cut at the edge."""
     app = host(ScaleUpScreen(NODE), settings_for(resize_lab))
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_screen(pilot, until)
         await pick_flavor(pilot, until, screen, "m1.large")
         log = screen.log_pane
         await until(pilot, lambda: "plan:" in log_text(screen), 30, what="the plan in the log")
+        assert not log.display and "▸ log: [" in str(screen.query_one("#su-log-line").render())
+        await pilot.press("l")
+        await until(pilot, lambda: log.display and log.scrollable_content_region.width > 0, 5, what="the log open")
+        await pilot.pause()
 
         def check(what: str) -> None:
             width = log.scrollable_content_region.width

@@ -79,3 +79,40 @@ def test_verdict_names_what_is_wrong():
     v = verdict(plan, attention, "", stale)
     assert "needs attention" in v and "/j/r2" in v and ":scale-up w2" in v
     assert verdict(plan, None, "", None) == ""
+
+
+def test_a_pod_that_runs_says_where_not_will_fit():
+    """The pods panel said `will fit` for a pod already Running: what is true now comes first."""
+    import io
+
+    from rich.console import Console
+
+    from console.tui.widgets.runbook import pods_summary, pods_table
+
+    rows = [PodRow("default/nginx", "will fit", "Running", "w2"), PodRow("default/big", "still too big", "Pending", "")]
+    assert [r.state for r in rows] == ["Running on w2", "Pending: still too big"]
+    console = Console(width=100, file=io.StringIO(), color_system=None, record=True)
+    console.print(pods_table(rows, {}))
+    shown = console.export_text()
+    assert "Running on w2" in shown and "will fit" not in shown
+    assert pods_summary(rows) == "default/nginx Running on w2; default/big Pending: still too big"
+
+
+def test_short_terminals_collapse_the_panels_the_phase_does_not_need():
+    """80×24: before a run the plan and the pods are open, while it runs the steps, after it the pods and the
+    capacity (the verification); from 40 rows everything is open."""
+    from console.tui.widgets.runbook import CapacityRow, StepState, capacity_summary, collapsed_panels, steps_summary
+
+    assert collapsed_panels(24, running=False, finished=False, planned=True) == {"steps", "capacity"}
+    assert collapsed_panels(24, running=True, finished=False, planned=True) == {"plan", "pods", "capacity"}
+    assert collapsed_panels(24, running=False, finished=True, planned=True) == {"plan", "steps"}
+    assert collapsed_panels(40, running=False, finished=True, planned=True) == set()
+    steps = [StepState("a", "cordon", "done", started=0.0, finished=1.0),
+             StepState("b", "resize", "running", started=1.0)]
+    assert steps_summary(steps, 3.0, now=3.0) == "running 2/2 resize 2.0s"
+    steps[1].status, steps[1].finished = "done", 4.0
+    assert steps_summary(steps, 4.0, now=9.0) == "✓ 2/2 done · elapsed 4.0s"
+    steps[1].status, steps[1].message = "failed", "No valid host was found"
+    assert steps_summary(steps, 4.0, now=9.0).startswith("✗ failed at 2/2 resize: No valid host was found")
+    rows = [CapacityRow("cpu", "8", "8", "12", "12", "12", True), CapacityRow("memory", "12Gi", "x", "16Gi")]
+    assert capacity_summary(rows) == "cpu 8 → 12 ✓ · memory 12Gi → 16Gi"
