@@ -36,6 +36,7 @@ from console.tui.messages import (
     VMsLoaded,
 )
 from console.tui.themes import DEFAULT_THEME, FALLBACK_COLORS, domain_defaults, load_themes, not_found
+from console.tui.unsaved import before_navigation
 
 VM_REFRESH_SECONDS = 30.0
 FLOOR = (80, 24)  # the size every screen is laid out for; below it the header says what is hidden
@@ -474,7 +475,8 @@ class ConsoleApp(App[None]):
         """ctrl+c, q on the nodes screen and :q: a screen with a run in progress asks first (scaleup.py)."""
         busy = next((s for s in reversed(self.screen_stack) if getattr(s, "leave_refusal", lambda: "")()), None)
         if busy is None:
-            self.exit()
+            # an editor with unsaved edits asks first (console/tui/unsaved.py)
+            before_navigation(self, self.exit, "quit")
         else:
             busy.confirm_quit()
 
