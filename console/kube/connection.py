@@ -94,7 +94,7 @@ class Credentials:
 def _api_client_class() -> type:
     from kubernetes.client import ApiClient
 
-    class ReloadingApiClient(ApiClient):  # type: ignore[misc,valid-type]
+    class ReloadingApiClient(ApiClient):
         """An ApiClient that, on a 401, reloads the credentials and sends the request once more."""
 
         credentials: Credentials | None = None
@@ -143,7 +143,7 @@ def _from_kubeconfig(merged: Any, name: str, configuration: Any) -> Credentials:
 
     from console.kube.execauth import ExecPlugin, ExecPluginError
 
-    class Loader(KubeConfigLoader):  # type: ignore[misc,valid-type]
+    class Loader(KubeConfigLoader):
         plugin: ExecPlugin | None = None
         expires: float | None = None
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import hashlib
 import re
 import threading
@@ -134,8 +135,8 @@ class FileTarget(Protocol):
     def nodes(self, selector: str | None = None, names: Sequence[str] = ()) -> list[str]: ...
     def list(self, nodes: Sequence[str]) -> list[NodeListing]: ...
     def read(self, node: str, name: str) -> str | None: ...
-    def push(self, name: str, content: str, nodes: Sequence[str]) -> list[WriteResult]: ...
-    def remove(self, name: str, nodes: Sequence[str]) -> list[WriteResult]: ...
+    def push(self, name: str, content: str, nodes: Sequence[str]) -> builtins.list[WriteResult]: ...
+    def remove(self, name: str, nodes: Sequence[str]) -> builtins.list[WriteResult]: ...
 
 
 def check_name(name: str) -> None:
@@ -284,7 +285,7 @@ class HostPathTarget:
             raise FileTargetError(f"{node}: {self.directory}/{name} came back garbled ({e})") from e
 
     def _guarded(self, action: str, what: str, nodes: Sequence[str], detail: str,
-                 fn: Callable[[str], WriteResult]) -> list[WriteResult]:
+                 fn: Callable[[str], WriteResult]) -> builtins.list[WriteResult]:
         from console.guard import ReadOnly
 
         if self.guard is None:
@@ -299,7 +300,7 @@ class HostPathTarget:
                 m.detail = f"{what}: failed on {', '.join(failed)}"
         return results
 
-    def push(self, name: str, content: str, nodes: Sequence[str]) -> list[WriteResult]:
+    def push(self, name: str, content: str, nodes: Sequence[str]) -> builtins.list[WriteResult]:
         check_name(name)
         data = check_content(name, content)
         if not nodes:
@@ -319,7 +320,7 @@ class HostPathTarget:
         return self._guarded("nfd.file.push", what, nodes,
                              f"{what}: {len(data)} bytes, sha256 {digest}, mode {mode:04o}", one)
 
-    def remove(self, name: str, nodes: Sequence[str]) -> list[WriteResult]:
+    def remove(self, name: str, nodes: Sequence[str]) -> builtins.list[WriteResult]:
         check_name(name)
         if not nodes:
             return []

@@ -24,6 +24,7 @@ that namespace. Content already there sends nothing. Blocking calls: run them in
 from __future__ import annotations
 
 import base64
+import builtins
 import hashlib
 import json
 from collections.abc import Sequence
@@ -191,7 +192,7 @@ class ConfigMapTarget:
         return None if found is None else self._content(cm, found[0])
 
     # -- writes ---------------------------------------------------------------------------------------------
-    def push(self, name: str, content: str, nodes: Sequence[str]) -> list[WriteResult]:
+    def push(self, name: str, content: str, nodes: Sequence[str]) -> builtins.list[WriteResult]:
         """Put `content` under `name`: one ConfigMap update reaching every node the DaemonSet runs on."""
         _check_name(name)
         if len(content.encode()) > NFD_FILE_LIMIT:
@@ -199,7 +200,7 @@ class ConfigMapTarget:
                                 f"{NFD_FILE_LIMIT} bytes (64 KiB); make it smaller")
         return self._write(name, content, nodes)
 
-    def remove(self, name: str, nodes: Sequence[str]) -> list[WriteResult]:
+    def remove(self, name: str, nodes: Sequence[str]) -> builtins.list[WriteResult]:
         _check_name(name)
         return self._write(name, None, nodes)
 
@@ -211,7 +212,7 @@ class ConfigMapTarget:
             raise ReadOnly(f"{what} (opened for reading only)")
         self.guard.check(what)  # read-only: refused before anything is read
 
-    def _write(self, name: str, content: str | None, nodes: Sequence[str]) -> list[WriteResult]:
+    def _write(self, name: str, content: str | None, nodes: Sequence[str]) -> builtins.list[WriteResult]:
         from kubernetes.client.rest import ApiException
 
         verb = "push" if content is not None else "remove"
@@ -256,7 +257,7 @@ class ConfigMapTarget:
             return self._results(reach, nodes, changed=False, error=str(e))
         return self._results(reach, nodes, changed=True)
 
-    def _needs(self, *verbs: str) -> list[Need]:
+    def _needs(self, *verbs: str) -> builtins.list[Need]:
         return [Need(v, "configmaps", namespace=self.namespace) for v in verbs]
 
     def _send(self, cm: dict[str, Any] | None, key: str, content: str | None) -> dict[str, Any]:
@@ -277,7 +278,7 @@ class ConfigMapTarget:
                                                                   _preload_content=False).data)
 
     def _results(self, reach: Sequence[str], asked: Sequence[str], *, changed: bool,
-                 error: str = "") -> list[WriteResult]:
+                 error: str = "") -> builtins.list[WriteResult]:
         """The same result for every node the ConfigMap reaches; a node asked for that it does not reach fails."""
         out = [WriteResult(n, not error, changed and not error, error) for n in reach]
         out += [WriteResult(n, False, False, f"nfd-worker has no pod on {n}: {self.where} does not reach it")

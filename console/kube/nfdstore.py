@@ -193,12 +193,12 @@ class DirectoryHookStore:
     def list(self) -> list[StoredFile]:
         out: list[StoredFile] = []
         for kind in ("hook", "feature"):
-            d = self._dir(kind)  # type: ignore[arg-type]
+            d = self._dir(kind)
             if not d.is_dir():
                 continue
             for p in sorted(d.iterdir()):
                 if p.is_file() and not p.name.endswith(".console-tmp"):
-                    f = self._file(kind, p)  # type: ignore[arg-type]
+                    f = self._file(kind, p)
                     if f:
                         out.append(f)
         return out

@@ -11,6 +11,7 @@ fast): treat them as read-only. Writes replace the stored dict; use
 from __future__ import annotations
 
 import asyncio
+import builtins
 import copy
 import itertools
 import threading
@@ -168,7 +169,7 @@ class Store:
         out.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
         return out, rv
 
-    def pods_on_node(self, node: str) -> list[Obj]:
+    def pods_on_node(self, node: str) -> builtins.list[Obj]:
         with self._lock:
             return list(self._pods_by_node.get(node, {}).values())
 

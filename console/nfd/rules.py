@@ -386,7 +386,7 @@ def rules_of(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         fld, msg = err
         what = msg if fld == "spec.rules" else f"{fld}: {msg}"
         raise RuleError(f"NodeFeatureRule {object_name(obj) or '?'!r}: {what}")
-    return obj["spec"]["rules"]  # type: ignore[no-any-return]
+    return obj["spec"]["rules"]
 
 
 @dataclass
