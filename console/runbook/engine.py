@@ -161,7 +161,7 @@ class RunResult:
 
 class Engine:
     def __init__(self, journal: Journal, steps: list[Step], *, guard: Guard,
-                 on_event: Callable[[RunEvent], None] | None = None, values: dict[str, Any] | None = None,
+                 on_event: Callable[[RunEvent], object] | None = None, values: dict[str, Any] | None = None,
                  stop: threading.Event | None = None) -> None:
         self.journal = journal
         self.steps = steps

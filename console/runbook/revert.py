@@ -207,7 +207,7 @@ def steps(plan: RevertPlan) -> list[Step]:
 
 
 def run_revert(session: Any, plan: RevertPlan, journal: Journal | None = None, *,
-               on_event: Callable[[RunEvent], None] | None = None, stop: threading.Event | None = None) -> RunResult:
+               on_event: Callable[[RunEvent], object] | None = None, stop: threading.Event | None = None) -> RunResult:
     """Run (or resume) the revert under the node's Lease (as a scale-up: SessionError while another run holds
     the node); the scale-up run it supersedes is closed ("reverted") when it starts."""
     from dataclasses import asdict

@@ -203,7 +203,7 @@ class Session:
         return plan, journal
 
     def run(self, plan: ScaleUpPlan, journal: Journal | None = None, *,
-            on_event: Callable[[RunEvent], None] | None = None, stop: threading.Event | None = None) -> RunResult:
+            on_event: Callable[[RunEvent], object] | None = None, stop: threading.Event | None = None) -> RunResult:
         """Run the plan under the node's Lease (console/runbook/lock.py): refused with SessionError, before any
         change and before a journal exists, while another run holds the node; released however the run ends."""
         from dataclasses import asdict
@@ -237,7 +237,7 @@ class Session:
             raise SessionError(str(e), e.details) from e
 
     def _run_lock(self, node: str, run_id: str, journal: Journal | None,
-                  on_event: Callable[[RunEvent], None] | None = None) -> Any:
+                  on_event: Callable[[RunEvent], object] | None = None) -> Any:
         from console.runbook.journal import runbooks_dir
         from console.runbook.lock import RunLock
 
@@ -248,7 +248,7 @@ class Session:
 
     @contextlib.contextmanager
     def node_lock(self, node: str, run_id: str, journal: Journal | None,
-                  on_event: Callable[[RunEvent], None] | None = None) -> Iterator[Any]:
+                  on_event: Callable[[RunEvent], object] | None = None) -> Iterator[Any]:
         """The node's Lease for run `run_id` (console/runbook/lock.py), held for the `with` block: every runbook
         on a node (scale-up, revert) runs under it. SessionError, before any change and before a journal exists,
         while another run holds the node; released however the block ends."""

@@ -33,7 +33,7 @@ class EditorScreen(Screen[None]):
     LOADING: ClassVar[str] = ""  # the status line until the first load
     HINT: ClassVar[str] = ""  # the result panel before the first preview
     EDITOR_KIND: ClassVar[str] = "hook"
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]  # type: ignore[misc]
 
     def __init__(self, gateways: Gateways | None = None, settings: Settings | None = None) -> None:
         super().__init__()
