@@ -198,7 +198,7 @@ def target_nodes(api_client: Any, worker: Any, selector: str | None, names: Sequ
     """The nodes matching `selector` (a label selector) and/or `names` that nfd-worker runs on, sorted."""
     from console.kube.nodes_ops import _core, _raw_items
 
-    kw = {"label_selector": selector} if selector else {}
+    kw: dict[str, Any] = {"label_selector": selector} if selector else {}
     items = _raw_items(api_client, _core(api_client).list_node, **kw)
     wanted = set(names)
     return sorted(n["metadata"]["name"] for n in items

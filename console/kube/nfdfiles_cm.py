@@ -26,7 +26,6 @@ from __future__ import annotations
 import base64
 import builtins
 import hashlib
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -35,6 +34,7 @@ from console.guard import Guard, ReadOnly
 from console.kube.access import Need
 from console.kube.nfdfiles import NodeFile, NodeListing, WriteResult
 from console.kube.nfdstore import AUDIT_CAP, NfdStoreError, StoreConflict, _api_error, _check_name, _permitted
+from console.kube.raw import raw_json
 from console.nfd.deployment import FileKind, Mount, NfdDeployment
 
 KUBELET_DEFAULT_MODE = 0o644  # ConfigMapVolumeSource.defaultMode when unset
@@ -119,8 +119,8 @@ class ConfigMapTarget:
         from kubernetes.client.rest import ApiException
 
         try:
-            return json.loads(self.core.read_namespaced_config_map(self.config_map, self.namespace,
-                                                                   _preload_content=False).data)
+            return raw_json(self.core.read_namespaced_config_map(self.config_map, self.namespace,
+                                                                 _preload_content=False))
         except ApiException as e:
             if e.status == 404:
                 return None
@@ -142,12 +142,12 @@ class ConfigMapTarget:
 
         ds_name = f"DaemonSet {self.namespace}/{self.daemonset}"
         try:
-            ds = json.loads(self.apps.read_namespaced_daemon_set(self.daemonset, self.namespace,
-                                                                 _preload_content=False).data)
+            ds = raw_json(self.apps.read_namespaced_daemon_set(self.daemonset, self.namespace,
+                                                               _preload_content=False))
             match = ((ds.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-            pods = json.loads(self.core.list_namespaced_pod(
+            pods = raw_json(self.core.list_namespaced_pod(
                 self.namespace, label_selector=",".join(f"{k}={v}" for k, v in sorted(match.items())),
-                _preload_content=False).data).get("items") or []
+                _preload_content=False)).get("items") or []
         except ApiException as e:
             raise _api_error(e, ds_name) from e
         uid = ds["metadata"].get("uid")
@@ -158,7 +158,7 @@ class ConfigMapTarget:
         self._reach = reach
         if selector:
             try:
-                chosen = json.loads(self.core.list_node(label_selector=selector, _preload_content=False).data)
+                chosen = raw_json(self.core.list_node(label_selector=selector, _preload_content=False))
             except ApiException as e:
                 raise _api_error(e, f"nodes matching {selector!r}") from e
             picked = {n["metadata"]["name"] for n in chosen.get("items") or []}
@@ -264,8 +264,8 @@ class ConfigMapTarget:
         if cm is None:  # the DaemonSet names a ConfigMap that does not exist yet: make it
             body = {"apiVersion": "v1", "kind": "ConfigMap",
                     "metadata": {"name": self.config_map, "namespace": self.namespace}, "data": {key: content}}
-            return json.loads(self.core.create_namespaced_config_map(self.namespace, body,
-                                                                     _preload_content=False).data)
+            return raw_json(self.core.create_namespaced_config_map(self.namespace, body,
+                                                                   _preload_content=False))
         data = dict(cm.get("data") or {})
         binary = dict(cm.get("binaryData") or {})
         binary.pop(key, None)  # a key lives in data or binaryData, never both
@@ -274,8 +274,8 @@ class ConfigMapTarget:
         else:
             data[key] = content
         body = {**cm, "data": data, "binaryData": binary or None}  # metadata keeps the resourceVersion read
-        return json.loads(self.core.replace_namespaced_config_map(self.config_map, self.namespace, body,
-                                                                  _preload_content=False).data)
+        return raw_json(self.core.replace_namespaced_config_map(self.config_map, self.namespace, body,
+                                                                _preload_content=False))
 
     def _results(self, reach: Sequence[str], asked: Sequence[str], *, changed: bool,
                  error: str = "") -> builtins.list[WriteResult]:

@@ -319,7 +319,7 @@ class RuleStore:
 
         body = _rule_body(obj)
         body["metadata"].pop("resourceVersion", None)
-        kwargs = {"dry_run": "All"} if dry_run else {}
+        kwargs: dict[str, Any] = {"dry_run": "All"} if dry_run else {}
         with self._write("create", body["metadata"]["name"], dry_run, None) as m:
             try:
                 out = _json(self.custom.create_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL, body,
@@ -344,7 +344,7 @@ class RuleStore:
         body = _rule_body(obj)
         body["metadata"]["resourceVersion"] = resource_version
         name = body["metadata"]["name"]
-        kwargs = {"dry_run": "All"} if dry_run else {}
+        kwargs: dict[str, Any] = {"dry_run": "All"} if dry_run else {}
         with self._write("replace", name, dry_run, _rule_audit(before)) as m:
             try:
                 out = _json(self.custom.replace_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL,
@@ -407,12 +407,12 @@ def list_node_features(api_client: Any, node: str | None = None) -> dict[str, li
     from kubernetes.client.rest import ApiException
 
     custom = client.CustomObjectsApi(api_client)
-    selector = {"label_selector": f"{NODE_NAME_LABEL}={node}"} if node else {}
+    selector: dict[str, Any] = {"label_selector": f"{NODE_NAME_LABEL}={node}"} if node else {}
     items: list[dict[str, Any]] = []
     token = ""
     try:
         while True:
-            more = {"_continue": token} if token else {}
+            more: dict[str, Any] = {"_continue": token} if token else {}
             page = _json(custom.list_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL,
                                                            limit=NF_PAGE, _preload_content=False, **selector,
                                                            **more))
@@ -445,10 +445,10 @@ def cluster_nfd_version(api_client: Any) -> str | None:
     token = ""
     try:
         for i in range(VERSION_PAGES):  # one object first: on most clusters that is nfd-worker's, one small read
+            more: dict[str, Any] = {"_continue": token} if token else {}
             page = _json(custom.list_cluster_custom_object(
                 NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL, limit=1 if i == 0 else VERSION_PAGE,
-                label_selector=NODE_NAME_LABEL,
-                _preload_content=False, **({"_continue": token} if token else {})))
+                label_selector=NODE_NAME_LABEL, _preload_content=False, **more))
             found = detect_nfd_version({"": page.get("items") or []})
             token = (page.get("metadata") or {}).get("continue") or ""
             if found or not token:
