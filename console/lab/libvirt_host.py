@@ -49,7 +49,7 @@ import queue
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from console.lab.domain_xml import nova_domain_xml
 from console.lab.guest import SimulatedGuest
@@ -81,7 +81,7 @@ class LibvirtHost:
         self.poll_interval = poll_interval
         self._daemon: SessionDaemon | None = None
         self._tap: MonitorTap | None = None
-        self._conn = None  # libvirt.virConnect
+        self._conn: Any = None  # libvirt.virConnect
         self._uri = ""
         self._lock = threading.RLock()
         self._observations = itertools.count(1)  # numbers each libvirt read (see _sync)
@@ -277,6 +277,7 @@ class LibvirtHost:
         import libvirt
 
         while True:
+            item: tuple[str, int, int] | tuple[()] | None
             try:
                 item = self._events.get(timeout=self.poll_interval)
             except queue.Empty:

@@ -89,7 +89,7 @@ class Store:
         self._objects: dict[str, dict[tuple[str, str], Obj]] = {k: {} for k in RESOURCES}
         self._history: deque[WatchEvent] = deque(maxlen=HISTORY)
         self.compacted = 0  # revisions up to this one are compacted away (compact())
-        self._subscribers: dict[int, tuple[str, str | None, Callable[[WatchEvent], None]]] = {}
+        self._subscribers: dict[int, tuple[str, str | None, Callable[[WatchEvent], object]]] = {}
         self._sub_ids = itertools.count(1)
         # pods by spec.nodeName: the kubelet, scheduler and UI join through it
         self._pods_by_node: dict[str, dict[tuple[str, str], Obj]] = {}
@@ -319,7 +319,7 @@ class Store:
     def subscribe(
         self,
         resource: str,
-        callback: Callable[[WatchEvent], None],
+        callback: Callable[[WatchEvent], object],
         *,
         namespace: str | None = None,
         since_rv: int | None = None,

@@ -8,6 +8,7 @@ from typing import Any
 
 from console.nfd import versions as V
 from console.nfd.expressions import (
+    Element,
     EvaluationError,
     ExpressionSet,
     MatchExpression,
@@ -188,7 +189,7 @@ class CompiledRule:
             if keys is None and values is None and inst is None:
                 return False, mf  # "feature not available"
             ok = True
-            elems: list[dict[str, str]] = []
+            elems: list[Element] = []
             if t.exprs is not None:
                 ok, elems = match_multi(t.exprs, keys, values, inst, want)
             if ok and t.match_name is not None:
