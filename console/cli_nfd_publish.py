@@ -116,7 +116,8 @@ def _content(args: argparse.Namespace, version: Any, nodes: list[str]
         if not args.kind:
             raise Stop(EXIT_USAGE, "error", "--from-file needs --kind hook|feature", "usage")
         content, name = _read_file(args.from_file), Path(args.from_file).name
-        out, warnings = {}, []
+        out: dict[str, Any] = {}
+        warnings: list[str] = []
         for node in nodes if args.kind == "hook" else nodes[:1]:
             try:
                 spec = local_file_spec(args.kind, name, content, version, node_name=node)

@@ -284,10 +284,11 @@ def drain(
             delay = min(delay * 2, 5.0)  # kubectl retries every 5 s (EvictErrorRetryDelay)
     for item in plan:
         if item.action == "evict":
-            uid = item.uid
-            watch_until(api_client, "pod", item.name,
-                        lambda o, uid=uid: o is None or o["metadata"].get("uid") != uid,
-                        max(1.0, deadline - time.monotonic()), namespace=item.namespace)
+            def gone(o: dict[str, Any] | None, uid: str = item.uid) -> bool:
+                return o is None or o["metadata"].get("uid") != uid
+
+            watch_until(api_client, "pod", item.name, gone, max(1.0, deadline - time.monotonic()),
+                        namespace=item.namespace)
     return plan
 
 

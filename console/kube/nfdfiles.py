@@ -130,7 +130,9 @@ class WriteResult:
 class FileTarget(Protocol):
     kind: FileKind
     mount: Mount
-    description: str
+
+    @property
+    def description(self) -> str: ...
 
     def nodes(self, selector: str | None = None, names: Sequence[str] = ()) -> list[str]: ...
     def list(self, nodes: Sequence[str]) -> list[NodeListing]: ...
@@ -401,7 +403,7 @@ def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None
     kw = {"field_selector": f"metadata.name={next(iter(expected))}"} if len(expected) == 1 else {}
 
     def note(obj: Mapping[str, Any]) -> None:
-        name = (obj.get("metadata") or {}).get("name")
+        name = str((obj.get("metadata") or {}).get("name") or "")
         if name not in expected:
             return
         seen[name] = _seen((obj.get("metadata") or {}).get("labels") or {}, expected[name])

@@ -151,7 +151,7 @@ class ConfigMapTarget:
         except ApiException as e:
             raise _api_error(e, ds_name) from e
         uid = ds["metadata"].get("uid")
-        reach = sorted({(p.get("spec") or {}).get("nodeName") for p in pods
+        reach = sorted({str((p.get("spec") or {}).get("nodeName")) for p in pods
                         if any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or ())
                         and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
                         and (p.get("spec") or {}).get("nodeName")})
@@ -262,7 +262,7 @@ class ConfigMapTarget:
 
     def _send(self, cm: dict[str, Any] | None, key: str, content: str | None) -> dict[str, Any]:
         if cm is None:  # the DaemonSet names a ConfigMap that does not exist yet: make it
-            body = {"apiVersion": "v1", "kind": "ConfigMap",
+            body: Any = {"apiVersion": "v1", "kind": "ConfigMap",  # the client sends a dict as it is
                     "metadata": {"name": self.config_map, "namespace": self.namespace}, "data": {key: content}}
             return raw_json(self.core.create_namespaced_config_map(self.namespace, body,
                                                                    _preload_content=False))

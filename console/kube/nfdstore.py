@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -471,7 +471,7 @@ def list_nodes(api_client: Any) -> dict[str, dict[str, Any]]:
 
 
 def detect_nfd_version(node_features: dict[str, list[dict[str, Any]]],
-                       nodes: Iterable[dict[str, Any]] = ()) -> str | None:
+                       nodes: Iterable[Mapping[str, Any]] = ()) -> str | None:
     """The NFD version the cluster runs, from the worker's NodeFeature annotation (v0.12+) or, for
     older clusters, the version annotations NFD wrote on Nodes (v0.4-v0.14). None when unknown."""
     seen: dict[str, int] = {}

@@ -339,7 +339,7 @@ def plan_publish(api_client: Any, nfd: ClusterNfd, nodes: Sequence[str], *, name
         else:
             plan.change = node_change(node, node_objs.get(node), outcome, config, "")
             plan.warnings.extend(w for w in outcome.warnings if w not in plan.warnings)
-            if config.deny_node_feature_labels and not delete and plan.body["spec"]["labels"]:
+            if config.deny_node_feature_labels and not delete and plan.body and plan.body["spec"]["labels"]:
                 plan.warnings.append("nfd-master has restrictions.denyNodeFeatureLabels: it ignores the labels of "
                                      "third-party NodeFeatures (features still feed rules)")
         plans.append(plan)
@@ -425,13 +425,14 @@ def apply_plan(api_client: Any, plans: Sequence[NodePlan], *, guard: Guard | Non
             with guard.mutation(f"nfd.nodefeature.{p.action}", f"nodefeature/{p.namespace}/{p.name}", what=what,
                                 before=_audit_view(p.current)) as m:
                 try:
+                    body = p.body if p.body is not None else {}  # a create or update plan always carries one
                     if p.action == "create":
                         out = custom.create_namespaced_custom_object(
-                            NFD_GROUP, NFD_API_VERSION, p.namespace, NODEFEATURES_PLURAL, p.body,
+                            NFD_GROUP, NFD_API_VERSION, p.namespace, NODEFEATURES_PLURAL, body,
                             _preload_content=False)
                     elif p.action == "update":
                         out = custom.replace_namespaced_custom_object(NFD_GROUP, NFD_API_VERSION, p.namespace,
-                                                                      NODEFEATURES_PLURAL, p.name, p.body,
+                                                                      NODEFEATURES_PLURAL, p.name, body,
                                                                       _preload_content=False)
                     else:
                         opts = client.V1DeleteOptions(preconditions=client.V1Preconditions(

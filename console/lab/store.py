@@ -132,7 +132,7 @@ class Store:
         new_node = (new or {}).get("spec", {}).get("nodeName")
         if old_node and old_node != new_node:
             self._pods_by_node.get(old_node, {}).pop(key, None)
-        if new_node:
+        if new_node and new is not None:
             self._pods_by_node.setdefault(new_node, {})[key] = new
 
     def _kind_fields(self, rt: ResourceType, obj: Obj) -> None:

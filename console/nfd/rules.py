@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -401,7 +401,7 @@ class CompiledRuleObject:
                 for r in self.rules for ign in r.ignored_fields]
 
 
-def compile_rule_objects(objs: list[Mapping[str, Any]], version: V.NfdVersion | str | None = None
+def compile_rule_objects(objs: Sequence[Mapping[str, Any]], version: V.NfdVersion | str | None = None
                          ) -> list[CompiledRuleObject]:
     """Compile NodeFeatureRule objects, sorted by metadata.name as nfd-master runs them."""
     v = V.parse_version(version)

@@ -188,7 +188,8 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
             notes.append(f"the VM already runs {size} but the node reports {describe_capacity(node_raw)}: "
                          "only the kubelet is made to re-read its capacity (no cordon, drain or VM change)")
     advice = []
-    will_fit, still = [], []
+    will_fit: list[str] = []
+    still: list[str] = []
     fits_now_count = 0
     for p in pending:
         a = advise(node, pods, p, vm=current, flavors=flavors)

@@ -17,7 +17,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.guard import Guard
 from console.runbook.engine import Engine, RunEvent, RunResult
@@ -25,6 +25,9 @@ from console.runbook.journal import Journal, JournalError, bad_journal
 from console.runbook.journal_lock import JournalBusy, JournalLock
 from console.runbook.journal_shape import KINDS
 from console.runbook.scaleup import PlanRefused, ScaleUpPlan, ScaleUpRequest, prepare, resumed
+
+if TYPE_CHECKING:
+    from console.kube.connection import KubeTarget
 
 
 class SessionError(Exception):
@@ -49,7 +52,7 @@ def journal_fault(e: JournalError) -> SessionError:
 
 class Session:
     def __init__(self, settings: Any, *, guard: Guard | None = None,
-                 connection: tuple[Any, Any] | None = None, permissions: Any = None) -> None:
+                 connection: tuple[Any, KubeTarget] | None = None, permissions: Any = None) -> None:
         """`connection`: (ApiClient, KubeTarget) already open (the TUI's, console/gateways.py); else one is made
         from the settings' kubeconfig and context. `permissions`: that connection's access review when already
         asked (else asked once, when first needed)."""
