@@ -219,7 +219,7 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
 def _with_steps(plan: ScaleUpPlan) -> ScaleUpPlan:
     from console.runbook.steps import build_steps
 
-    plan.steps = [{"id": s.id, "title": s.title} for s in build_steps(plan, {})]
+    plan.steps = [{"id": s.id, "title": s.title} for s in build_steps(plan)]
     return plan
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from console.guard import Guard
-from console.runbook.engine import Engine, RunEvent, RunResult
+from console.runbook.engine import Clients, Engine, RunEvent, RunResult
 from console.runbook.journal import Journal, JournalError, bad_journal
 from console.runbook.journal_lock import JournalBusy, JournalLock
 from console.runbook.journal_shape import KINDS
@@ -170,9 +170,10 @@ class Session:
                 self._libvirt = LibvirtBackend(uris)
         return self._libvirt
 
-    def values(self) -> dict[str, Any]:
-        return {"api": self.api, "openstack": self.openstack, "libvirt": self.libvirt, "access": self.access,
-                "kubelet_unit": getattr(self.settings, "kubelet_unit", None)}
+    def clients(self) -> Clients:
+        """What the run's steps call (console/runbook/engine.Clients)."""
+        return Clients(self.api, self.openstack, self.libvirt, self.access,
+                       getattr(self.settings, "kubelet_unit", None))
 
     def plan(self, request: ScaleUpRequest, *, resume: str | None = None, new: bool = False,
              dry_run: bool = False) -> tuple[ScaleUpPlan, Journal | None]:
@@ -225,8 +226,8 @@ class Session:
                                          cluster=self.cluster, infra=self.infra(plan.method, plan.vm.ref))
                 journal.doc["context"]["plan"] = plan.to_dict()
             lock.record(journal)
-            steps = lock.guard(build_steps(plan, self.values()))
-            return Engine(journal, steps, guard=self.guard, on_event=on_event, values=self.values(), stop=stop).run()
+            steps = lock.guard(build_steps(plan))
+            return Engine(journal, steps, guard=self.guard, on_event=on_event, clients=self.clients(), stop=stop).run()
 
     def check_node_free(self, node: str, journal: Journal | None) -> None:
         """SessionError naming the holder while another run holds the node's Lease (read only; run() takes it)."""
