@@ -27,6 +27,8 @@ from console.runbook.journal_shape import KINDS
 from console.runbook.scaleup import PlanRefused, ScaleUpPlan, ScaleUpRequest, prepare, resumed
 
 if TYPE_CHECKING:
+    from console.infra.libvirt import LibvirtBackend
+    from console.infra.openstack import OpenStackBackend
     from console.kube.connection import KubeTarget
 
 
@@ -67,8 +69,8 @@ class Session:
         # every change the runbooks make goes through it (read-only, audit intent before, outcome after)
         self.guard = guard or Guard.from_settings(settings)
         self.access = node_access(settings.node_access, self.api, settings)
-        self._openstack: Any = None
-        self._libvirt: Any = None
+        self._openstack: OpenStackBackend | None = None
+        self._libvirt: LibvirtBackend | None = None
         self._cluster: dict[str, Any] | None = None
         self._infra: dict[tuple[str, str], dict[str, Any]] = {}
         self._permissions: Any = permissions
@@ -152,7 +154,7 @@ class Session:
             raise journal_fault(bad_journal(journal.path, why, journal.doc["node"]))
 
     @property
-    def openstack(self) -> Any:
+    def openstack(self) -> OpenStackBackend | None:
         if self._openstack is None and (self.settings.cloud or os.environ.get("OS_CLOUD")
                                         or os.environ.get("OS_AUTH_URL")):  # an openrc, no clouds.yaml cloud
             from console.infra.openstack import OpenStackBackend
@@ -161,7 +163,7 @@ class Session:
         return self._openstack
 
     @property
-    def libvirt(self) -> Any:
+    def libvirt(self) -> LibvirtBackend | None:
         if self._libvirt is None:
             from console.infra.libvirt import LibvirtBackend, libvirt_uris
 
