@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from console.kube.model import NodeInfo, PodInfo
     from console.kube.nfdfiles import FileTarget
     from console.kube.nfdstore import RuleStore
-    from console.nfd.deployment import NfdDeployment
+    from console.nfd.deployment import FileKind, NfdDeployment
     from console.runbook.session import Session
 
 NOT_REVIEWED = "not reviewed yet"
@@ -163,7 +163,7 @@ class Gateways:
 
         return RuleStore(self.api_client, guard=guard or self.guard)
 
-    def nfd_files(self, kind: str, deployment: Any = None, *, settings: Settings | None = None,
+    def nfd_files(self, kind: FileKind, deployment: NfdDeployment | None = None, *, settings: Settings | None = None,
                   guard: Guard | None = None) -> FileTarget:
         """Where this cluster's nfd-worker reads `kind` ("hook" | "feature") files: the target its DaemonSet's
         volume says (hostPath on each node, or a ConfigMap; console/kube/nfdfiles.file_target), writes through
@@ -177,7 +177,7 @@ class Gateways:
 
             raise FileTargetError("no NFD in this cluster: there is no nfd-worker to read hooks or feature files; "
                                   "edit them offline with hook_store: directory and preview with `nfd local`")
-        return file_target(nfd, kind, api_client=self.api_client,  # type: ignore[arg-type]
+        return file_target(nfd, kind, api_client=self.api_client,
                            settings=settings or self.settings, guard=guard or self.guard, access=self.access)
 
     def node_features(self, node: str | None = None) -> dict[str, list[dict[str, Any]]]:
@@ -208,7 +208,7 @@ class Gateways:
             self._nfd["deployment"] = (time.monotonic(), found)
             return found
 
-    def nfd_version(self) -> Any:
+    def nfd_version(self) -> str | None:
         """The NFD version the cluster runs ("v0.16.4"), from `nfd_deployment()` (image tag, else what NFD recorded),
         else one worker NodeFeature's annotation (nfdstore.cluster_nfd_version); None when unknown. NfdStoreError
         when it cannot be discovered (what the stores' callers already handle)."""

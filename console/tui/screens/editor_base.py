@@ -27,6 +27,7 @@ from console.tui.widgets.editor import code_editor
 class EditorScreen(Screen[None]):
     """Base of HooksScreen and RulesScreen; subclasses set the class constants and `_deployed`."""
 
+    KEEPS_ITS_PLACE: ClassVar[bool] = True  # `:hooks` / `:rules` on it again keeps the edits (navigation.show)
     PREFIX: ClassVar[str] = ""  # widget id prefix
     LIST_TITLE: ClassVar[str] = ""
     OUTPUT_TITLE: ClassVar[str] = ""  # the output panel's title while it shows a result (not a diff)

@@ -44,6 +44,7 @@ def candidate_advice(view: ClusterView, pod: PodInfo, flavors: list[Any]) -> lis
 
 
 class PendingScreen(ConsoleScreen):
+    KEEPS_ITS_PLACE: ClassVar[bool] = True  # `:pending` on it again keeps the highlighted pod (navigation.show)
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     HELP = ("Pods without a node. The lower table says, per node, whether the highlighted pod fits now and the "
             "smallest VM size (and flavor, when the cloud is known) that makes it fit.")
