@@ -18,6 +18,7 @@ from console.config import Settings
 from console.gateways import ClusterFactory, Gateways, vm_inventory_for
 from console.guard import Guard
 from console.infra.inventory import VmListError
+from console.infra.sizes import FlavorInfo
 from console.infra.vms import VmView, match_nodes
 from console.kube.nodetable import node_rows
 from console.tui.appbase import ConsoleAppBase
@@ -77,7 +78,7 @@ class ConsoleApp(ConsoleAppBase):
         self.view = ClusterView.empty()
         self.servers: dict[str, VmView] = {}
         self.vm_problems: list[str] = []
-        self.flavors: list[Any] = []
+        self.flavors: list[FlavorInfo] = []
         self.api_error: str | None = None
         self.stale: str | None = None  # "nodes: reconnecting since 14:02:11 — connection refused; …", or None
         self.loading_note: str | None = None  # "pods: loading since 14:02:11 — listing", or None

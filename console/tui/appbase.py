@@ -7,13 +7,14 @@ checked, without importing app.py (which imports the screens).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual.app import App
 
 from console.config import Settings
 from console.gateways import ClusterGateway, Gateways, VmGateway
 from console.guard import Guard
+from console.infra.sizes import FlavorInfo
 from console.kube.events import Events
 from console.kube.metrics import MetricsReader
 from console.tui.messages import ClusterView
@@ -26,7 +27,7 @@ class ConsoleAppBase(App[None]):
     gateways: Gateways  # everything this context's screens talk to; a context switch replaces it whole
     clock: Callable[[], float]
     view: ClusterView  # the node table's rows and the snapshot they came from
-    flavors: list[Any]  # Nova's flavors (console/infra/sizes.FlavorInfo), smallest first
+    flavors: list[FlavorInfo]  # Nova's flavors, smallest first (none without Nova)
     api_error: str | None
 
     if TYPE_CHECKING:  # ConsoleApp's
