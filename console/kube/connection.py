@@ -148,10 +148,12 @@ def _from_kubeconfig(merged: Any, name: str, configuration: Any) -> Credentials:
         expires: float | None = None
 
         def _load_from_exec_plugin(self) -> bool | None:
-            if "exec" not in self._user:
+            cfg: Any = self._user  # set by the loader before it asks for credentials (Optional in its hints)
+            if "exec" not in cfg:
                 return None
-            user = str(self._current_context["context"].safe_get("user") or "")
-            self.plugin = ExecPlugin(self._user["exec"], self._get_base_path(self._user.path), self._cluster, user)
+            current: Any = self._current_context
+            user = str(current["context"].safe_get("user") or "")
+            self.plugin = ExecPlugin(cfg["exec"], self._get_base_path(cfg.path), self._cluster, user)
             result = self.plugin.run()
             self.expires = result.expires
             if result.token:
@@ -160,7 +162,7 @@ def _from_kubeconfig(merged: Any, name: str, configuration: Any) -> Credentials:
                 from kubernetes.config.kube_config import FileOrData
 
                 status = {"clientCertificateData": result.cert_data, "clientKeyData": result.key_data}
-                base = self._get_base_path(self._user.path)
+                base = self._get_base_path(cfg.path)
                 self.cert_file = FileOrData(status, None, data_key_name="clientCertificateData",
                                             file_base_path=base, base64_file_content=False).as_file()
                 self.key_file = FileOrData(status, None, data_key_name="clientKeyData",
@@ -180,7 +182,8 @@ def _from_kubeconfig(merged: Any, name: str, configuration: Any) -> Credentials:
                               f"({getattr(e, 'filename', '') or ''})") from e
     except shape_errors() as e:
         raise not_a_kubeconfig(where, e) from e
-    user = str(loader._current_context["context"].safe_get("user") or "")
+    current: Any = loader._current_context  # loaded: not None
+    user = str(current["context"].safe_get("user") or "")
 
     def fetch() -> tuple[str | None, float | None]:
         if loader.plugin is not None:

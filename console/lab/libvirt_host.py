@@ -255,11 +255,11 @@ class LibvirtHost:
         except KeyError:
             raise KeyError(f"no lab domain for server {server_id}") from None
 
-    def _domain(self, server_id: str):  # -> libvirt.virDomain
+    def _domain(self, server_id: str) -> Any:  # libvirt.virDomain
         self._vm(server_id)
         return self._conn.lookupByUUIDString(server_id)
 
-    def _destroy(self, server_id: str, dom) -> None:
+    def _destroy(self, server_id: str, dom: Any) -> None:
         with self._lock:
             self._expected_stops[server_id] = self._expected_stops.get(server_id, 0) + 1
         try:
@@ -269,7 +269,7 @@ class LibvirtHost:
                 self._expected_stops[server_id] -= 1
             raise
 
-    def _on_lifecycle(self, conn, dom, event: int, detail: int, opaque) -> None:
+    def _on_lifecycle(self, conn: Any, dom: Any, event: int, detail: int, opaque: object) -> None:
         # runs in the libvirt event-loop thread: hand over, never call libvirt from here
         self._events.put((dom.UUIDString(), event, detail))
 
@@ -341,7 +341,7 @@ class LibvirtHost:
             dom = None
         self._observe(server_id, dom, seq)
 
-    def _observe(self, server_id: str, dom, seq: int) -> None:
+    def _observe(self, server_id: str, dom: Any, seq: int) -> None:
         import libvirt
 
         guest = self._guests.get(server_id)
