@@ -97,7 +97,7 @@ def _decode(data: bytes | str, source: str) -> str:
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_Base):  # type: ignore[misc, valid-type]
+class _Loader(_Base):
     """SafeLoader whose values are what Kubernetes' YAML-to-JSON conversion gives: JSON types only."""
 
 

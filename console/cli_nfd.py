@@ -339,7 +339,8 @@ def _validate(args: argparse.Namespace) -> int:
 
     config = _setup(args).config
     docs = _load_docs(args.rule, "NodeFeatureRule")
-    report, bad = [], False
+    report: list[dict[str, Any]] = []
+    bad = False
     for doc in docs:
         name = object_name(doc) or None
         issues = validate_rule_object(doc, config.version, config.policy())

@@ -32,16 +32,19 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.cli_nfd_deploy import EXIT_BACKEND, EXIT_DECLINED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, Stop
+
+if TYPE_CHECKING:
+    from console.nfd.deployment import FileKind
 
 EXIT_NOT_SEEN = 3
 WAIT_MARGIN = 15.0  # seconds past the worker's sleep interval: nfd-master's update and the watch event
 # a ConfigMap volume reaches the pod after the kubelet's sync period plus its ConfigMap cache TTL (1 min each by
 # default: kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-automatically)
 PROJECTION_MARGIN = 120.0
-KINDS = ("hook", "feature")
+KINDS: tuple[FileKind, ...] = ("hook", "feature")
 
 
 def add_parser(sub: Any) -> None:
@@ -156,7 +159,7 @@ class _Ctx:
                                                 "(a bad label selector?)", "bad-selector") from e
             raise _unreachable(e, self.settings) from e
 
-    def target(self, kind: str) -> Any:
+    def target(self, kind: FileKind) -> Any:
         from console.kube.nfdfiles import FileTargetError, file_target
         from console.kube.nfdstore import NfdStoreError
 

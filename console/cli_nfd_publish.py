@@ -43,6 +43,7 @@ from console.cli_nfd_deploy import (
     _settings,
     _store_errors,
 )
+from console.kube.raw import raw_json
 
 
 def register(sub: Any) -> None:
@@ -91,11 +92,10 @@ def run(args: argparse.Namespace) -> int:
 def _nodes(api: Any, args: argparse.Namespace) -> list[str]:
     if args.node:
         return list(dict.fromkeys(args.node))
-    import json
 
     from kubernetes import client
 
-    items = json.loads(client.CoreV1Api(api).list_node(label_selector=args.selector, _preload_content=False).data)
+    items = raw_json(client.CoreV1Api(api).list_node(label_selector=args.selector, _preload_content=False))
     names = sorted(n["metadata"]["name"] for n in items.get("items") or [])
     if not names:
         raise Stop(EXIT_FAILED, "failed", f"no node matches -l {args.selector}", "no-nodes")
@@ -116,7 +116,8 @@ def _content(args: argparse.Namespace, version: Any, nodes: list[str]
         if not args.kind:
             raise Stop(EXIT_USAGE, "error", "--from-file needs --kind hook|feature", "usage")
         content, name = _read_file(args.from_file), Path(args.from_file).name
-        out, warnings = {}, []
+        out: dict[str, Any] = {}
+        warnings: list[str] = []
         for node in nodes if args.kind == "hook" else nodes[:1]:
             try:
                 spec = local_file_spec(args.kind, name, content, version, node_name=node)
@@ -180,7 +181,7 @@ def _publish(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         note = ""
         if missing:
             note = f"; the writes would be refused: {', '.join(map(str, missing))} not allowed (RBAC)"
-        extra = {"error": "forbidden", "missing": [str(n) for n in missing]} if missing else {}
+        extra: dict[str, Any] = {"error": "forbidden", "missing": [str(n) for n in missing]} if missing else {}
         return report("dry-run", f"dry run: {len(todo)} NodeFeature change(s); nothing was sent{note}", **extra)
     targets = ", ".join(p.node for p in todo)
     verb = "delete" if args.delete else "publish"

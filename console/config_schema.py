@@ -233,7 +233,7 @@ def too_deep(text: str, limit: int) -> int | None:
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > limit:
-                return event.start_mark.line + 1
+                return event.start_mark.line + 1 if event.start_mark is not None else 1
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
     return None

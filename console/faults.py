@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import ssl
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -116,34 +117,56 @@ def is_fault(exc: BaseException) -> bool:
     return classify(exc) is not None
 
 
+def loaded(*names: str) -> tuple[type[BaseException], ...]:
+    """The exception classes "module:Name" whose module is imported. The SDKs are imported where they are used,
+    not to classify an error: an exception of a class whose module was never imported cannot exist, so
+    `isinstance(e, loaded(...))` classifies by type (subclasses included) without importing anything."""
+    out: list[type[BaseException]] = []
+    for name in names:
+        module, _, attr = name.partition(":")
+        cls = getattr(sys.modules.get(module), attr, None)
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            out.append(cls)
+    return tuple(out)
+
+
+KUBE_API_ERROR = "kubernetes.client.exceptions:ApiException"  # every HTTP answer of the API (404, 409, …)
+KUBE_CONFIG_ERROR = "kubernetes.config.config_exception:ConfigException"
+OPENSTACK_ERRORS = ("keystoneauth1.exceptions.base:ClientException", "openstack.exceptions:SDKException")
+LIBVIRT_ERROR = "libvirt:libvirtError"
+URLLIB3_UNREACHABLE = ("urllib3.exceptions:NewConnectionError", "urllib3.exceptions:ConnectTimeoutError",
+                       "urllib3.exceptions:ReadTimeoutError", "urllib3.exceptions:ProtocolError")
+
+
 def _one(e: BaseException, where: Where) -> Fault | None:
+    from console.config import ConfigError
+    from console.kube.execauth import ExecPluginError
+    from console.kube.kubeconfig import KubeConfigError
+
     if isinstance(e, FaultError):
         return e.fault
-    mod = type(e).__module__ or ""
-    name = type(e).__name__
-    if name == "ConfigError" and mod == "console.config":
+    if isinstance(e, ConfigError):
         return Fault("bad-config", "", str(e), "", EXIT_BAD_FILE)  # it names the file, line and key
-    if name == "ExecPluginError":  # the credential plugin failed (a login needed, no terminal): like a 401
+    if isinstance(e, ExecPluginError):  # the credential plugin failed (a login needed, no terminal): like a 401
         return Fault("kube-exec-plugin", "", str(e), "", EXIT_BACKEND)  # it names the plugin, user and fix
-    if name == "KubeConfigError":
+    if isinstance(e, KubeConfigError):
         return Fault("bad-kubeconfig", "", str(e), "", EXIT_BAD_FILE)  # it names the file and what to do
-    if mod.startswith("kubernetes.client") and name.endswith("Exception") and hasattr(e, "status"):
+    if isinstance(e, loaded(KUBE_API_ERROR)):
         return _kube_api(e, where)
-    if mod.startswith("kubernetes.config"):
+    if isinstance(e, loaded(KUBE_CONFIG_ERROR)):
         k = where.kube()
         return Fault("bad-kubeconfig", f"kubeconfig {k['kubeconfig']}", str(e),
                      "fix the file or pick another context with --context", EXIT_BAD_FILE)
     if isinstance(e, ssl.SSLCertVerificationError) or (isinstance(e, ssl.SSLError)
                                                       and "CERTIFICATE" in str(e).upper()):
         return _tls(e, where)
-    if mod.startswith("keystoneauth1") or mod.startswith("openstack"):
+    if isinstance(e, loaded(*OPENSTACK_ERRORS)):
         return _openstack(e, where)
-    if name == "libvirtError":
+    if isinstance(e, loaded(LIBVIRT_ERROR)):
         return _libvirt(e)
-    if mod.startswith("yaml"):
+    if isinstance(e, loaded("yaml:YAMLError")):
         return Fault("bad-yaml", "a YAML file", f"not valid YAML: {e}", "fix the file", EXIT_BAD_FILE)
-    if mod.startswith("urllib3") and name in ("NewConnectionError", "NameResolutionError", "ConnectTimeoutError",
-                                              "ReadTimeoutError", "ProtocolError"):
+    if isinstance(e, loaded(*URLLIB3_UNREACHABLE)):
         return _unreachable(e, where)
     return None
 
@@ -198,13 +221,14 @@ def _tls(e: BaseException, where: Where) -> Fault:
 def _unreachable(e: BaseException, where: Where) -> Fault:
     k = where.kube()
     text = str(e)
-    if "Name or service not known" in text or "NameResolution" in type(e).__name__ or "nodename nor" in text:
+    dns = isinstance(e, loaded("urllib3.exceptions:NameResolutionError"))
+    if "Name or service not known" in text or dns or "nodename nor" in text:
         why = "its host name does not resolve (DNS)"
-    elif "timed out" in text.lower() or "Timeout" in type(e).__name__:
+    elif "timed out" in text.lower() or _timed_out(e):
         why = "the connection timed out"
     elif "refused" in text.lower():
         why = "the connection was refused (nothing listens on that port)"
-    elif type(e).__name__ == "ProtocolError":
+    elif isinstance(e, loaded("urllib3.exceptions:ProtocolError")):
         why = "the connection dropped (the server went away, or something between cut it)"
     else:
         why = text.split(": ", 1)[-1][:200]
@@ -212,6 +236,15 @@ def _unreachable(e: BaseException, where: Where) -> Fault:
                  f"cannot reach it: {why}",
                  f"check the server URL of cluster {k['cluster'] or '?'} in {k['kubeconfig']}, the network/VPN, "
                  "or pick another context")
+
+
+def _timed_out(e: BaseException) -> bool:
+    """A timeout of the socket, urllib3, requests or keystoneauth1 (whose ConnectTimeout wraps requests')."""
+    timeouts: tuple[type[BaseException], ...] = (
+        TimeoutError, *loaded("urllib3.exceptions:TimeoutError", "requests.exceptions:Timeout",
+                              "keystoneauth1.exceptions.connection:ConnectTimeout"))
+    # urllib3's NewConnectionError derives from its ConnectTimeoutError: a refused or unresolved connection
+    return isinstance(e, timeouts) and not isinstance(e, loaded("urllib3.exceptions:NewConnectionError"))
 
 
 def _cloud(where: Where) -> str:
@@ -225,34 +258,37 @@ def _cloud(where: Where) -> str:
 _IDENTITY_URL = re.compile(r"/identity\b|/v3(/auth\b|/?$)|/v2\.0(/tokens\b|/?$)|:5000\b|:35357\b")
 
 
+KS = "keystoneauth1.exceptions"
+
+
 def _openstack(e: BaseException, where: Where) -> Fault | None:
-    name = type(e).__name__
     cloud = _cloud(where)
     text = redact(str(e))
-    if name == "Unauthorized" or getattr(e, "http_status", None) == 401:
+    if isinstance(e, loaded(f"{KS}.http:Unauthorized")) or getattr(e, "http_status", None) == 401:
         return Fault("keystone-auth", f"Keystone ({cloud})",
                      "it rejected the user name or password (401 Unauthorized)",
                      "check username, password, project and domain in clouds.yaml (or OS_PASSWORD)")
-    if name in ("ConnectFailure", "DiscoveryFailure", "ConnectTimeout", "UnknownConnectionError", "SSLError"):
+    discovery = isinstance(e, loaded(f"{KS}.discovery:DiscoveryFailure"))
+    if discovery or isinstance(e, loaded(f"{KS}.connection:ConnectionError")):  # ConnectFailure, ConnectTimeout, …
         url = re.search(r"connection to (\S+?):? ", text)
         causes = list(chain(e))
         why = ("the connection was refused" if any(isinstance(c, ConnectionRefusedError) for c in causes) else
-               "the connection timed out" if any(isinstance(c, TimeoutError) or "Timeout" in type(c).__name__
-                                                 for c in causes) else text[:200])
+               "the connection timed out" if any(_timed_out(c) for c in causes) else text[:200])
         target = url.group(1) if url else ""
-        if name == "DiscoveryFailure" or not target or _IDENTITY_URL.search(target):
+        if discovery or not target or _IDENTITY_URL.search(target):
             return Fault("keystone-unreachable", f"Keystone ({cloud})", f"cannot reach {target or 'its auth_url'}: "
                          f"{why}", "check auth_url in clouds.yaml (or OS_AUTH_URL) and the network")
         # an endpoint of the catalog (Nova): Keystone answered, the service did not
         return Fault("openstack-unreachable", f"the OpenStack API ({cloud})", f"cannot reach {target}: {why}",
                      "check the service's endpoint in the catalog (openstack endpoint list) and the network")
-    if name == "ConfigException" or name == "OpenStackConfigException":
+    if isinstance(e, loaded("openstack.exceptions:ConfigException")):  # = openstack.config's OpenStackConfigException
         return Fault("bad-clouds-yaml", "clouds.yaml", text + _clouds_yaml_problem(),
                      "check OS_CLOUD / the cloud name and the file (OS_CLIENT_CONFIG_FILE)", EXIT_BAD_FILE)
-    if name in ("ForbiddenException", "Forbidden") or getattr(e, "http_status", None) == 403:
+    if (isinstance(e, loaded("openstack.exceptions:ForbiddenException", f"{KS}.http:Forbidden"))
+            or getattr(e, "http_status", None) == 403):
         return Fault("openstack-forbidden", f"OpenStack ({cloud})", f"the request was forbidden: {text[:240]}",
                      "ask for the role the action needs, or use a cloud entry that has it")
-    if name in ("EndpointNotFound", "EmptyCatalog", "NotFound") and "project" in text.lower():
+    if isinstance(e, loaded(f"{KS}.catalog:EndpointNotFound", f"{KS}.http:NotFound")) and "project" in text.lower():
         return Fault("keystone-auth", f"Keystone ({cloud})", text[:240], "check project_name in clouds.yaml")
     return None
 

@@ -12,26 +12,59 @@ builds a new bundle off the UI thread and replaces the old one whole (`stop()` e
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from console.config import Settings
 from console.guard import Guard
 from console.kube.access import Access
 
 if TYPE_CHECKING:
+    from console.infra.inventory import VmListing
+    from console.infra.sizes import FlavorInfo
+    from console.kube.cache import ResourceCache
+    from console.kube.cluster import CacheHealth, ClusterSnapshot
+    from console.kube.connection import KubeTarget
     from console.kube.events import Events
     from console.kube.metrics import MetricsReader
+    from console.kube.model import NodeInfo, PodInfo
     from console.kube.nfdfiles import FileTarget
     from console.kube.nfdstore import RuleStore
-    from console.nfd.deployment import NfdDeployment
+    from console.nfd.deployment import FileKind, NfdDeployment
     from console.runbook.session import Session
 
 NOT_REVIEWED = "not reviewed yet"
 NFD_DISCOVERY_TTL_S = 30.0  # one discovery serves every screen opened within this many seconds
-ClusterFactory = Callable[[str | None, str | None], Any]  # (kubeconfig, context) -> console.kube.cluster.Cluster
+
+
+class ClusterGateway(Protocol):
+    """One context's connection and node/pod caches, as the TUI and Gateways use them: console/kube/cluster.Cluster
+    is the one (a Protocol, so a test's stand-in needs only what it is asked for)."""
+
+    api_client: Any  # kubernetes.client.ApiClient: handed to the stores; its types never leave console/kube/
+    target: KubeTarget  # which kubeconfig / context / server, for the header and a context switch
+    nodes: ResourceCache[NodeInfo]
+    pods: ResourceCache[PodInfo]
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def on_change(self, callback: Callable[[], None]) -> None: ...
+    def on_health(self, callback: Callable[[CacheHealth], object]) -> None: ...
+    def health(self) -> CacheHealth: ...
+    def snapshot(self) -> ClusterSnapshot: ...
+
+
+class VmGateway(Protocol):
+    """What fills the VM columns (console/infra/inventory.VmInventory); blocking, so a worker's. VmListError."""
+
+    def list(self) -> VmListing: ...
+    def flavors(self) -> builtins.list[FlavorInfo]: ...
+
+
+ClusterFactory = Callable[[str | None, str | None], ClusterGateway]  # (kubeconfig, context) -> a Cluster
 
 
 @dataclass(frozen=True)
@@ -42,9 +75,9 @@ class Gateways:
     context."""
 
     settings: Settings
-    cluster: Any
+    cluster: ClusterGateway
     guard: Guard
-    vms: Any = None
+    vms: VmGateway | None = None
     events: Events | None = None
     metrics: MetricsReader | None = None  # usage from metrics.k8s.io (console/kube/metrics.py)
     access: Access = field(default_factory=lambda: Access(unknown=NOT_REVIEWED))
@@ -55,14 +88,15 @@ class Gateways:
 
     @classmethod
     def connect(cls, settings: Settings, *, kubeconfig: str | None = None, guard: Guard | None = None,
-                vms: Any = None, label: str = "", cluster_factory: ClusterFactory | None = None) -> Gateways:
+                vms: VmGateway | None = None, label: str = "",
+                cluster_factory: ClusterFactory | None = None) -> Gateways:
         """Read the kubeconfig and build the bundle (KubeConfigError when it cannot be used); nothing started."""
         from console.kube.cluster import Cluster
         from console.kube.events import Events
         from console.kube.metrics import MetricsReader
 
         cluster = (cluster_factory or Cluster)(kubeconfig or settings.kubeconfig, settings.context)
-        api_client = getattr(cluster, "api_client", None)
+        api_client = getattr(cluster, "api_client", None)  # a stand-in without one has no events or metrics
         return cls(settings, cluster, guard or Guard.from_settings(settings), vms=vms,
                    events=Events(api_client) if api_client is not None else None,
                    metrics=MetricsReader(api_client) if api_client is not None else None, label=label)
@@ -129,7 +163,7 @@ class Gateways:
 
         return RuleStore(self.api_client, guard=guard or self.guard)
 
-    def nfd_files(self, kind: str, deployment: Any = None, *, settings: Settings | None = None,
+    def nfd_files(self, kind: FileKind, deployment: NfdDeployment | None = None, *, settings: Settings | None = None,
                   guard: Guard | None = None) -> FileTarget:
         """Where this cluster's nfd-worker reads `kind` ("hook" | "feature") files: the target its DaemonSet's
         volume says (hostPath on each node, or a ConfigMap; console/kube/nfdfiles.file_target), writes through
@@ -143,7 +177,7 @@ class Gateways:
 
             raise FileTargetError("no NFD in this cluster: there is no nfd-worker to read hooks or feature files; "
                                   "edit them offline with hook_store: directory and preview with `nfd local`")
-        return file_target(nfd, kind, api_client=self.api_client,  # type: ignore[arg-type]
+        return file_target(nfd, kind, api_client=self.api_client,
                            settings=settings or self.settings, guard=guard or self.guard, access=self.access)
 
     def node_features(self, node: str | None = None) -> dict[str, list[dict[str, Any]]]:
@@ -174,7 +208,7 @@ class Gateways:
             self._nfd["deployment"] = (time.monotonic(), found)
             return found
 
-    def nfd_version(self) -> Any:
+    def nfd_version(self) -> str | None:
         """The NFD version the cluster runs ("v0.16.4"), from `nfd_deployment()` (image tag, else what NFD recorded),
         else one worker NodeFeature's annotation (nfdstore.cluster_nfd_version); None when unknown. NfdStoreError
         when it cannot be discovered (what the stores' callers already handle)."""
@@ -204,7 +238,7 @@ class Gateways:
                        permissions=permissions)
 
 
-def vm_inventory_for(settings: Settings) -> Any:
+def vm_inventory_for(settings: Settings) -> VmGateway | None:
     """What fills the VM columns for `settings` (None: no cloud or hypervisor configured); no I/O yet."""
     from console.infra.inventory import vm_inventory
     from console.infra.libvirt import libvirt_uris

@@ -277,7 +277,7 @@ def dry_run_rule(rule_obj: Mapping[str, Any], cluster_rules: Sequence[Mapping[st
     objs.append(rule_obj)
     objs.sort(key=object_name)
     try:
-        compiled = compile_rule_objects(objs, config.version)  # type: ignore[arg-type]
+        compiled = compile_rule_objects(objs, config.version)
     except (RuleError, InvalidObject) as e:
         out.error = str(e)
         return out

@@ -12,6 +12,7 @@ metadata read per domain; with Nova configured none is needed).
 
 from __future__ import annotations
 
+import builtins
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -68,7 +69,7 @@ class VmInventory:
             out[uuid] = dom if server is None else replace(server, running=dom.running, domain=dom.domain)
         return VmListing(out, problems)
 
-    def flavors(self) -> list[FlavorInfo]:
+    def flavors(self) -> builtins.list[FlavorInfo]:
         """Nova's flavors, smallest first (none without Nova: libvirt has no flavors)."""
         if self.openstack is None:
             return []

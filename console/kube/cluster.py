@@ -71,7 +71,7 @@ class Cluster:
     def __init__(self, kubeconfig: str | None = None, context: str | None = None) -> None:
         self.api_client, self.target = connect(kubeconfig, context)
         self._listeners: list[Callable[[], None]] = []
-        self._health_listeners: list[Callable[[CacheHealth], None]] = []
+        self._health_listeners: list[Callable[[CacheHealth], object]] = []
         self._health_lock = threading.Lock()
         self._last_health: tuple[tuple[str, str], ...] = ()
         self.nodes: ResourceCache[NodeInfo] = ResourceCache(
@@ -95,7 +95,7 @@ class Cluster:
         for cb in self._listeners:
             cb()
 
-    def on_health(self, callback: Callable[[CacheHealth], None]) -> None:
+    def on_health(self, callback: Callable[[CacheHealth], object]) -> None:
         """`callback(health)` (from a watch thread) when a cache changes state (live, reconnecting, …) or why."""
         self._health_listeners.append(callback)
 

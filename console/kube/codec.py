@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
-T_co = TypeVar("T_co", covariant=True)
 Key = tuple[str, str]  # (namespace or "", name)
 
 
@@ -35,10 +34,10 @@ class Event(Generic[T]):
     status: dict[str, Any] | None  # ERROR: the Status object (code, reason, message); else None
 
 
-class Codec(Protocol[T_co]):
-    def page(self, data: bytes) -> Page[T_co]: ...
+class Codec(Protocol[T]):
+    def page(self, data: bytes) -> Page[T]: ...
 
-    def event(self, line: bytes) -> Event[T_co]: ...
+    def event(self, line: bytes) -> Event[T]: ...
 
 
 def key_of(obj: dict[str, Any]) -> Key:

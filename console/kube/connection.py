@@ -94,7 +94,7 @@ class Credentials:
 def _api_client_class() -> type:
     from kubernetes.client import ApiClient
 
-    class ReloadingApiClient(ApiClient):  # type: ignore[misc,valid-type]
+    class ReloadingApiClient(ApiClient):
         """An ApiClient that, on a 401, reloads the credentials and sends the request once more."""
 
         credentials: Credentials | None = None
@@ -159,15 +159,17 @@ def _from_kubeconfig(merged: Any, name: str, configuration: Any) -> Credentials:
 
     from console.kube.execauth import ExecPlugin, ExecPluginError
 
-    class Loader(KubeConfigLoader):  # type: ignore[misc,valid-type]
+    class Loader(KubeConfigLoader):
         plugin: ExecPlugin | None = None
         expires: float | None = None
 
         def _load_from_exec_plugin(self) -> bool | None:
-            if "exec" not in self._user:
+            cfg: Any = self._user  # set by the loader before it asks for credentials (Optional in its hints)
+            if "exec" not in cfg:
                 return None
-            user = str(self._current_context["context"].safe_get("user") or "")
-            self.plugin = ExecPlugin(self._user["exec"], self._get_base_path(self._user.path), self._cluster, user)
+            current: Any = self._current_context
+            user = str(current["context"].safe_get("user") or "")
+            self.plugin = ExecPlugin(cfg["exec"], self._get_base_path(cfg.path), self._cluster, user)
             result = self.plugin.run()
             self.expires = result.expires
             if result.token:
@@ -176,7 +178,7 @@ def _from_kubeconfig(merged: Any, name: str, configuration: Any) -> Credentials:
                 from kubernetes.config.kube_config import FileOrData
 
                 status = {"clientCertificateData": result.cert_data, "clientKeyData": result.key_data}
-                base = self._get_base_path(self._user.path)
+                base = self._get_base_path(cfg.path)
                 self.cert_file = FileOrData(status, None, data_key_name="clientCertificateData",
                                             file_base_path=base, base64_file_content=False).as_file()
                 self.key_file = FileOrData(status, None, data_key_name="clientKeyData",
@@ -196,7 +198,8 @@ def _from_kubeconfig(merged: Any, name: str, configuration: Any) -> Credentials:
                               f"({getattr(e, 'filename', '') or ''})") from e
     except shape_errors() as e:
         raise not_a_kubeconfig(where, e) from e
-    user = str(loader._current_context["context"].safe_get("user") or "")
+    current: Any = loader._current_context  # loaded: not None
+    user = str(current["context"].safe_get("user") or "")
 
     def fetch() -> tuple[str | None, float | None]:
         if loader.plugin is not None:

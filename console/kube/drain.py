@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.kube.nodes_ops import NodeOpError, _core, _expr_matches, pods_on_node_raw, watch_until
+from console.kube.raw import raw_json
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 # the console's node-debug pods (console/kube/nodeaccess.py): never drained, the runbook itself uses them
@@ -164,7 +165,7 @@ def existing_daemonsets(api_client: Any) -> set[tuple[str, str]] | None:
         if e.status in (403, 404):
             return None  # cannot tell: treat DaemonSet pods as managed, as their ownerReference says
         raise
-    items = json.loads(resp.data).get("items") or []
+    items = raw_json(resp).get("items") or []
     return {((o["metadata"].get("namespace") or "default"), o["metadata"]["name"]) for o in items}
 
 
@@ -214,7 +215,7 @@ def budgets_for(api_client: Any, namespace: str, labels: dict[str, str]) -> list
         resp = client.PolicyV1Api(api_client).list_namespaced_pod_disruption_budget(namespace, _preload_content=False)
     except ApiException:
         return []  # no right to list them: the 429's own text still says why
-    items = json.loads(resp.data).get("items") or []
+    items = raw_json(resp).get("items") or []
     return [o["metadata"]["name"] for o in items if _selects((o.get("spec") or {}).get("selector"), labels)]
 
 
@@ -283,10 +284,11 @@ def drain(
             delay = min(delay * 2, 5.0)  # kubectl retries every 5 s (EvictErrorRetryDelay)
     for item in plan:
         if item.action == "evict":
-            uid = item.uid
-            watch_until(api_client, "pod", item.name,
-                        lambda o, uid=uid: o is None or o["metadata"].get("uid") != uid,
-                        max(1.0, deadline - time.monotonic()), namespace=item.namespace)
+            def gone(o: dict[str, Any] | None, uid: str = item.uid) -> bool:
+                return o is None or o["metadata"].get("uid") != uid
+
+            watch_until(api_client, "pod", item.name, gone, max(1.0, deadline - time.monotonic()),
+                        namespace=item.namespace)
     return plan
 
 

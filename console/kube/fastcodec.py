@@ -10,6 +10,7 @@ does not have the shape of a list or a watch event raises `MalformedResponse` na
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -197,14 +198,15 @@ class MsgspecCodec(Generic[T]):
         self.kind = kind
         self._project = project
         self._key = key
-        self._obj = msgspec.json.Decoder(raw)
+        self._obj: msgspec.json.Decoder[Any] = msgspec.json.Decoder(raw)
         list_type = msgspec.defstruct(f"_{raw.__name__}List", [("metadata", _ListMeta | None, None),
-                                                               ("items", list[raw] | None, None)], gc=False)
-        self._list = msgspec.json.Decoder(list_type)
+                                                               ("items", list[raw] | None, None)],  # type: ignore[valid-type]
+                                      gc=False)
+        self._list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(list_type)
         self._line = msgspec.json.Decoder(_EventLine)
         self._bookmark = msgspec.json.Decoder(_Bookmark)
 
-    def _items(self, raws: list[Any]) -> list[tuple[Key, T]]:
+    def _items(self, raws: Sequence[Any]) -> list[tuple[Key, T]]:
         project, key = self._project, self._key
         try:
             return [(key(obj), obj) for obj in map(project, raws)]

@@ -153,9 +153,10 @@ def describe(explicit: str | None, context: str = "") -> dict[str, str]:
     that defines the context (or the files read). Lenient: a bad or missing file gives empty parts."""
     out = {"kubeconfig": os.pathsep.join(candidate_files(explicit)), "context": context, "cluster": "", "user": "",
            "server": "", "auth": ""}
+    unusable: tuple[type[BaseException], ...] = (KubeConfigError, *shape_errors())
     try:
         merged = load(explicit)
-    except (KubeConfigError, *shape_errors()):
+    except unusable:
         return out
     if merged is None:
         return out

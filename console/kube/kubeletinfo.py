@@ -15,9 +15,10 @@ kubelet in `k3s` on servers and `k3s-agent` on agents, RKE2 in `rke2-server` /
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from console.kube.raw import raw_json
 
 # KEP-3953 in-place node resource resize: the kubelet re-reads capacity by itself
 # (shared/reference/scale-up.md 5.5: renamed from NodeResourceHotPlug on 2026-02-11)
@@ -62,7 +63,7 @@ def read_configz(api_client: Any, node: str) -> KubeletConfig:
     try:
         resp = client.CoreV1Api(api_client).connect_get_node_proxy_with_path(node, "configz",
                                                                              _preload_content=False)
-        doc = json.loads(resp.data)
+        doc = raw_json(resp)
     except ApiException as e:
         hint = (" (needs RBAC get on nodes/proxy)" if e.status in (401, 403) else "")
         raise KubeletInfoError(f"GET /api/v1/nodes/{node}/proxy/configz: {e.status} {e.reason}{hint}") from e

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.kube.model import mem_bytes
+from console.kube.raw import raw
 
 GROUP, VERSION = "metrics.k8s.io", "v1beta1"
 INTERVAL = 15.0  # metrics-server's default --metric-resolution
@@ -125,7 +126,7 @@ class MetricsReader:
         try:
             resp = self._custom.list_cluster_custom_object(GROUP, VERSION, plural, _preload_content=False,
                                                            _request_timeout=TIMEOUT)
-            return resp.status, resp.data
+            return raw(resp).status, raw(resp).data
         except ApiException as e:
             return e.status or 0, e.body.encode() if isinstance(e.body, str) else (e.body or b"")
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from console.kube.access import APPS, NFD_GROUP, Need
+from console.kube.raw import raw_json
 from console.nfd import deployment as D
 from console.nfd import versions as V
 
@@ -115,7 +116,7 @@ def _config_maps(api_client: Any, wanted: set[tuple[str, str]], warnings: list[s
     for ns, name in sorted(wanted):
         try:
             resp = core.read_namespaced_config_map(name, ns, _preload_content=False, _request_timeout=TIMEOUT_S)
-            out[(ns, name)] = json.loads(resp.data)
+            out[(ns, name)] = raw_json(resp)
         except ApiException as e:
             if _status(e) == 403:
                 warnings.append(f"cannot read ConfigMap {ns}/{name} (403 Forbidden: this user lacks "
@@ -134,7 +135,7 @@ def node_feature_crd_served(api_client: Any) -> bool:
     try:
         resp = client.CustomObjectsApi(api_client).get_api_resources(NFD_GROUP, NFD_VERSION, _preload_content=False,
                                                                      _request_timeout=TIMEOUT_S)
-        resources = json.loads(resp.data).get("resources") or []
+        resources = raw_json(resp).get("resources") or []
     except ApiException as e:
         if _status(e) in (403, 404, 503):  # not served (404), or an unavailable aggregated group / refused
             return False

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import hashlib
 import re
 import threading
@@ -129,13 +130,15 @@ class WriteResult:
 class FileTarget(Protocol):
     kind: FileKind
     mount: Mount
-    description: str
+
+    @property
+    def description(self) -> str: ...
 
     def nodes(self, selector: str | None = None, names: Sequence[str] = ()) -> list[str]: ...
     def list(self, nodes: Sequence[str]) -> list[NodeListing]: ...
     def read(self, node: str, name: str) -> str | None: ...
-    def push(self, name: str, content: str, nodes: Sequence[str]) -> list[WriteResult]: ...
-    def remove(self, name: str, nodes: Sequence[str]) -> list[WriteResult]: ...
+    def push(self, name: str, content: str, nodes: Sequence[str]) -> builtins.list[WriteResult]: ...
+    def remove(self, name: str, nodes: Sequence[str]) -> builtins.list[WriteResult]: ...
 
 
 def check_name(name: str) -> None:
@@ -197,7 +200,7 @@ def target_nodes(api_client: Any, worker: Any, selector: str | None, names: Sequ
     """The nodes matching `selector` (a label selector) and/or `names` that nfd-worker runs on, sorted."""
     from console.kube.nodes_ops import _core, _raw_items
 
-    kw = {"label_selector": selector} if selector else {}
+    kw: dict[str, Any] = {"label_selector": selector} if selector else {}
     items = _raw_items(api_client, _core(api_client).list_node, **kw)
     wanted = set(names)
     return sorted(n["metadata"]["name"] for n in items
@@ -284,7 +287,7 @@ class HostPathTarget:
             raise FileTargetError(f"{node}: {self.directory}/{name} came back garbled ({e})") from e
 
     def _guarded(self, action: str, what: str, nodes: Sequence[str], detail: str,
-                 fn: Callable[[str], WriteResult]) -> list[WriteResult]:
+                 fn: Callable[[str], WriteResult]) -> builtins.list[WriteResult]:
         from console.guard import ReadOnly
 
         if self.guard is None:
@@ -299,7 +302,7 @@ class HostPathTarget:
                 m.detail = f"{what}: failed on {', '.join(failed)}"
         return results
 
-    def push(self, name: str, content: str, nodes: Sequence[str]) -> list[WriteResult]:
+    def push(self, name: str, content: str, nodes: Sequence[str]) -> builtins.list[WriteResult]:
         check_name(name)
         data = check_content(name, content)
         if not nodes:
@@ -319,7 +322,7 @@ class HostPathTarget:
         return self._guarded("nfd.file.push", what, nodes,
                              f"{what}: {len(data)} bytes, sha256 {digest}, mode {mode:04o}", one)
 
-    def remove(self, name: str, nodes: Sequence[str]) -> list[WriteResult]:
+    def remove(self, name: str, nodes: Sequence[str]) -> builtins.list[WriteResult]:
         check_name(name)
         if not nodes:
             return []
@@ -400,7 +403,7 @@ def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None
     kw = {"field_selector": f"metadata.name={next(iter(expected))}"} if len(expected) == 1 else {}
 
     def note(obj: Mapping[str, Any]) -> None:
-        name = (obj.get("metadata") or {}).get("name")
+        name = str((obj.get("metadata") or {}).get("name") or "")
         if name not in expected:
             return
         seen[name] = _seen((obj.get("metadata") or {}).get("labels") or {}, expected[name])

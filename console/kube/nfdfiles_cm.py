@@ -24,8 +24,8 @@ that namespace. Content already there sends nothing. Blocking calls: run them in
 from __future__ import annotations
 
 import base64
+import builtins
 import hashlib
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -34,6 +34,7 @@ from console.guard import Guard, ReadOnly
 from console.kube.access import Need
 from console.kube.nfdfiles import NodeFile, NodeListing, WriteResult
 from console.kube.nfdstore import AUDIT_CAP, NfdStoreError, StoreConflict, _api_error, _check_name, _permitted
+from console.kube.raw import raw_json
 from console.nfd.deployment import FileKind, Mount, NfdDeployment
 
 KUBELET_DEFAULT_MODE = 0o644  # ConfigMapVolumeSource.defaultMode when unset
@@ -118,8 +119,8 @@ class ConfigMapTarget:
         from kubernetes.client.rest import ApiException
 
         try:
-            return json.loads(self.core.read_namespaced_config_map(self.config_map, self.namespace,
-                                                                   _preload_content=False).data)
+            return raw_json(self.core.read_namespaced_config_map(self.config_map, self.namespace,
+                                                                 _preload_content=False))
         except ApiException as e:
             if e.status == 404:
                 return None
@@ -141,23 +142,23 @@ class ConfigMapTarget:
 
         ds_name = f"DaemonSet {self.namespace}/{self.daemonset}"
         try:
-            ds = json.loads(self.apps.read_namespaced_daemon_set(self.daemonset, self.namespace,
-                                                                 _preload_content=False).data)
+            ds = raw_json(self.apps.read_namespaced_daemon_set(self.daemonset, self.namespace,
+                                                               _preload_content=False))
             match = ((ds.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-            pods = json.loads(self.core.list_namespaced_pod(
+            pods = raw_json(self.core.list_namespaced_pod(
                 self.namespace, label_selector=",".join(f"{k}={v}" for k, v in sorted(match.items())),
-                _preload_content=False).data).get("items") or []
+                _preload_content=False)).get("items") or []
         except ApiException as e:
             raise _api_error(e, ds_name) from e
         uid = ds["metadata"].get("uid")
-        reach = sorted({(p.get("spec") or {}).get("nodeName") for p in pods
+        reach = sorted({str((p.get("spec") or {}).get("nodeName")) for p in pods
                         if any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or ())
                         and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
                         and (p.get("spec") or {}).get("nodeName")})
         self._reach = reach
         if selector:
             try:
-                chosen = json.loads(self.core.list_node(label_selector=selector, _preload_content=False).data)
+                chosen = raw_json(self.core.list_node(label_selector=selector, _preload_content=False))
             except ApiException as e:
                 raise _api_error(e, f"nodes matching {selector!r}") from e
             picked = {n["metadata"]["name"] for n in chosen.get("items") or []}
@@ -191,7 +192,7 @@ class ConfigMapTarget:
         return None if found is None else self._content(cm, found[0])
 
     # -- writes ---------------------------------------------------------------------------------------------
-    def push(self, name: str, content: str, nodes: Sequence[str]) -> list[WriteResult]:
+    def push(self, name: str, content: str, nodes: Sequence[str]) -> builtins.list[WriteResult]:
         """Put `content` under `name`: one ConfigMap update reaching every node the DaemonSet runs on."""
         _check_name(name)
         if len(content.encode()) > NFD_FILE_LIMIT:
@@ -199,7 +200,7 @@ class ConfigMapTarget:
                                 f"{NFD_FILE_LIMIT} bytes (64 KiB); make it smaller")
         return self._write(name, content, nodes)
 
-    def remove(self, name: str, nodes: Sequence[str]) -> list[WriteResult]:
+    def remove(self, name: str, nodes: Sequence[str]) -> builtins.list[WriteResult]:
         _check_name(name)
         return self._write(name, None, nodes)
 
@@ -211,7 +212,7 @@ class ConfigMapTarget:
             raise ReadOnly(f"{what} (opened for reading only)")
         self.guard.check(what)  # read-only: refused before anything is read
 
-    def _write(self, name: str, content: str | None, nodes: Sequence[str]) -> list[WriteResult]:
+    def _write(self, name: str, content: str | None, nodes: Sequence[str]) -> builtins.list[WriteResult]:
         from kubernetes.client.rest import ApiException
 
         verb = "push" if content is not None else "remove"
@@ -256,15 +257,15 @@ class ConfigMapTarget:
             return self._results(reach, nodes, changed=False, error=str(e))
         return self._results(reach, nodes, changed=True)
 
-    def _needs(self, *verbs: str) -> list[Need]:
+    def _needs(self, *verbs: str) -> builtins.list[Need]:
         return [Need(v, "configmaps", namespace=self.namespace) for v in verbs]
 
     def _send(self, cm: dict[str, Any] | None, key: str, content: str | None) -> dict[str, Any]:
         if cm is None:  # the DaemonSet names a ConfigMap that does not exist yet: make it
-            body = {"apiVersion": "v1", "kind": "ConfigMap",
+            body: Any = {"apiVersion": "v1", "kind": "ConfigMap",  # the client sends a dict as it is
                     "metadata": {"name": self.config_map, "namespace": self.namespace}, "data": {key: content}}
-            return json.loads(self.core.create_namespaced_config_map(self.namespace, body,
-                                                                     _preload_content=False).data)
+            return raw_json(self.core.create_namespaced_config_map(self.namespace, body,
+                                                                   _preload_content=False))
         data = dict(cm.get("data") or {})
         binary = dict(cm.get("binaryData") or {})
         binary.pop(key, None)  # a key lives in data or binaryData, never both
@@ -273,11 +274,11 @@ class ConfigMapTarget:
         else:
             data[key] = content
         body = {**cm, "data": data, "binaryData": binary or None}  # metadata keeps the resourceVersion read
-        return json.loads(self.core.replace_namespaced_config_map(self.config_map, self.namespace, body,
-                                                                  _preload_content=False).data)
+        return raw_json(self.core.replace_namespaced_config_map(self.config_map, self.namespace, body,
+                                                                _preload_content=False))
 
     def _results(self, reach: Sequence[str], asked: Sequence[str], *, changed: bool,
-                 error: str = "") -> list[WriteResult]:
+                 error: str = "") -> builtins.list[WriteResult]:
         """The same result for every node the ConfigMap reaches; a node asked for that it does not reach fails."""
         out = [WriteResult(n, not error, changed and not error, error) for n in reach]
         out += [WriteResult(n, False, False, f"nfd-worker has no pod on {n}: {self.where} does not reach it")

@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -193,12 +193,12 @@ class DirectoryHookStore:
     def list(self) -> list[StoredFile]:
         out: list[StoredFile] = []
         for kind in ("hook", "feature"):
-            d = self._dir(kind)  # type: ignore[arg-type]
+            d = self._dir(kind)
             if not d.is_dir():
                 continue
             for p in sorted(d.iterdir()):
                 if p.is_file() and not p.name.endswith(".console-tmp"):
-                    f = self._file(kind, p)  # type: ignore[arg-type]
+                    f = self._file(kind, p)
                     if f:
                         out.append(f)
         return out
@@ -319,7 +319,7 @@ class RuleStore:
 
         body = _rule_body(obj)
         body["metadata"].pop("resourceVersion", None)
-        kwargs = {"dry_run": "All"} if dry_run else {}
+        kwargs: dict[str, Any] = {"dry_run": "All"} if dry_run else {}
         with self._write("create", body["metadata"]["name"], dry_run, None) as m:
             try:
                 out = _json(self.custom.create_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL, body,
@@ -344,7 +344,7 @@ class RuleStore:
         body = _rule_body(obj)
         body["metadata"]["resourceVersion"] = resource_version
         name = body["metadata"]["name"]
-        kwargs = {"dry_run": "All"} if dry_run else {}
+        kwargs: dict[str, Any] = {"dry_run": "All"} if dry_run else {}
         with self._write("replace", name, dry_run, _rule_audit(before)) as m:
             try:
                 out = _json(self.custom.replace_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, RULES_PLURAL,
@@ -407,12 +407,12 @@ def list_node_features(api_client: Any, node: str | None = None) -> dict[str, li
     from kubernetes.client.rest import ApiException
 
     custom = client.CustomObjectsApi(api_client)
-    selector = {"label_selector": f"{NODE_NAME_LABEL}={node}"} if node else {}
+    selector: dict[str, Any] = {"label_selector": f"{NODE_NAME_LABEL}={node}"} if node else {}
     items: list[dict[str, Any]] = []
     token = ""
     try:
         while True:
-            more = {"_continue": token} if token else {}
+            more: dict[str, Any] = {"_continue": token} if token else {}
             page = _json(custom.list_cluster_custom_object(NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL,
                                                            limit=NF_PAGE, _preload_content=False, **selector,
                                                            **more))
@@ -445,10 +445,10 @@ def cluster_nfd_version(api_client: Any) -> str | None:
     token = ""
     try:
         for i in range(VERSION_PAGES):  # one object first: on most clusters that is nfd-worker's, one small read
+            more: dict[str, Any] = {"_continue": token} if token else {}
             page = _json(custom.list_cluster_custom_object(
                 NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL, limit=1 if i == 0 else VERSION_PAGE,
-                label_selector=NODE_NAME_LABEL,
-                _preload_content=False, **({"_continue": token} if token else {})))
+                label_selector=NODE_NAME_LABEL, _preload_content=False, **more))
             found = detect_nfd_version({"": page.get("items") or []})
             token = (page.get("metadata") or {}).get("continue") or ""
             if found or not token:
@@ -471,7 +471,7 @@ def list_nodes(api_client: Any) -> dict[str, dict[str, Any]]:
 
 
 def detect_nfd_version(node_features: dict[str, list[dict[str, Any]]],
-                       nodes: Iterable[dict[str, Any]] = ()) -> str | None:
+                       nodes: Iterable[Mapping[str, Any]] = ()) -> str | None:
     """The NFD version the cluster runs, from the worker's NodeFeature annotation (v0.12+) or, for
     older clusters, the version annotations NFD wrote on Nodes (v0.4-v0.14). None when unknown."""
     seen: dict[str, int] = {}

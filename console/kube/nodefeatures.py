@@ -31,7 +31,6 @@ Blocking calls: run them in thread workers.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -52,6 +51,7 @@ from console.kube.nfdstore import (
     list_node_features,
     list_nodes,
 )
+from console.kube.raw import raw, raw_json
 from console.nfd import versions as V
 from console.nfd.labels import add_ns
 from console.nfd.master import MasterConfig, compute_node_outcome
@@ -139,9 +139,10 @@ def _recorded_nfd(api_client: Any, override: str | None, served: bool) -> Cluste
     worker, token = None, ""
     try:
         while served and worker is None:
-            page = json.loads(custom.list_cluster_custom_object(
+            more: dict[str, Any] = {"_continue": token} if token else {}
+            page = raw_json(custom.list_cluster_custom_object(
                 NFD_GROUP, NFD_API_VERSION, NODEFEATURES_PLURAL, limit=20, label_selector=NODE_NAME_LABEL,
-                _preload_content=False, **({"_continue": token} if token else {})).data)
+                _preload_content=False, **more))
             worker = worker_object(page.get("items") or [])
             token = (page.get("metadata") or {}).get("continue") or ""
             if not token:
@@ -264,8 +265,9 @@ def _read_object(api_client: Any, namespace: str, name: str) -> dict[str, Any] |
     from kubernetes.client.rest import ApiException
 
     try:
-        return json.loads(client.CustomObjectsApi(api_client).get_namespaced_custom_object(
-            NFD_GROUP, NFD_API_VERSION, namespace, NODEFEATURES_PLURAL, name, _preload_content=False).data)
+        found: dict[str, Any] = raw_json(client.CustomObjectsApi(api_client).get_namespaced_custom_object(
+            NFD_GROUP, NFD_API_VERSION, namespace, NODEFEATURES_PLURAL, name, _preload_content=False))
+        return found
     except ApiException as e:
         if e.status == 404:
             return None
@@ -337,7 +339,7 @@ def plan_publish(api_client: Any, nfd: ClusterNfd, nodes: Sequence[str], *, name
         else:
             plan.change = node_change(node, node_objs.get(node), outcome, config, "")
             plan.warnings.extend(w for w in outcome.warnings if w not in plan.warnings)
-            if config.deny_node_feature_labels and not delete and plan.body["spec"]["labels"]:
+            if config.deny_node_feature_labels and not delete and plan.body and plan.body["spec"]["labels"]:
                 plan.warnings.append("nfd-master has restrictions.denyNodeFeatureLabels: it ignores the labels of "
                                      "third-party NodeFeatures (features still feed rules)")
         plans.append(plan)
@@ -423,13 +425,14 @@ def apply_plan(api_client: Any, plans: Sequence[NodePlan], *, guard: Guard | Non
             with guard.mutation(f"nfd.nodefeature.{p.action}", f"nodefeature/{p.namespace}/{p.name}", what=what,
                                 before=_audit_view(p.current)) as m:
                 try:
+                    body = p.body if p.body is not None else {}  # a create or update plan always carries one
                     if p.action == "create":
                         out = custom.create_namespaced_custom_object(
-                            NFD_GROUP, NFD_API_VERSION, p.namespace, NODEFEATURES_PLURAL, p.body,
+                            NFD_GROUP, NFD_API_VERSION, p.namespace, NODEFEATURES_PLURAL, body,
                             _preload_content=False)
                     elif p.action == "update":
                         out = custom.replace_namespaced_custom_object(NFD_GROUP, NFD_API_VERSION, p.namespace,
-                                                                      NODEFEATURES_PLURAL, p.name, p.body,
+                                                                      NODEFEATURES_PLURAL, p.name, body,
                                                                       _preload_content=False)
                     else:
                         opts = client.V1DeleteOptions(preconditions=client.V1Preconditions(
@@ -443,7 +446,7 @@ def apply_plan(api_client: Any, plans: Sequence[NodePlan], *, guard: Guard | Non
                         err = StoreConflict(f"NodeFeature {p.namespace}/{p.name} was created by someone else since it "
                                             "was read; run again to see it")
                     raise err from e
-                doc = json.loads(out.data) if out.data else {}
+                doc = raw_json(out) if raw(out).data else {}
                 if p.action != "delete":
                     m.after = _audit_view(doc)
                     rv = str((doc.get("metadata") or {}).get("resourceVersion") or "")

@@ -168,6 +168,7 @@ def watch_until(
 
     core = _core(api_client)
     deadline = time.monotonic() + timeout
+    args: tuple[str, ...]
     if kind == "node":
         read, lister, args = core.read_node, core.list_node, ()
     else:

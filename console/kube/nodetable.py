@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from console.infra.vms import Staleness, VmView
 from console.kube.cluster import ClusterSnapshot
@@ -47,7 +48,7 @@ class NodeRow:
         return f"{n.name} {' '.join(n.roles)} {n.status} {n.kubelet_version} {vm}".lower()
 
 
-def requests_by_node(pods: Mapping[object, PodInfo]) -> dict[str, Resources]:
+def requests_by_node(pods: Mapping[Any, PodInfo]) -> dict[str, Resources]:
     acc: dict[str, list[int]] = {}
     for p in pods.values():
         if not p.node or p.terminated:

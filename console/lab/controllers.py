@@ -112,7 +112,10 @@ class Controllers:
         if self._thread is not None:
             return
         for resource in ("pods", "nodes", DEPLOY, RS, STS, DS, PDB):
-            self._unsubs.append(self.store.subscribe(resource, lambda ev, r=resource: self._q.put((r, ev))))
+            def queued(ev: WatchEvent, r: str = resource) -> None:
+                self._q.put((r, ev))
+
+            self._unsubs.append(self.store.subscribe(resource, queued))
         self._thread = threading.Thread(target=self._run, name="lab-controllers", daemon=True)
         self._thread.start()
 
@@ -149,7 +152,7 @@ class Controllers:
                     break
 
     def _everything(self) -> list[tuple[str, str, str]]:
-        out = []
+        out: list[tuple[str, str, str]] = []
         for resource in (DEPLOY, RS, STS, DS, PDB):
             items, _ = self.store.list(resource)
             out.extend((resource, o["metadata"].get("namespace", "default"), o["metadata"]["name"]) for o in items)
@@ -168,7 +171,8 @@ class Controllers:
             out.append((kind, ns, obj["metadata"]["name"]))
         ref = controller_ref(obj)
         if ref is not None:
-            owner = {"ReplicaSet": RS, "StatefulSet": STS, "DaemonSet": DS, "Deployment": DEPLOY}.get(ref.get("kind"))
+            owners = {"ReplicaSet": RS, "StatefulSet": STS, "DaemonSet": DS, "Deployment": DEPLOY}
+            owner = owners.get(ref.get("kind") or "")
             if owner:
                 out.append((owner, ns, ref["name"]))
         if kind == "pods" or kind in (RS, STS):

@@ -87,8 +87,8 @@ class CpuFs:
         except OSError:
             ready = b""
         if ready != b"ready\n":
-            err = self._abort()
-            raise OSError(f"the cpu filesystem did not mount at {self.mountpoint}: {err or 'no answer'}")
+            why = self._abort()
+            raise OSError(f"the cpu filesystem did not mount at {self.mountpoint}: {why or 'no answer'}")
         ours.settimeout(None)
         self._thread = threading.Thread(target=self._serve, name=f"lab-cpufs-{self.source.parent.name}",
                                         daemon=True)

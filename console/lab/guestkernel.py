@@ -69,7 +69,7 @@ def cpu_mask(cpus: Iterable[int], nbits: int) -> str:
     value = sum(1 << c for c in cpus)
     digits = max(1, (nbits + 3) // 4)
     text = f"{value:0{digits}x}"
-    words = []
+    words: list[str] = []
     while len(text) > 8:
         words.insert(0, text[-8:])
         text = text[:-8]

@@ -70,7 +70,7 @@ def pull_error(image: str) -> str:
             f'failed to resolve reference "{full}": {full}: not found')
 
 
-Event = Callable[[str, str, str], None]  # (type, reason, message) on the container's reference
+Event = Callable[[str, str, str], object]  # (type, reason, message) on the container's reference
 SetWaiting = Callable[[str, str], None]  # (reason, message) into the container's status
 
 

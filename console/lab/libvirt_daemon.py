@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 import psutil
 
@@ -117,7 +118,7 @@ class SessionDaemon:
         self._own_tmp = False
         self._keeper: subprocess.Popen[bytes] | None = None
         self._ctl_w: int | None = None  # closing it (or our death) tells the keeper to clean up
-        self._stderr = None
+        self._stderr: BinaryIO | None = None
 
     # -- paths -------------------------------------------------------------------------------
     @property

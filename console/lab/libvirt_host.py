@@ -49,7 +49,7 @@ import queue
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from console.lab.domain_xml import nova_domain_xml
 from console.lab.guest import SimulatedGuest
@@ -81,7 +81,7 @@ class LibvirtHost:
         self.poll_interval = poll_interval
         self._daemon: SessionDaemon | None = None
         self._tap: MonitorTap | None = None
-        self._conn = None  # libvirt.virConnect
+        self._conn: Any = None  # libvirt.virConnect
         self._uri = ""
         self._lock = threading.RLock()
         self._observations = itertools.count(1)  # numbers each libvirt read (see _sync)
@@ -255,11 +255,11 @@ class LibvirtHost:
         except KeyError:
             raise KeyError(f"no lab domain for server {server_id}") from None
 
-    def _domain(self, server_id: str):  # -> libvirt.virDomain
+    def _domain(self, server_id: str) -> Any:  # libvirt.virDomain
         self._vm(server_id)
         return self._conn.lookupByUUIDString(server_id)
 
-    def _destroy(self, server_id: str, dom) -> None:
+    def _destroy(self, server_id: str, dom: Any) -> None:
         with self._lock:
             self._expected_stops[server_id] = self._expected_stops.get(server_id, 0) + 1
         try:
@@ -269,7 +269,7 @@ class LibvirtHost:
                 self._expected_stops[server_id] -= 1
             raise
 
-    def _on_lifecycle(self, conn, dom, event: int, detail: int, opaque) -> None:
+    def _on_lifecycle(self, conn: Any, dom: Any, event: int, detail: int, opaque: object) -> None:
         # runs in the libvirt event-loop thread: hand over, never call libvirt from here
         self._events.put((dom.UUIDString(), event, detail))
 
@@ -277,6 +277,7 @@ class LibvirtHost:
         import libvirt
 
         while True:
+            item: tuple[str, int, int] | tuple[()] | None
             try:
                 item = self._events.get(timeout=self.poll_interval)
             except queue.Empty:
@@ -340,7 +341,7 @@ class LibvirtHost:
             dom = None
         self._observe(server_id, dom, seq)
 
-    def _observe(self, server_id: str, dom, seq: int) -> None:
+    def _observe(self, server_id: str, dom: Any, seq: int) -> None:
         import libvirt
 
         guest = self._guests.get(server_id)

@@ -34,14 +34,14 @@ EVENT_MESSAGE_LIMIT = 1024
 
 
 class NfdMasterMixin:
-    def _init_master(self: NfdSim) -> None:
+    def _init_master(self: NfdSim) -> None:  # type: ignore[misc]  # mixed into NfdSim only
         self._written: dict[str, str] = {}  # node -> resourceVersion of the NodeFeature its worker wrote
         self._outcomes: dict[str, NodeOutcome] = {}
         self._compiled: dict[str, tuple[str, CompiledRuleObject | None]] = {}  # name -> (rv, compiled)
         self._rules: list[CompiledRuleObject] = []
         self._rules_ignored_logged = False
 
-    def _forget(self: NfdSim, node: str) -> None:
+    def _forget(self: NfdSim, node: str) -> None:  # type: ignore[misc]  # mixed into NfdSim only
         self._workers.pop(node, None)
         self._grpc.pop(node, None)
         self._outcomes.pop(node, None)
@@ -54,7 +54,7 @@ class NfdMasterMixin:
                 except NotFound:
                     continue
 
-    def _resources_lost(self: NfdSim, node: Obj) -> bool:
+    def _resources_lost(self: NfdSim, node: Obj) -> bool:  # type: ignore[misc]  # mixed into NfdSim only
         """The kubelet rewrote status.capacity without the extended resources NFD manages."""
         out = self._outcomes.get(node["metadata"]["name"])
         if out is None or not out.extended_resources:
@@ -63,7 +63,7 @@ class NfdMasterMixin:
         return any(cap.get(k) != v for k, v in out.extended_resources.items())
 
     # -- rules ----------------------------------------------------------
-    def _sync_rules(self: NfdSim) -> bool:
+    def _sync_rules(self: NfdSim) -> bool:  # type: ignore[misc]  # mixed into NfdSim only
         """Recompile changed NodeFeatureRules; True when the compiled set changed."""
         items, _ = self.store.list(NFR_RESOURCE)
         if not V.rules_supported(self.version):
@@ -100,7 +100,7 @@ class NfdMasterMixin:
         return changed
 
     # -- labelling ------------------------------------------------------
-    def _node_features(self: NfdSim, node: str) -> list[NodeFeatureSpec]:
+    def _node_features(self: NfdSim, node: str) -> list[NodeFeatureSpec]:  # type: ignore[misc]  # mixed into NfdSim only
         if not self.running.api:
             sent = self._grpc.get(node)
             return [sent] if sent is not None else []
@@ -121,7 +121,7 @@ class NfdMasterMixin:
                 self.master_events.event(object_ref(o), "Warning", "InvalidNodeFeature", clip(str(exc)))
         return specs
 
-    def _label(self: NfdSim, node: str) -> None:
+    def _label(self: NfdSim, node: str) -> None:  # type: ignore[misc]  # mixed into NfdSim only
         """nfd-master: compute the node's outcome and patch the Node (stale NFD labels removed)."""
         master = self.running.master
         if master is None or master.no_publish:

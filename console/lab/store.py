@@ -11,6 +11,7 @@ fast): treat them as read-only. Writes replace the stored dict; use
 from __future__ import annotations
 
 import asyncio
+import builtins
 import copy
 import itertools
 import threading
@@ -88,7 +89,7 @@ class Store:
         self._objects: dict[str, dict[tuple[str, str], Obj]] = {k: {} for k in RESOURCES}
         self._history: deque[WatchEvent] = deque(maxlen=HISTORY)
         self.compacted = 0  # revisions up to this one are compacted away (compact())
-        self._subscribers: dict[int, tuple[str, str | None, Callable[[WatchEvent], None]]] = {}
+        self._subscribers: dict[int, tuple[str, str | None, Callable[[WatchEvent], object]]] = {}
         self._sub_ids = itertools.count(1)
         # pods by spec.nodeName: the kubelet, scheduler and UI join through it
         self._pods_by_node: dict[str, dict[tuple[str, str], Obj]] = {}
@@ -131,7 +132,7 @@ class Store:
         new_node = (new or {}).get("spec", {}).get("nodeName")
         if old_node and old_node != new_node:
             self._pods_by_node.get(old_node, {}).pop(key, None)
-        if new_node:
+        if new_node and new is not None:
             self._pods_by_node.setdefault(new_node, {})[key] = new
 
     def _kind_fields(self, rt: ResourceType, obj: Obj) -> None:
@@ -168,7 +169,7 @@ class Store:
         out.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
         return out, rv
 
-    def pods_on_node(self, node: str) -> list[Obj]:
+    def pods_on_node(self, node: str) -> builtins.list[Obj]:
         with self._lock:
             return list(self._pods_by_node.get(node, {}).values())
 
@@ -318,7 +319,7 @@ class Store:
     def subscribe(
         self,
         resource: str,
-        callback: Callable[[WatchEvent], None],
+        callback: Callable[[WatchEvent], object],
         *,
         namespace: str | None = None,
         since_rv: int | None = None,

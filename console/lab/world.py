@@ -13,7 +13,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from console.lab import seed
 from console.lab.loop import LoopThread
@@ -21,6 +21,9 @@ from console.lab.podlogs import PodLogs
 from console.lab.scenarios import Scenario
 from console.lab.statedir import StateDir
 from console.lab.store import Store
+
+if TYPE_CHECKING:
+    from console.lab.vm import Flavor, Guest, VMSpec
 
 log = logging.getLogger(__name__)
 
@@ -325,9 +328,30 @@ def _ready(node: dict[str, Any]) -> bool:
 
 
 class _NoHypervisor:
-    """The scale world has no VMs: Nova serves flavors only."""
+    """The scale world has no VMs: Nova serves flavors only (it has no server to call the hypervisor for)."""
 
     uri = ""
 
     def on_stopped_outside(self, callback: Callable[[str], None]) -> None:
+        pass
+
+    def define_from_flavor(self, vm: VMSpec, flavor: Flavor) -> None:
+        raise RuntimeError(f"the scale world has no VMs: cannot define {vm.server_id}")
+
+    def start(self, server_id: str) -> None:
+        raise RuntimeError(f"the scale world has no VMs: cannot start {server_id}")
+
+    def stop(self, server_id: str) -> None:
+        raise RuntimeError(f"the scale world has no VMs: cannot stop {server_id}")
+
+    def soft_reboot(self, server_id: str) -> None:
+        raise RuntimeError(f"the scale world has no VMs: cannot reboot {server_id}")
+
+    def is_running(self, server_id: str) -> bool:
+        return False
+
+    def guest(self, server_id: str) -> Guest:
+        raise RuntimeError(f"the scale world has no VMs: {server_id} has no guest")
+
+    def close(self) -> None:
         pass

@@ -228,7 +228,7 @@ def container_role(container: Mapping[str, Any]) -> tuple[Role, tuple[str, ...]]
         name = str(container.get("name") or "")
         for role in ("master", "worker"):
             if name in (role, f"nfd-{role}"):
-                return role, tuple(args)  # type: ignore[return-value]
+                return role, tuple(args)
     return None
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from console.nfd import versions as V
 from console.nfd.expressions import (
+    Element,
     EvaluationError,
     ExpressionSet,
     MatchExpression,
@@ -188,7 +189,7 @@ class CompiledRule:
             if keys is None and values is None and inst is None:
                 return False, mf  # "feature not available"
             ok = True
-            elems: list[dict[str, str]] = []
+            elems: list[Element] = []
             if t.exprs is not None:
                 ok, elems = match_multi(t.exprs, keys, values, inst, want)
             if ok and t.match_name is not None:
@@ -386,7 +387,7 @@ def rules_of(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         fld, msg = err
         what = msg if fld == "spec.rules" else f"{fld}: {msg}"
         raise RuleError(f"NodeFeatureRule {object_name(obj) or '?'!r}: {what}")
-    return obj["spec"]["rules"]  # type: ignore[no-any-return]
+    return obj["spec"]["rules"]
 
 
 @dataclass
@@ -400,7 +401,7 @@ class CompiledRuleObject:
                 for r in self.rules for ign in r.ignored_fields]
 
 
-def compile_rule_objects(objs: list[Mapping[str, Any]], version: V.NfdVersion | str | None = None
+def compile_rule_objects(objs: Sequence[Mapping[str, Any]], version: V.NfdVersion | str | None = None
                          ) -> list[CompiledRuleObject]:
     """Compile NodeFeatureRule objects, sorted by metadata.name as nfd-master runs them."""
     v = V.parse_version(version)

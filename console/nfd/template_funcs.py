@@ -78,7 +78,7 @@ _GO_FMT_MAX = 1_000_000  # fmt/print.go tooLarge: a width or precision past 1e6 
 
 def _too_long(digits: str | None) -> bool:
     """fmt's parsenum gives up (and consumes the rest of the format) once the number passed 1e6 with digits left."""
-    return bool(digits) and len(digits) > 1 and int(digits[:-1]) > _GO_FMT_MAX  # type: ignore[index]
+    return digits is not None and len(digits) > 1 and int(digits[:-1]) > _GO_FMT_MAX
 
 
 def _printf(fmt: str, *args: Any) -> str:
@@ -449,9 +449,7 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "slice": _sprig_slice,
     "dict": lambda *a: {go_format(a[i]): a[i + 1] if i + 1 < len(a) else "" for i in range(0, len(a), 2)},
     **REGEX_FUNCS,
-    "semverCompare": None,  # placeholder removed below; kept out to fail loudly
 }
-del SPRIG["semverCompare"]
 
 
 # github:Masterminds/sprig v3.3.0 functions.go genericMap: every name NFD v0.18+ registers (v0.19 minus

@@ -18,7 +18,7 @@ class _Missing:
 NO_VALUE = _Missing()
 
 
-class GoMap(dict):  # type: ignore[type-arg]
+class GoMap(dict):
     """A Go map with a concrete element type: NFD's MatchedElement, map[string]string.
 
     `index` of a missing key gives the element type's zero value (`zero`), not <no value> as for a

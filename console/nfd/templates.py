@@ -14,6 +14,7 @@ import re
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from console.nfd.budget import Budget, BudgetExceeded, current_budget
@@ -475,7 +476,7 @@ class Template:
         if len(nodes) + has_piped < 1:
             raise self._err(pipe, f"wrong number of args for {name}: want at least 1 got 0")
         val: Any = None
-        thunks: list[Callable[[], Any]] = [lambda n=n: self._arg(pipe, n, dot, scope) for n in nodes]
+        thunks: list[Callable[[], Any]] = [partial(self._arg, pipe, n, dot, scope) for n in nodes]
         if has_piped:
             thunks.append(lambda: piped)
         for t in thunks:

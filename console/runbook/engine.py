@@ -26,12 +26,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.audit import new_id
 from console.guard import Guard, GuardRefusal
 from console.runbook.interrupt import Interrupted, StopFlag
 from console.runbook.journal import Journal, now
+
+if TYPE_CHECKING:
+    from console.infra.libvirt import LibvirtBackend
+    from console.infra.openstack import OpenStackBackend
+    from console.kube.nodeshell import NodeAccess
 
 # exit codes (also the CLI's)
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY, EXIT_ATTENTION, EXIT_DECLINED = 0, 1, 2, 3, 4, 5
@@ -69,13 +74,46 @@ class RunEvent:
     time: str = field(default_factory=now)
 
 
+class MissingClient(RuntimeError):
+    """A step asked for a client its run was not given (a plan for a backend the session has none of)."""
+
+
+@dataclass(frozen=True)
+class Clients:
+    """The live objects a run's steps call, built by the session (console/runbook/session.py); not persisted."""
+
+    api: Any = None  # the kubernetes ApiClient that console/kube/ functions take
+    openstack_backend: OpenStackBackend | None = None
+    libvirt_backend: LibvirtBackend | None = None
+    node_access: NodeAccess | None = None  # how commands run on a node (debug pod, SSH, guest agent)
+    kubelet_unit: str | None = None  # the settings' kubelet_unit; None: read the node's
+
+    @property
+    def openstack(self) -> OpenStackBackend:
+        if self.openstack_backend is None:
+            raise MissingClient("this run has no OpenStack cloud (set cloud in the config, or OS_CLOUD)")
+        return self.openstack_backend
+
+    @property
+    def libvirt(self) -> LibvirtBackend:
+        if self.libvirt_backend is None:
+            raise MissingClient("this run has no libvirt URI (set libvirt_uris in the config)")
+        return self.libvirt_backend
+
+    @property
+    def access(self) -> NodeAccess:
+        if self.node_access is None:
+            raise MissingClient("this run has no node access (node_access in the config)")
+        return self.node_access
+
+
 @dataclass
 class Context:
     """What steps share: the journal (persisted facts), progress reporting, time spent waiting on infra."""
 
     journal: Journal
     emit: Callable[[str], None]
-    values: dict[str, Any] = field(default_factory=dict)  # live objects (clients, backends): not persisted
+    clients: Clients = field(default_factory=Clients)
     infra_wait: float = 0.0
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -161,7 +199,7 @@ class RunResult:
 
 class Engine:
     def __init__(self, journal: Journal, steps: list[Step], *, guard: Guard,
-                 on_event: Callable[[RunEvent], None] | None = None, values: dict[str, Any] | None = None,
+                 on_event: Callable[[RunEvent], object] | None = None, clients: Clients | None = None,
                  stop: threading.Event | None = None) -> None:
         self.journal = journal
         self.steps = steps
@@ -169,7 +207,7 @@ class Engine:
         self.on_event = on_event or (lambda _e: None)
         self._current = ""
         self.stop = stop or threading.Event()
-        self.ctx = Context(journal, self._progress, values or {}, stop=self.stop)
+        self.ctx = Context(journal, self._progress, clients or Clients(), stop=self.stop)
         journal.set_steps([s.as_plan() for s in steps])
 
     def _send(self, kind: str, step: Step | None = None, message: str = "", **data: Any) -> None:

@@ -31,7 +31,7 @@ def cluster_identity(api: Any, server: str) -> dict[str, Any]:
         why = "may not read namespace kube-system (403)" if e.status == 403 else "has no namespace kube-system"
         return {"server": server, "kube_system_uid": None,
                 "note": f"the cluster is identified by its API server URL only: this user {why}"}
-    return {"server": server, "kube_system_uid": ns.metadata.uid, "note": ""}
+    return {"server": server, "kube_system_uid": ns.metadata.uid if ns.metadata else None, "note": ""}
 
 
 def _cluster_text(c: dict[str, Any]) -> str:

@@ -87,7 +87,7 @@ class RunLock:
     """
 
     def __init__(self, api: Any, node: str, run_id: str, *, namespace: str, resuming: bool, journal_dir: Path,
-                 on_note: Callable[[str], None] | None = None) -> None:
+                 on_note: Callable[[str], object] | None = None) -> None:
         self.api, self.node, self.run_id = api, node, run_id
         self.namespace, self.name = namespace, lease_name(node)
         self.resuming = resuming

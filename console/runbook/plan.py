@@ -20,7 +20,7 @@ Model (shared/reference/scale-up.md 5.1, field report 2):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from console.infra.sizes import FlavorInfo, GiB, MiB, VmSize, fmt_mem
@@ -119,7 +119,7 @@ def predicted_allocatable(size: VmSize, reserved_cpu_m: int, reserved_memory: in
     return size.vcpus * 1000 - reserved_cpu_m, capacity_mem - reserved_memory
 
 
-def _shortfall(label: str, need: int, free: int, alloc: int, used: int, fmt) -> str:
+def _shortfall(label: str, need: int, free: int, alloc: int, used: int, fmt: Callable[[int], str]) -> str:
     if used:
         return f"needs {fmt(need)}{label}, {fmt(free)}{label} free ({fmt(alloc)} allocatable − {fmt(used)} requested)"
     return f"needs {fmt(need)}{label}, {fmt(alloc)}{label} allocatable"

@@ -128,7 +128,7 @@ def steps(plan: RevertPlan) -> list[Step]:
     sid, node = plan.server_id, plan.node
 
     def os_(ctx: Context) -> Any:
-        return ctx.values["openstack"]
+        return ctx.clients.openstack
 
     def server(ctx: Context) -> Any:
         return read_server(ctx, sid)
@@ -180,16 +180,16 @@ def steps(plan: RevertPlan) -> list[Step]:
             vcpus, ram = st.vcpus, st.ram_mib
         try:
             with ctx.waiting(), ctx.breakable():
-                _, waited = verify.wait_capacity(ctx.values["api"], node, vcpus, ram, plan.node_timeout)
+                _, waited = verify.wait_capacity(ctx.clients.api, node, vcpus, ram, plan.node_timeout)
         except TimeoutError as e:
             raise StepFailed(str(e), verify=True) from e
         return {"waited_s": round(waited, 3)}
 
     def unschedulable(ctx: Context) -> bool:
-        return bool((nodes_ops.get_node_raw(ctx.values["api"], node).get("spec") or {}).get("unschedulable"))
+        return bool((nodes_ops.get_node_raw(ctx.clients.api, node).get("spec") or {}).get("unschedulable"))
 
     def uncordon(ctx: Context) -> dict[str, Any]:
-        nodes_ops.set_unschedulable(ctx.values["api"], node, False)
+        nodes_ops.set_unschedulable(ctx.clients.api, node, False)
         return {}
 
     old = plan.old_flavor or "the previous flavor"
@@ -207,7 +207,7 @@ def steps(plan: RevertPlan) -> list[Step]:
 
 
 def run_revert(session: Any, plan: RevertPlan, journal: Journal | None = None, *,
-               on_event: Callable[[RunEvent], None] | None = None, stop: threading.Event | None = None) -> RunResult:
+               on_event: Callable[[RunEvent], object] | None = None, stop: threading.Event | None = None) -> RunResult:
     """Run (or resume) the revert under the node's Lease (as a scale-up: SessionError while another run holds
     the node); the scale-up run it supersedes is closed ("reverted") when it starts."""
     from dataclasses import asdict
@@ -226,8 +226,8 @@ def run_revert(session: Any, plan: RevertPlan, journal: Journal | None = None, *
             if plan.scale_up_run:
                 superseded = _supersede(plan.scale_up_run, journal.run_id)
         lock.record(journal)
-        values = session.values()
-        result = Engine(journal, lock.guard(steps(plan)), guard=session.guard, on_event=on_event, values=values,
+        clients = session.clients()
+        result = Engine(journal, lock.guard(steps(plan)), guard=session.guard, on_event=on_event, clients=clients,
                         stop=stop).run()
         if superseded and journal.doc["status"] == "refused":  # the revert changed nothing: the scale-up stands
             superseded[0].finish(superseded[1], superseded[2])

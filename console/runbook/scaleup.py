@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.infra.describe import read_vm
 from console.infra.openstack import disk_refusal
@@ -20,6 +20,10 @@ from console.kube import nodes_ops
 from console.kube.model import NodeInfo
 from console.runbook.nova_drift import nova_regeneration_warning, size_doc, size_summary
 from console.runbook.plan import FitAdvice, FlavorInfo, VmSize, advise, check_target
+
+if TYPE_CHECKING:
+    from console.infra.libvirt import LibvirtBackend
+    from console.infra.openstack import OpenStackBackend
 
 
 class PlanRefused(Exception):
@@ -117,8 +121,10 @@ def parse_memory_mib(text: str) -> int:
         raise PlanRefused(f"cannot read memory size {text!r} (use e.g. 16Gi or 16384Mi)") from e
 
 
-def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: Any = None) -> ScaleUpPlan:
-    """Read everything, decide the target, refuse what cannot work. No mutation."""
+def prepare(request: ScaleUpRequest, api: Any, openstack: OpenStackBackend | None = None,
+            libvirt: LibvirtBackend | None = None) -> ScaleUpPlan:
+    """Read everything, decide the target, refuse what cannot work. No mutation. `api`: the kubernetes ApiClient
+    (console/kube/ functions take it); `openstack` / `libvirt`: the backends the session built (None: none)."""
     try:
         node_raw = nodes_ops.get_node_raw(api, request.node)
     except nodes_ops.NodeOpError as e:
@@ -188,7 +194,8 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
             notes.append(f"the VM already runs {size} but the node reports {describe_capacity(node_raw)}: "
                          "only the kubelet is made to re-read its capacity (no cordon, drain or VM change)")
     advice = []
-    will_fit, still = [], []
+    will_fit: list[str] = []
+    still: list[str] = []
     fits_now_count = 0
     for p in pending:
         a = advise(node, pods, p, vm=current, flavors=flavors)
@@ -218,7 +225,7 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: Any = None, libvirt: A
 def _with_steps(plan: ScaleUpPlan) -> ScaleUpPlan:
     from console.runbook.steps import build_steps
 
-    plan.steps = [{"id": s.id, "title": s.title} for s in build_steps(plan, {})]
+    plan.steps = [{"id": s.id, "title": s.title} for s in build_steps(plan)]
     return plan
 
 

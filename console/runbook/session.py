@@ -17,14 +17,19 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.guard import Guard
-from console.runbook.engine import Engine, RunEvent, RunResult
+from console.runbook.engine import Clients, Engine, RunEvent, RunResult
 from console.runbook.journal import Journal, JournalError, bad_journal
 from console.runbook.journal_lock import JournalBusy, JournalLock
 from console.runbook.journal_shape import KINDS
 from console.runbook.scaleup import PlanRefused, ScaleUpPlan, ScaleUpRequest, prepare, resumed
+
+if TYPE_CHECKING:
+    from console.infra.libvirt import LibvirtBackend
+    from console.infra.openstack import OpenStackBackend
+    from console.kube.connection import KubeTarget
 
 
 class SessionError(Exception):
@@ -49,7 +54,7 @@ def journal_fault(e: JournalError) -> SessionError:
 
 class Session:
     def __init__(self, settings: Any, *, guard: Guard | None = None,
-                 connection: tuple[Any, Any] | None = None, permissions: Any = None) -> None:
+                 connection: tuple[Any, KubeTarget] | None = None, permissions: Any = None) -> None:
         """`connection`: (ApiClient, KubeTarget) already open (the TUI's, console/gateways.py); else one is made
         from the settings' kubeconfig and context. `permissions`: that connection's access review when already
         asked (else asked once, when first needed)."""
@@ -64,8 +69,8 @@ class Session:
         # every change the runbooks make goes through it (read-only, audit intent before, outcome after)
         self.guard = guard or Guard.from_settings(settings)
         self.access = node_access(settings.node_access, self.api, settings)
-        self._openstack: Any = None
-        self._libvirt: Any = None
+        self._openstack: OpenStackBackend | None = None
+        self._libvirt: LibvirtBackend | None = None
         self._cluster: dict[str, Any] | None = None
         self._infra: dict[tuple[str, str], dict[str, Any]] = {}
         self._permissions: Any = permissions
@@ -149,7 +154,7 @@ class Session:
             raise journal_fault(bad_journal(journal.path, why, journal.doc["node"]))
 
     @property
-    def openstack(self) -> Any:
+    def openstack(self) -> OpenStackBackend | None:
         if self._openstack is None and (self.settings.cloud or os.environ.get("OS_CLOUD")
                                         or os.environ.get("OS_AUTH_URL")):  # an openrc, no clouds.yaml cloud
             from console.infra.openstack import OpenStackBackend
@@ -158,7 +163,7 @@ class Session:
         return self._openstack
 
     @property
-    def libvirt(self) -> Any:
+    def libvirt(self) -> LibvirtBackend | None:
         if self._libvirt is None:
             from console.infra.libvirt import LibvirtBackend, libvirt_uris
 
@@ -167,9 +172,10 @@ class Session:
                 self._libvirt = LibvirtBackend(uris)
         return self._libvirt
 
-    def values(self) -> dict[str, Any]:
-        return {"api": self.api, "openstack": self.openstack, "libvirt": self.libvirt, "access": self.access,
-                "kubelet_unit": getattr(self.settings, "kubelet_unit", None)}
+    def clients(self) -> Clients:
+        """What the run's steps call (console/runbook/engine.Clients)."""
+        return Clients(self.api, self.openstack, self.libvirt, self.access,
+                       getattr(self.settings, "kubelet_unit", None))
 
     def plan(self, request: ScaleUpRequest, *, resume: str | None = None, new: bool = False,
              dry_run: bool = False) -> tuple[ScaleUpPlan, Journal | None]:
@@ -203,7 +209,7 @@ class Session:
         return plan, journal
 
     def run(self, plan: ScaleUpPlan, journal: Journal | None = None, *,
-            on_event: Callable[[RunEvent], None] | None = None, stop: threading.Event | None = None) -> RunResult:
+            on_event: Callable[[RunEvent], object] | None = None, stop: threading.Event | None = None) -> RunResult:
         """Run the plan under the node's Lease (console/runbook/lock.py): refused with SessionError, before any
         change and before a journal exists, while another run holds the node; released however the run ends."""
         from dataclasses import asdict
@@ -222,8 +228,8 @@ class Session:
                                          cluster=self.cluster, infra=self.infra(plan.method, plan.vm.ref))
                 journal.doc["context"]["plan"] = plan.to_dict()
             lock.record(journal)
-            steps = lock.guard(build_steps(plan, self.values()))
-            return Engine(journal, steps, guard=self.guard, on_event=on_event, values=self.values(), stop=stop).run()
+            steps = lock.guard(build_steps(plan))
+            return Engine(journal, steps, guard=self.guard, on_event=on_event, clients=self.clients(), stop=stop).run()
 
     def check_node_free(self, node: str, journal: Journal | None) -> None:
         """SessionError naming the holder while another run holds the node's Lease (read only; run() takes it)."""
@@ -237,7 +243,7 @@ class Session:
             raise SessionError(str(e), e.details) from e
 
     def _run_lock(self, node: str, run_id: str, journal: Journal | None,
-                  on_event: Callable[[RunEvent], None] | None = None) -> Any:
+                  on_event: Callable[[RunEvent], object] | None = None) -> Any:
         from console.runbook.journal import runbooks_dir
         from console.runbook.lock import RunLock
 
@@ -248,7 +254,7 @@ class Session:
 
     @contextlib.contextmanager
     def node_lock(self, node: str, run_id: str, journal: Journal | None,
-                  on_event: Callable[[RunEvent], None] | None = None) -> Iterator[Any]:
+                  on_event: Callable[[RunEvent], object] | None = None) -> Iterator[Any]:
         """The node's Lease for run `run_id` (console/runbook/lock.py), held for the `with` block: every runbook
         on a node (scale-up, revert) runs under it. SessionError, before any change and before a journal exists,
         while another run holds the node; released however the block ends."""

@@ -15,13 +15,13 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from console.config import Settings
-from console.gateways import Gateways, vm_inventory_for
+from console.gateways import ClusterFactory, Gateways, vm_inventory_for
 from console.guard import Guard
 from console.infra.inventory import VmListError
+from console.infra.sizes import FlavorInfo
 from console.infra.vms import VmView
 from console.kube.clusterview import build_view
-from console.kube.events import Events
-from console.kube.metrics import MetricsReader
+from console.tui.appbase import ConsoleAppBase
 from console.tui.command_grammar import Command, CommandError, parse_command
 from console.tui.commands import ConsoleCommands
 from console.tui.errors import explain
@@ -49,7 +49,7 @@ def small_terminal(width: int, height: int) -> str:
     return f"terminal {width}×{height} is smaller than {FLOOR[0]}×{FLOOR[1]}: some columns and panels are hidden"
 
 
-class ConsoleApp(App[None]):
+class ConsoleApp(ConsoleAppBase):
     TITLE = "console"
     CSS = """
     Screen { background: $background; }
@@ -72,7 +72,7 @@ class ConsoleApp(App[None]):
         gateways: Gateways,
         *,
         clock: Callable[[], float] = time.time,
-        kube_factory: Callable[[str | None, str | None], Any] | None = None,
+        kube_factory: ClusterFactory | None = None,
         refresh_interval: float = 0.25,
         vm_refresh: float = VM_REFRESH_SECONDS,
     ) -> None:
@@ -87,7 +87,7 @@ class ConsoleApp(App[None]):
         self.view = ClusterView.empty()
         self.servers: dict[str, VmView] = {}
         self.vm_problems: list[str] = []
-        self.flavors: list[Any] = []
+        self.flavors: list[FlavorInfo] = []
         self.api_error: str | None = None
         self.stale: str | None = None  # "nodes: reconnecting since 14:02:11 — connection refused; …", or None
         self.loading_note: str | None = None  # "pods: loading since 14:02:11 — listing", or None
@@ -96,34 +96,6 @@ class ConsoleApp(App[None]):
         self._computing = False
         self._last_generation: tuple[int, ...] | None = None
         self._theme_names: list[str] = []
-
-    # -- the gateways of the context in use (console/gateways.py) ---------
-    @property
-    def kube(self) -> Any:
-        return self.gateways.cluster
-
-    @property
-    def settings(self) -> Settings:
-        return self.gateways.settings
-
-    @property
-    def guard(self) -> Guard:
-        """Every write the screens' stores and sessions make goes through it (console/guard.py)."""
-        return self.gateways.guard
-
-    @property
-    def vms(self) -> Any:
-        """VmInventory-like: list() -> VmListing, flavors(); None hides the VM columns."""
-        return self.gateways.vms
-
-    @property
-    def events(self) -> Events | None:
-        return self.gateways.events
-
-    @property
-    def metrics(self) -> MetricsReader | None:
-        """Usage from metrics.k8s.io, polled (absent when not served or not allowed)."""
-        return self.gateways.metrics
 
     # -- lifecycle -------------------------------------------------------
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -271,10 +243,13 @@ class ConsoleApp(App[None]):
 
     @work(thread=True, exclusive=True, group="vms", exit_on_error=False)
     def refresh_vms(self) -> None:
-        listing = self.vms.list()
+        vms = self.vms
+        if vms is None:  # a context switch to one without VMs since the worker was asked for
+            return
+        listing = vms.list()
         problems = list(listing.problems)
         try:
-            flavors = self.flavors or self.vms.flavors()
+            flavors = self.flavors or vms.flavors()
         except VmListError as e:  # the VMs were listed: show them, say why the flavors are missing
             flavors = []
             problems.append(str(e))
@@ -464,7 +439,7 @@ class ConsoleApp(App[None]):
             return
         self.push_screen(HelpScreen(self.screen))
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:  # App's is async: the same signature, so a binding may await it
         if len(self.screen_stack) > 1:
             self.pop_screen()
 

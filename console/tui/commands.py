@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from console.tui.appbase import ConsoleAppBase
 from console.tui.command_grammar import Command
 
 
 class ConsoleCommands(Provider):
+    @property
+    def console_app(self) -> ConsoleAppBase:
+        return cast(ConsoleAppBase, self.app)  # Provider.app is typed App[object]; ours is the ConsoleApp
+
     def _commands(self) -> list[tuple[str, Command, str]]:
         app = self.app
         out = [
@@ -32,11 +38,11 @@ class ConsoleCommands(Provider):
 
     async def discover(self) -> Hits:
         for title, cmd, help_text in self._commands()[:9]:
-            yield DiscoveryHit(title, partial(self.app.run_command, cmd), help=help_text)
+            yield DiscoveryHit(title, partial(self.console_app.run_command, cmd), help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for title, cmd, help_text in self._commands():
             score = matcher.match(title)
             if score > 0:
-                yield Hit(score, matcher.highlight(title), partial(self.app.run_command, cmd), help=help_text)
+                yield Hit(score, matcher.highlight(title), partial(self.console_app.run_command, cmd), help=help_text)

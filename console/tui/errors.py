@@ -6,26 +6,26 @@ for the rest (other API answers, and anything unexpected).
 
 from __future__ import annotations
 
-from console.faults import Where, classify, redact
+from console.faults import KUBE_API_ERROR, OPENSTACK_ERRORS, Where, classify, loaded, redact
+from console.infra.inventory import VmListError
 
 __all__ = ["explain", "redact"]
 
 
 def explain(error: BaseException, *, server: str = "", kubeconfig: str = "", context: str = "") -> str:
     """A short message naming the problem and the fix."""
-    name = type(error).__name__
-    if name == "VmListError":  # worded by console/infra/inventory.py: which backend, URI and setting
+    if isinstance(error, VmListError):  # worded by console/infra/inventory.py: which backend, URI and setting
         return redact(str(error))
     fault = classify(error, Where(kubeconfig, context, server=server))
     if fault is not None:
         return fault.message
     status = getattr(error, "status", None)
     where = f" at {server}" if server else ""
-    if name == "ApiException":
+    if isinstance(error, loaded(KUBE_API_ERROR)):
         reason = getattr(error, "reason", "") or ""
         return f"the API server{where} answered HTTP {status} {reason}; retry, or check the server's health"
     text = str(error)
-    if name.startswith(("Sdk", "Http")) or "keystone" in text.lower():
+    if isinstance(error, loaded(*OPENSTACK_ERRORS)) or "keystone" in text.lower():
         return (f"OpenStack: {redact(text)[:160]}; check clouds.yaml and OS_CLOUD, or your openrc's OS_* variables "
                 "(VM columns are hidden until it works)")
-    return f"{name}: {redact(text)[:200]}"
+    return f"{type(error).__name__}: {redact(text)[:200]}"

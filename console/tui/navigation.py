@@ -38,8 +38,9 @@ def to_root(app: Any) -> None:
 
 
 def show(app: Any, screen_type: type[Screen[Any]], *args: Any) -> None:
-    """Push a screen, replacing the current one when it is of the same type (no deep stacks)."""
-    if type(app.screen) is screen_type and screen_type.__name__ in ("PendingScreen", "HooksScreen", "RulesScreen"):
+    """Push a screen, replacing the current one when it is of the same type (no deep stacks); a screen that
+    KEEPS_ITS_PLACE (edits, a selection) stays as it is."""
+    if type(app.screen) is screen_type and getattr(screen_type, "KEEPS_ITS_PLACE", False):
         return
     if type(app.screen) is screen_type:
         app.pop_screen()

@@ -105,7 +105,7 @@ def theme_from_dict(doc: Any, where: str) -> Theme:
         name=name,
         dark=bool(doc.get("dark", True)),
         variables=all_vars,
-        **{k: str(v) for k, v in colors.items()},
+        **{str(k): str(v) for k, v in colors.items()},  # type: ignore[arg-type]  # only the colour fields
     )
 
 

@@ -52,6 +52,7 @@ def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
     """(field number, wire type, raw value) in order."""
     out, i = [], 0
     while i < len(buf):
+        val: Any
         key, i = _varint(buf, i)
         num, wire = key >> 3, key & 7
         if wire == 0:

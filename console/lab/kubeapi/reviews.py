@@ -30,6 +30,7 @@ def access_review(rules: Rules, user: User, spec: Obj) -> Obj:
         attrs = Attributes(res.get("verb") or "", res.get("resource") or "", res.get("group") or "",
                            res.get("subresource") or "", res.get("namespace") or "", res.get("name") or "")
     else:
+        non = non or {}
         attrs = Attributes(non.get("verb") or "", path=non.get("path") or "", resource_request=False)
     decision = rules.authorize(user, attrs)
     status: Obj = {"allowed": decision.allowed}

@@ -193,10 +193,10 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
         return json_response({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version",
                                         *sorted(f"/apis/{g}" for g in groups)]})
     user = request.get(_USER)
-    rbac = user is not None and MASTERS not in user.groups
+    rbac_user: User | None = user if user is not None and MASTERS not in user.groups else None  # None: no RBAC
     static = _static(path, st)
-    if rbac and static is not None:
-        authz.check(Rules(st.store), user, Attributes(request.method.lower(), path=path, resource_request=False))
+    if rbac_user is not None and static is not None:
+        authz.check(Rules(st.store), rbac_user, Attributes(request.method.lower(), path=path, resource_request=False))
     if static is False:
         raise _not_found()
     if static is not None:
@@ -207,16 +207,16 @@ async def _dispatch(request: web.Request) -> web.StreamResponse:
     if segs[0] not in ("api", "apis"):
         return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
     if len(segs) >= 5 and segs[:3] == ["api", "v1", "nodes"] and segs[4] == "proxy":
-        if rbac:
+        if rbac_user is not None:
             verb = authz.request_verb(request.method, segs[3], False)
-            authz.check(Rules(st.store), user, Attributes(verb, "nodes", "", "proxy", "", segs[3]))
+            authz.check(Rules(st.store), rbac_user, Attributes(verb, "nodes", "", "proxy", "", segs[3]))
         return _proxy_node(request, st, segs[3], "/".join(segs[5:]))
     if segs[:3] == ["apis", metrics.GROUP, metrics.VERSION] and st.metrics is not None and st.metrics.served:
         return _metrics(request, st, segs)
     target = parse_resource_path(segs, st.store.served)
-    if rbac:
+    if rbac_user is not None:
         watching = target.legacy_watch or request.query.get("watch") in ("true", "1")
-        authz.check(Rules(st.store), user, authz.resource_attributes(
+        authz.check(Rules(st.store), rbac_user, authz.resource_attributes(
             request.method, target.rt.group, target.rt.plural, target.sub, target.namespace, target.name, watching,
             request.query))
     if target.rt.group in (reviews.AUTHORIZATION_GROUP, reviews.AUTHENTICATION_GROUP):
@@ -387,7 +387,8 @@ async def start_kube_api(
     ssl_context = cert.server_context() if cert else None
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     await site.start()
-    sockets = site._server.sockets if site._server else []  # the bound port when port=0
+    server = site._server
+    sockets = server.sockets if isinstance(server, asyncio.Server) else []  # the bound port when port=0
     bound = sockets[0].getsockname()[1] if sockets else port
     state.address = f"{host}:{bound}"
     compactor = asyncio.get_running_loop().create_task(_compact(store, watch_expiry)) if watch_expiry else None

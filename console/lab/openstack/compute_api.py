@@ -156,10 +156,11 @@ def server_body(request: web.Request, v: ServerView, mv: Microversion, *, admin:
                      "OS-EXT-SRV-ATTR:user_data": None})
     elif mv >= (2, 90):  # 2.90 shows the hostname to everyone
         body["OS-EXT-SRV-ATTR:hostname"] = v.name
-    optional = (((2, 9), "locked", False), ((2, 16), "host_status", "UP" if admin else None),
-                ((2, 19), "description", None),
-                ((2, 26), "tags", []), ((2, 63), "trusted_image_certificates", None),
-                ((2, 73), "locked_reason", None), ((2, 96), "pinned_availability_zone", None))
+    optional: tuple[tuple[tuple[int, int], str, Any], ...] = (
+        ((2, 9), "locked", False), ((2, 16), "host_status", "UP" if admin else None),
+        ((2, 19), "description", None),
+        ((2, 26), "tags", []), ((2, 63), "trusted_image_certificates", None),
+        ((2, 73), "locked_reason", None), ((2, 96), "pinned_availability_zone", None))
     body.update({key: value for since, key, value in optional if mv >= since and (admin or key != "host_status")})
     if v.status == "ERROR" and v.fault is not None:  # `_fault_statuses`: only ERROR/DELETED show the fault
         body["fault"] = {"code": v.fault.code, "message": v.fault.message, "details": v.fault.details,

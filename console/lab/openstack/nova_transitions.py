@@ -10,15 +10,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from console.lab.openstack.faults import NO_VALID_HOST, BadRequest, Conflict, FaultKind, traceback_for
 from console.lab.openstack.model import ActionEvent, NovaTiming
 from console.lab.openstack.nova_records import POWER_RUNNING, POWER_SHUTDOWN, ActionRecord, ServerRecord, now
 from console.lab.vm import Flavor, Hypervisor
-
-if TYPE_CHECKING:
-    from console.lab.openstack.nova import Nova
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +37,16 @@ class NovaTransitions:
     _closing: threading.Event
     _threads: set[threading.Thread]
     _servers: dict[str, ServerRecord]
+
+    if TYPE_CHECKING:  # Nova's side of the mixin (console/lab/openstack/nova.py), declared for the type checker
+        def _set(self, sid: str, **changes: object) -> None: ...
+        def _touch(self, s: ServerRecord) -> None: ...
+        def _record_event(self, action: ActionRecord, index: int | None, event: ActionEvent, failed: bool) -> int: ...
+        def _error_out(self, sid: str, message: str, traceback: str | None, **extra: object) -> None: ...
+        def _start_action(self, s: ServerRecord, name: str, request_id: str | None, *,
+                          system: bool = False, user_id: str | None = None) -> ActionRecord: ...
+        def confirm_resize(self, server_id: str, *, request_id: str | None = None, user_id: str | None = None,
+                           auto: bool = False) -> str: ...
 
     # ---- workers -----------------------------------------------------------------------------------
 
@@ -221,7 +228,7 @@ class EventScope:
     `_error_out_instance_on_exception` does, and end the worker.
     """
 
-    def __init__(self, nova: Nova, action: ActionRecord, name: str, host: str):
+    def __init__(self, nova: NovaTransitions, action: ActionRecord, name: str, host: str):
         self.nova, self.action, self.name, self.host = nova, action, name, host
         self.index: int | None = None
         self.start = now()
@@ -238,7 +245,7 @@ class EventScope:
             self.action, None, ActionEvent(self.name, self.start, None, None, None, self.host, None), False)
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> Literal[False]:
         if exc_type is StopWorker or self.stuck:
             return False
         if exc is not None and not isinstance(exc, Exception):

@@ -7,7 +7,7 @@ from typing import Any
 from console.runbook.engine import Step
 
 
-def build_steps(plan: Any, values: dict[str, Any]) -> list[Step]:
+def build_steps(plan: Any) -> list[Step]:
     from console.runbook.steps import kube, libvirt, openstack
     from console.runbook.steps.preflight import preflight
 

@@ -21,7 +21,7 @@ GUEST_WAIT_S = 20.0  # for hot-added vCPUs and the raised balloon to show in the
 
 
 def _api(ctx: Context) -> Any:
-    return ctx.values["api"]
+    return ctx.clients.api
 
 
 def _node(ctx: Context) -> str:
@@ -113,7 +113,7 @@ def verify_pods(plan: Any) -> Step:
 
 def _run(ctx: Context, script: str, what: str, timeout: float = 60.0, *, check: bool = True) -> Any:
     """Run `script` on the node; with `check`, an exit status other than 0 fails the step with the output's end."""
-    access = ctx.values["access"]
+    access = ctx.clients.access
     node = _node(ctx)
     try:
         with ctx.waiting():
@@ -195,7 +195,7 @@ def online_cpus(plan: Any) -> Step:
         onlined: list[str] = []
         lines: list[str] = []
         deadline = time.monotonic() + GUEST_WAIT_S
-        access = ctx.values["access"]
+        access = ctx.clients.access
         if n > 1 and hasattr(access, "online_cpus"):  # the guest agent: guest-set-vcpus, then check below
             try:
                 with ctx.waiting():
@@ -238,7 +238,7 @@ def restart_kubelet(plan: Any) -> Step:
         in_place = cfg.in_place_resize
         static_cpu = cfg.cpu_manager_policy.lower() == "static"
         static_mem = cfg.memory_manager_policy.lower() == "static"
-        unit = kubeletinfo.kubelet_unit(raw, ctx.values.get("kubelet_unit"))
+        unit = kubeletinfo.kubelet_unit(raw, ctx.clients.kubelet_unit)
         data: dict[str, Any] = {"in_place_resize": in_place, "cpu_manager_static": static_cpu,
                                 "memory_manager_static": static_mem, "kubelet_unit": unit}
         if in_place:
@@ -249,19 +249,19 @@ def restart_kubelet(plan: Any) -> Step:
             removes = [p for p, on in ((CPU_STATE, static_cpu), (MEMORY_STATE, static_mem)) if on]
             # a debug pod's log passes through the kubelet, so it must not wait for the restart; an SSH
             # session or the guest agent is not cut by it and gets systemctl's real exit status
-            block = ctx.values["access"].method in ("ssh", "guest-agent")
+            block = ctx.clients.access.method in ("ssh", "guest-agent")
             restart = f"systemctl restart {unit}" if block else f"systemctl restart --no-block {unit}"
             script = (f"rm -f {' '.join(removes)} && " if removes else "") + restart
             ctx.emit(f"restarting the kubelet ({unit})" + (f", removing {', '.join(removes)}" if removes else ""))
             res = _run(ctx, script, "restarting the kubelet", timeout=max(1.0, min(30.0, timeout / 2)), check=False)
             if res.exit_code not in (0, None):  # None: the status was lost with the kubelet; the wait below tells
                 raise StepFailed(f"restarting the kubelet on {node} failed (exit {res.exit_code} from `{script}` "
-                                 f"via {ctx.values['access'].method}): {res.tail()}. Check the unit with "
+                                 f"via {ctx.clients.access.method}): {res.tail()}. Check the unit with "
                                  f"`systemctl status {unit}` on the node (or set kubelet_unit), then rerun to "
                                  "resume", resumable=True)
             data["restart_exit"] = res.exit_code
             data["log_cut"] = res.log_cut
-            data["node_access"] = ctx.values["access"].method
+            data["node_access"] = ctx.clients.access.method
         try:
             with ctx.waiting():
                 verify.wait_capacity(_api(ctx), node, vcpus, mem, max(1.0, deadline - time.monotonic()))

@@ -18,7 +18,7 @@ def steps(plan: Any) -> list[Step]:
     nova_id = plan.nova_server_id
 
     def lv(ctx: Context) -> Any:
-        return ctx.values["libvirt"]
+        return ctx.clients.libvirt
 
     def desc(ctx: Context) -> Any:
         with ctx.waiting():
@@ -52,7 +52,7 @@ def steps(plan: Any) -> list[Step]:
             with ctx.waiting():
                 if nova_id:
                     ctx.emit("soft reboot through Nova (keeps the edited definition)")
-                    os_ = ctx.values["openstack"]
+                    os_ = ctx.clients.openstack
                     rid = os_.soft_reboot(nova_id)
                     ctx.remember(reboot_request_id=rid)
                     os_.wait(nova_id, lambda s: s.status == "ACTIVE" and s.task_state is None,
@@ -68,7 +68,7 @@ def steps(plan: Any) -> list[Step]:
                              f" not {vcpus} / {mem}: the reboot regenerated the domain (a hard reboot?)", safe=False)
         try:  # the boot restarted the kubelet: wait until the node is back before touching it
             with ctx.waiting():
-                verify.wait_capacity(ctx.values["api"], node, d_vcpus(ctx), None, plan.request.node_timeout)
+                verify.wait_capacity(ctx.clients.api, node, d_vcpus(ctx), None, plan.request.node_timeout)
         except TimeoutError as e:
             raise StepFailed(f"after the reboot: {e}", safe=False) from e
         return {"via": "nova" if nova_id else "libvirt"}

@@ -13,7 +13,7 @@ from console.runbook.engine import Context, Step, StepFailed
 
 
 def _os(ctx: Context) -> Any:
-    return ctx.values["openstack"]
+    return ctx.clients.openstack
 
 
 def read_server(ctx: Context, sid: str) -> Any:
@@ -67,7 +67,7 @@ def steps(plan: Any) -> list[Step]:
     def node_ready(ctx: Context) -> None:
         try:
             with ctx.waiting():
-                nodes_ops.watch_until(ctx.values["api"], "node", node,
+                nodes_ops.watch_until(ctx.clients.api, "node", node,
                                       lambda o: o is not None and NodeInfo.from_api(o).ready == "True",
                                       plan.request.node_timeout)
         except TimeoutError as e:
@@ -161,7 +161,7 @@ def steps(plan: Any) -> list[Step]:
     def node_back(ctx: Context) -> dict[str, Any]:
         try:
             with ctx.waiting(), ctx.breakable():
-                _, waited = verify.wait_capacity(ctx.values["api"], node, flavor.vcpus, flavor.ram_mib,
+                _, waited = verify.wait_capacity(ctx.clients.api, node, flavor.vcpus, flavor.ram_mib,
                                                  plan.request.node_timeout)
         except TimeoutError as e:
             raise StepFailed(str(e), verify=True) from e

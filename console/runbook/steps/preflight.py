@@ -21,7 +21,7 @@ def preflight(plan: Any) -> Step:
     node = plan.node.name
 
     def act(ctx: Context) -> dict[str, Any]:
-        method = ctx.values["access"].method
+        method = ctx.clients.access.method
         t0 = time.monotonic()
         res = kube._run(ctx, "uname -r", f"preflight: node access ({method}) to {node}", PREFLIGHT_TIMEOUT_S)
         kernel = res.output.strip().splitlines()[-1] if res.output.strip() else ""

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from console.tui.appbase import ConsoleAppBase
 from console.tui.safety import allow_action
 
 
@@ -17,6 +18,7 @@ class ConsoleScreen(Screen[None]):
         Binding("escape", "app.back", "Back", id="back"),
         Binding("q", "app.back", "Back", show=False, id="back-q"),
     ]
+    app: ConsoleAppBase  # typed for the checker only (Screen.app is a property): ConsoleApp at run time
     HELP = ""  # one paragraph shown on top of the help screen
     ready = False  # set in on_mount: widgets exist, views may render
 

@@ -37,6 +37,7 @@ from console.tui.widgets.editor import CodeEditor, code_editor
 class EditorScreen(Screen[None]):
     """Base of HooksScreen and RulesScreen; subclasses set the class constants and `_deployed`."""
 
+    KEEPS_ITS_PLACE: ClassVar[bool] = True  # `:hooks` / `:rules` on it again keeps the edits (navigation.show)
     PREFIX: ClassVar[str] = ""  # widget id prefix
     LIST_TITLE: ClassVar[str] = ""
     OUTPUT_TITLE: ClassVar[str] = ""  # the output panel's title while it shows a result (not a diff)
@@ -48,7 +49,7 @@ class EditorScreen(Screen[None]):
     EDIT_ACTIONS: ClassVar[frozenset[str]] = frozenset()  # the screen's actions still live in EDIT mode (ctrl keys)
     BROWSE_KEYS: ClassVar[str] = ""  # the screen's own plain-letter keys for the BROWSE mode line
     BROWSE_KEYS_READ_ONLY: ClassVar[str] = ""
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]  # type: ignore[misc]
     HELP = ("Two modes, named on the line above the footer. BROWSE: the editor is read-only and plain letters are "
             "the keys below. EDIT (e, or enter on the editor): letters type; only the ctrl-key actions below stay "
             "live; esc goes back to BROWSE, keeping the edits (● unsaved). Unsaved edits are never dropped without "

@@ -203,7 +203,8 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         self.post_message(TargetsLoaded(deployment, targets, listings, version, text, notes))
 
     def on_targets_loaded(self, msg: TargetsLoaded) -> None:
-        self.deployment, self.targets, self.listings = msg.deployment, dict(msg.targets), dict(msg.listings)
+        self.deployment, self.targets = msg.deployment, dict(msg.targets)
+        self.listings = {kind: list(found) for kind, found in msg.listings.items()}
         self.version, self.version_text = msg.version, msg.version_text
         if msg.error:
             self.notify(msg.error, title="hooks", severity="warning", timeout=12)
@@ -429,9 +430,9 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
             out.append_text(view.render_preview(p, self.version_text, theme_colors(self.app), nodes))
         self._show_result(out if grouped else Text("no node to preview on: mark nodes or type a selector (l)"))
         if self._pending is not None:
-            verb, nodes = self._pending
+            verb, pending_nodes = self._pending
             self._pending = None
-            self._confirm_write(verb, nodes, msg.content, grouped)
+            self._confirm_write(verb, pending_nodes, msg.content, grouped)
         elif self._convert_after_preview:
             self._convert_after_preview = False
             self.action_convert()
@@ -607,5 +608,8 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         if self.store is None:
             return
         target = StoredFile("feature", cur.name, "", "", self.store.location("feature"))
-        self.app.push_screen(ConfirmDanger("Create feature file", target.target, content),
-                             lambda ok: self.save_file(target, content, "") if ok else None)
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self.save_file(target, content, "")
+
+        self.app.push_screen(ConfirmDanger("Create feature file", target.target, content), confirmed)

@@ -3,7 +3,7 @@ saved and deleted with content-hash conflict detection (console/kube/nfdstore.Di
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 
@@ -15,9 +15,21 @@ from console.tui.screens.hooks_messages import FileSaved, FileSaveFailed, FilesL
 from console.tui.widgets.diff import unified_text
 from console.tui.widgets.diff_dialog import ConflictDialog
 
+if TYPE_CHECKING:  # what the mixin is mixed into (HooksScreen), for the type checker
+    from collections.abc import Sequence
 
-class DirectoryMode:
+    from console.tui.screens.editor_base import EditorScreen as _Screen
+else:
+    _Screen = object
+
+
+class DirectoryMode(_Screen):
     """Mixed into HooksScreen (which provides the editor, the list and the notifications)."""
+
+    if TYPE_CHECKING:  # HooksScreen's
+        def _render_status(self, where: str = "") -> None: ...
+        def _fill_list(self, items: Sequence[tuple[str, str]]) -> None: ...
+        def open_file(self, f: StoredFile) -> None: ...
 
     store: DirectoryHookStore | None
     files: list[StoredFile]
@@ -27,7 +39,6 @@ class DirectoryMode:
     version_text: str
     settings: Any
     editor: Any
-    app: Any
 
     # -- directory mode -----------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="hooks-load", exit_on_error=False)
@@ -65,12 +76,18 @@ class DirectoryMode:
             return
         preview = unified_text(cur.content if cur.version else "", content,
                                "deployed" if cur.version else "(new file)", "edited")
-        self.app.push_screen(ConfirmDanger("Save", cur.target, preview),
-                             lambda ok: self.save_file(cur, content, cur.version) if ok else None)
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self.save_file(cur, content, cur.version)
+
+        self.app.push_screen(ConfirmDanger("Save", cur.target, preview), confirmed)
 
     def _confirm_directory_delete(self, cur: StoredFile) -> None:
-        self.app.push_screen(ConfirmDanger("Delete", cur.target, cur.content),
-                             lambda ok: self.save_file(cur, None, cur.version) if ok else None)
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self.save_file(cur, None, cur.version)
+
+        self.app.push_screen(ConfirmDanger("Delete", cur.target, cur.content), confirmed)
 
     @work(thread=True, exclusive=True, group="hooks-save", exit_on_error=False)
     def save_file(self, base: StoredFile, content: str | None, expected_version: str) -> None:

@@ -3,7 +3,7 @@ selector that the file target evaluates (the API server's label selector)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.widgets import DataTable, Input
@@ -12,9 +12,17 @@ from console.kube.nfdstore import NfdStoreError
 from console.tui.screens import hooks_view as view
 from console.tui.screens.hooks_messages import NodesSelected
 
+if TYPE_CHECKING:  # what the mixin is mixed into (HooksScreen), for the type checker
+    from console.tui.screens.editor_base import EditorScreen as _Screen
+else:
+    _Screen = object
 
-class NodeChoice:
+
+class NodeChoice(_Screen):
     """Mixed into HooksScreen (which provides the targets, the listings and `_fill_nodes`)."""
+
+    if TYPE_CHECKING:  # HooksScreen's
+        def _fill_nodes(self) -> None: ...
 
     marked: set[str]
     targets: dict[str, Any]

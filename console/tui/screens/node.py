@@ -83,7 +83,7 @@ class NodeDetailScreen(ConsoleScreen):
             self.events_watch = self.app.events.watch_object("Node", self.node_name)
         self.view_changed(self.app.view)
         self.set_interval(1.0, self._refresh_events)
-        if getattr(self.app, "metrics", None) is not None:
+        if self.app.metrics is not None:
             self.app.metrics.want_pods(True)  # this screen shows the pods' usage: list PodMetrics while it is open
 
     def view_changed(self, view: ClusterView) -> None:
@@ -149,9 +149,9 @@ class NodeDetailScreen(ConsoleScreen):
             out.append("\n")
         if not known:
             out.append(f"  requested unknown: {self.app.gateways.unreadable('pods') or 'loading pods…'}\n")
-        note = usage_note(getattr(self.app, "metrics", None))
-        if note or (row is not None and usage is None and getattr(self.app, "metrics", None) is not None
-                    and self.app.metrics.snapshot().state == "live"):
+        metrics = self.app.metrics
+        note = usage_note(metrics)
+        if note or (row is not None and usage is None and metrics is not None and metrics.snapshot().state == "live"):
             out.append(f"  {note or 'usage n/a: no metrics for this node (not Ready, or not scraped yet)'}\n",
                        style="dim")
         return out
@@ -291,7 +291,7 @@ class NodeDetailScreen(ConsoleScreen):
         self._events_gen = -1
         if self.events_watch is not None:
             self.events_watch.stop()
-        if getattr(self.app, "metrics", None) is not None:
+        if self.app.metrics is not None:
             self.app.metrics.want_pods(False)
 
     @property

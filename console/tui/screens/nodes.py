@@ -69,7 +69,7 @@ def fits(cols: list[Column], width: int) -> bool:
 def node_rows(snap: ClusterSnapshot) -> list[tuple[str, ...]]:
     """Plain-text rows (name, roles, status, cpu cap/alloc/req, mem cap/alloc/req, pods, version), sorted by
     name — the first version's API, kept for callers that want text without the UI."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for r in table_rows(snap):
         n = r.node
         out.append((

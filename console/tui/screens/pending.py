@@ -38,6 +38,7 @@ def pod_key(p: PodInfo) -> str:
 
 
 class PendingScreen(ConsoleScreen):
+    KEEPS_ITS_PLACE: ClassVar[bool] = True  # `:pending` on it again keeps the highlighted pod (navigation.show)
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     HELP = ("Pods without a node. The lower table says, per node, whether the highlighted pod fits now and the "
             "smallest VM size (and flavor, when the cloud is known) that makes it fit. enter on a node shows the "

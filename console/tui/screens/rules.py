@@ -326,21 +326,21 @@ class RulesScreen(EditorScreen):
         self.parsed, self.errors, self.warnings = result
         problems = self.query_one("#rules-problems", Static)
         colors = self.app.get_css_variables()
-        text = Text()
+        shown = Text()
         if not self.editor.text.strip():
-            text.append("empty: pick a rule or press n for a template" if V.rules_supported(self.version)
-                        else no_rules_text(self.version))
+            shown.append("empty: pick a rule or press n for a template" if V.rules_supported(self.version)
+                         else no_rules_text(self.version))
         elif self.errors:
             for e in self.errors[:3]:
-                text.append(f"✗ {e}\n", style=colors.get("error", "red"))
+                shown.append(f"✗ {e}\n", style=colors.get("error", "red"))
             if len(self.errors) > 3:
-                text.append(f"… {len(self.errors) - 3} more error(s)\n", style=colors.get("error", "red"))
+                shown.append(f"… {len(self.errors) - 3} more error(s)\n", style=colors.get("error", "red"))
         else:
-            text.append("✓ valid", style=colors.get("success", "green"))
+            shown.append("✓ valid", style=colors.get("success", "green"))
             for w in self.warnings[:2]:
-                text.append(f"\n! {w}", style=colors.get("warning", "yellow"))
-        text.rstrip()
-        problems.update(text)
+                shown.append(f"\n! {w}", style=colors.get("warning", "yellow"))
+        shown.rstrip()
+        problems.update(shown)
         problems.set_class(bool(self.errors), "-invalid")
 
     # -- dry-run ------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ class ScaleUpScreen(ScaleUpView):
     """Scale a worker's VM up (OpenStack resize or libvirt live) and verify the Pending pods run."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (WIDE, "-wide")]
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (WIDE, "-wide")]  # type: ignore[misc]
     HELP = ("Pick a node (n) and a target (t): a flavor (OpenStack resize: cordon, drain, resize, confirm) or "
             "vCPUs and memory (libvirt live: raise the maxima, restart through Nova, hot-add, online, restart the "
             "kubelet). The plan lists the Pending pods it makes fit; r runs it with live step status, v reverts a "

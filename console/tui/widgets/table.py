@@ -113,7 +113,7 @@ class VirtualTable(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.columns = list(columns)
         self.keys: list[str] = []
-        self.cells: list[Sequence[Cell]] = []
+        self.cells: Sequence[Sequence[Cell]] = []
         self.marked: set[str] = set()
         self.empty_text = empty_text
         self.legend = ""  # the screen's legend of its markers, on the note line while it shows
@@ -128,7 +128,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._resize_virtual()
         self.refresh()
 
-    def set_rows(self, keys: list[str], cells: list[Sequence[Cell]]) -> None:
+    def set_rows(self, keys: list[str], cells: Sequence[Sequence[Cell]]) -> None:
         """Replace all rows, keeping the cursor on the same key when it is still there."""
         current = self.cursor_key
         self.keys, self.cells = keys, cells
