@@ -35,6 +35,10 @@ def run_tui(args: argparse.Namespace) -> int:
     lab = None
     label = ""
     if args.lab:
+        from console.labdeps import refuse_without_lab
+
+        if (refused := refuse_without_lab()) is not None:
+            return refused
         from console.lab import scenarios
         from console.lab.world import Lab, LabError
 
