@@ -10,7 +10,7 @@ from labtools import lab_env, run
 from tuitools import console_app
 
 from console.config import Settings
-from console.tui.screenshots import loaded, make_app, wait_until
+from screenshots import loaded, make_app, wait_until
 
 AVX512F = "feature.node.kubernetes.io/cpu-cpuid.AVX512F"
 

@@ -1,14 +1,16 @@
-"""Regenerate screenshots/ (SVG) from the default lab: `python -m console.tui.screenshots [--out DIR]`.
+"""Regenerate screenshots/ (SVG) from the default lab: `.venv/bin/python tests/support/screenshots.py [--out DIR]`.
 
-Starts the embedded lab itself, opens the console headless at 80×24 and 120×40 and saves one
-SVG per entry of SCREENS. Other screens add an entry: (name, async steps(pilot)).
-The same steps drive the snapshot tests (tests/tui/test_snapshots.py).
+Starts the embedded lab itself, opens the console headless at 80×24 and 120×40 (SIZES_OF: other sizes for
+some) and saves one SVG per entry of SCREENS and size. Other screens add an entry: name -> async steps(pilot).
+The same steps and sizes drive the snapshot tests (tests/tui/test_snapshots.py). Test harness, not product
+code: it lives under tests/ and needs the lab extra (pip install -e '.[test,lab]').
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
@@ -125,7 +127,52 @@ def _via_command(command: str, screen: str) -> Steps:
     return steps
 
 
-# name -> steps that bring the app to that screen
+async def _scale_up_open(pilot: Any, node: str) -> Any:
+    await loaded(pilot)
+    await pilot.press("colon", *f"scale-up {node}", "enter")
+    await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "ScaleUpScreen")
+    screen = pilot.app.screen
+    await wait_until(pilot, lambda: screen.info is not None or screen.plan_error, 30, what="node and VM loaded")
+    return screen
+
+
+async def _scale_up_start(pilot: Any, node: str, flavor: str) -> Any:
+    """The scale-up screen on `node`, target `flavor` picked, run confirmed (t, the flavor, enter; r, y)."""
+    screen = await _scale_up_open(pilot, node)
+    await pilot.press("t")
+    await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "TargetPicker", what="target picker")
+    flavors = pilot.app.screen.query_one("#target-flavors")
+    ids = [flavors.get_option_at_index(i).id for i in range(flavors.option_count)]
+    flavors.highlighted = ids.index(flavor)
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: screen.plan is not None or screen.plan_error, 30, what="the plan")
+    await pilot.press("r")
+    await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmDanger", what="the confirmation")
+    await pilot.press("y")
+    await wait_until(pilot, lambda: pilot.app.screen is screen
+                     and (screen.run.running or screen.run.result is not None), what="the run started")
+    return screen
+
+
+def _finished_node(pilot: Any) -> str:
+    # one real run per picture on one lab: each size resizes its own node, so neither finds it done already
+    return "kube-worker01" if pilot.app.size.width < 100 else "kube-worker02"
+
+
+async def _scale_up_running(pilot: Any) -> None:
+    screen = await _scale_up_start(pilot, "kube-worker01", "m1.large")
+    await wait_until(pilot, lambda: screen.run.events, what="the first step")
+
+
+async def _scale_up_finished(pilot: Any) -> None:
+    screen = await _scale_up_start(pilot, _finished_node(pilot), "m1.large")
+    await wait_until(pilot, lambda: screen.run.result is not None and screen.live is not None
+                     and screen.live.vm_now is not None, 180, what="the run finished and the VM read back")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+# name -> steps that bring the app to that screen (at SIZES, or SIZES_OF[name])
 SCREENS: dict[str, Steps] = {
     "nodes": _nodes,
     "nodes-filter-avx512": _filter,
@@ -138,18 +185,31 @@ SCREENS: dict[str, Steps] = {
     "hooks": _via_command("hooks", "HooksScreen"),
     "rules": _via_command("rules", "RulesScreen"),
     "scale-up": _via_command("scale-up kube-worker01", "ScaleUpScreen"),
+    "small-terminal": _nodes,  # below 80×24: the notice of what is hidden
+    # change the lab (resize VMs): last; screenshots only (real durations and times: tests/tui/test_snapshots.py)
+    "scale-up-running": _scale_up_running,
+    "scale-up-finished": _scale_up_finished,
 }
+SIZES_OF: dict[str, tuple[tuple[int, int], ...]] = {"small-terminal": ((60, 20),)}
+CHANGES_THE_LAB = ("scale-up-running", "scale-up-finished")
+
+
+def sizes(name: str) -> tuple[tuple[int, int], ...]:
+    return SIZES_OF.get(name, SIZES)
 
 
 def make_app(lab: Any, clock: Callable[[], float] | None = None, **kw: Any) -> Any:
     """A ConsoleApp on a running lab, as `python -m console --lab` builds it (dark theme; frozen clock unless
-    `clock` is given)."""
+    `clock` is given). OS_CLIENT_CONFIG_FILE must name the lab's clouds.yaml already (start_lab(...,
+    clouds_env=True), lab_environment): this leaves the process environment alone."""
     from console.config import Settings
     from console.gateways import Gateways
     from console.infra.inventory import vm_inventory
     from console.tui.app import ConsoleApp
 
-    os.environ["OS_CLIENT_CONFIG_FILE"] = str(lab.state.clouds_yaml)
+    if os.environ.get("OS_CLIENT_CONFIG_FILE") != str(lab.state.clouds_yaml):
+        raise RuntimeError("make_app: OS_CLIENT_CONFIG_FILE does not name the lab's clouds.yaml; start the lab "
+                           "with labstart.start_lab(..., clouds_env=True) or screenshots.lab_environment")
     vms = kw.pop("vms", None) or vm_inventory("lab", [lab.libvirt_uri])
     settings = kw.pop("settings", None) or Settings(
         kubeconfig=str(lab.state.kubeconfig), cloud="lab", theme="dark", libvirt_uris=(lab.libvirt_uri,)
@@ -174,6 +234,20 @@ async def capture(lab: Any, name: str, size: tuple[int, int], out: Path) -> Path
     return path
 
 
+@contextlib.contextmanager
+def lab_environment(lab: Any) -> Any:
+    """While inside: OS_CLIENT_CONFIG_FILE names the lab's clouds.yaml (as `. DIR/env` does), restored after."""
+    old = os.environ.get("OS_CLIENT_CONFIG_FILE")
+    os.environ["OS_CLIENT_CONFIG_FILE"] = str(lab.state.clouds_yaml)
+    try:
+        yield lab
+    finally:
+        if old is None:
+            os.environ.pop("OS_CLIENT_CONFIG_FILE", None)
+        else:
+            os.environ["OS_CLIENT_CONFIG_FILE"] = old
+
+
 async def generate(out: Path, names: list[str] | None = None) -> list[Path]:
     from console.lab import scenarios
     from console.lab.world import Lab
@@ -184,12 +258,13 @@ async def generate(out: Path, names: list[str] | None = None) -> list[Path]:
     written = []
     try:
         lab.start(progress=lambda m: print(f"lab: {m}", file=sys.stderr))
-        for name in SCREENS:
-            if names and name not in names:
-                continue
-            for size in SIZES:
-                written.append(await capture(lab, name, size, out))
-                print(f"wrote {written[-1]}", file=sys.stderr)
+        with lab_environment(lab):
+            for name in SCREENS:
+                if names and name not in names:
+                    continue
+                for size in sizes(name):
+                    written.append(await capture(lab, name, size, out))
+                    print(f"wrote {written[-1]}", file=sys.stderr)
     finally:
         lab.stop()
         shutil.rmtree(root, ignore_errors=True)
@@ -197,7 +272,7 @@ async def generate(out: Path, names: list[str] | None = None) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m console.tui.screenshots", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="tests/support/screenshots.py", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--out", default="screenshots", help="output directory (default: screenshots)")
     parser.add_argument("names", nargs="*", help=f"only these screens (of: {', '.join(SCREENS)})")
     args = parser.parse_args(argv)
