@@ -32,6 +32,7 @@ def _copy_tracked(dest: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # pip downloads and builds (libvirt-python) on a loaded machine: minutes
 def test_pip_install_dot_is_the_console_without_the_lab(tmp_path: Path) -> None:
     src, venv = tmp_path / "src", tmp_path / "venv"
     _copy_tracked(src)

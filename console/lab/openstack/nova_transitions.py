@@ -10,15 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from console.lab.openstack.faults import NO_VALID_HOST, BadRequest, Conflict, FaultKind, traceback_for
 from console.lab.openstack.model import ActionEvent, NovaTiming
 from console.lab.openstack.nova_records import POWER_RUNNING, POWER_SHUTDOWN, ActionRecord, ServerRecord, now
 from console.lab.vm import Flavor, Hypervisor
-
-if TYPE_CHECKING:
-    from console.lab.openstack.nova import Nova
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +36,29 @@ class NovaTransitions:
     _closing: threading.Event
     _threads: set[threading.Thread]
     _servers: dict[str, ServerRecord]
+
+    # ---- Nova's own (console/lab/openstack/nova.py, which mixes this class in and defines them) -------------
+    # declared here so the workers need not import Nova back
+
+    def confirm_resize(self, server_id: str, *, request_id: str | None = None, user_id: str | None = None,
+                       auto: bool = False) -> str:
+        raise NotImplementedError
+
+    def _start_action(self, s: ServerRecord, name: str, request_id: str | None, *,
+                      system: bool = False, user_id: str | None = None) -> ActionRecord:
+        raise NotImplementedError
+
+    def _record_event(self, action: ActionRecord, index: int | None, event: ActionEvent, failed: bool) -> int:
+        raise NotImplementedError
+
+    def _error_out(self, sid: str, message: str, traceback: str | None, **extra: object) -> None:
+        raise NotImplementedError
+
+    def _set(self, sid: str, **changes: object) -> None:
+        raise NotImplementedError
+
+    def _touch(self, s: ServerRecord) -> None:
+        raise NotImplementedError
 
     # ---- workers -----------------------------------------------------------------------------------
 
@@ -221,7 +240,7 @@ class EventScope:
     `_error_out_instance_on_exception` does, and end the worker.
     """
 
-    def __init__(self, nova: Nova, action: ActionRecord, name: str, host: str):
+    def __init__(self, nova: NovaTransitions, action: ActionRecord, name: str, host: str):
         self.nova, self.action, self.name, self.host = nova, action, name, host
         self.index: int | None = None
         self.start = now()
