@@ -70,8 +70,9 @@ def shipped_dir() -> Path:
     checkout = Path(console.__file__).resolve().parent.parent
     if (checkout / "pyproject.toml").is_file() and (checkout / "themes").is_dir():
         return checkout / "themes"  # a checkout on PYTHONPATH has no console/themes to import
-    # a wheel installs console/themes/*.yaml as plain files, so the resource is a real directory
-    return Path(str(importlib.resources.files("console.themes")))
+    # a wheel installs them as console/themes/*.yaml, plain files: the resource is a real directory (files() of
+    # `console` itself: console.themes has no __init__.py, and a namespace package's files() is no Path)
+    return Path(str(importlib.resources.files("console") / "themes"))
 
 
 def user_dir() -> Path:

@@ -36,6 +36,23 @@ async def wait_until(pilot: Any, predicate: Callable[[], object], timeout: float
     raise TimeoutError(f"timed out after {timeout}s waiting for {what or predicate}")
 
 
+async def settled(pilot: Any, timeout: float = 30, quiet: int = 3) -> None:
+    """No worker running and the same picture `quiet` polls in a row: the screen has drawn what its data
+    gives (a worker's message may start another worker, so waiting for the workers once is not enough)."""
+    app = pilot.app
+    deadline = time.monotonic() + timeout
+    last, same = None, 0
+    while same < quiet:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the screen did not settle in {timeout}s")
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.1)
+        picture = app.export_screenshot()
+        busy = any(w.is_running for w in app.workers)
+        same = same + 1 if picture == last and not busy else 0
+        last = picture
+
+
 async def loaded(pilot: Any) -> None:
     """Nodes, pods, VMs and events are in and rendered."""
     app = pilot.app
@@ -227,7 +244,8 @@ async def capture(lab: Any, name: str, size: tuple[int, int], out: Path) -> Path
     try:
         async with app.run_test(size=size) as pilot:
             await steps(pilot)
-            await pilot.pause(0.2)
+            if name not in CHANGES_THE_LAB:  # a run's screen keeps counting seconds
+                await settled(pilot)
             path.write_text(app.export_screenshot(title=f"console — {name}"))
     finally:
         app.gateways.stop()

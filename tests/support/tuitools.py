@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ class Host(App[None]):
         self.settings = settings
         self.gateways = gateways  # what screens pushed without one use (ConsoleApp.gateways); None: no cluster
         self._screen = screen
+        self.clock = time.time  # as ConsoleApp's (the screens read the time through the App)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return domain_defaults(FALLBACK_COLORS)

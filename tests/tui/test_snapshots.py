@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from screenshots import CHANGES_THE_LAB, FROZEN_CLOCK, SCREENS, make_app, sizes
+from screenshots import CHANGES_THE_LAB, FROZEN_CLOCK, SCREENS, make_app, settled, sizes
 
 pytestmark = pytest.mark.lab
 
@@ -29,7 +29,11 @@ def test_screen_snapshot(lab: Any, snap_compare: Any, name: str, size: tuple[int
     lab.kube_api.metrics.clock = lambda: FROZEN_CLOCK  # the simulated usage of one scrape, in every run
     app = make_app(lab)
     try:
-        assert snap_compare(app, terminal_size=size, run_before=SCREENS[name])
+        async def run_before(pilot: Any) -> None:
+            await SCREENS[name](pilot)
+            await settled(pilot)
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
     finally:
         app.gateways.stop()
 

@@ -130,7 +130,8 @@ class ScaleUpScreen(ConsoleScreen):
         self.query_one("#su-status", Static).update(text)
 
     def _log(self, text: str, when: str = "") -> None:
-        stamp = when[11:23] if when else time.strftime("%H:%M:%S")
+        # the App's clock (frozen in snapshots), as the node screen's ages
+        stamp = when[11:23] if when else time.strftime("%H:%M:%S", time.localtime(self.app.clock()))
         self.log_pane.add(f"[{stamp}] {text}")
 
     def _ensure_session(self) -> Any:
