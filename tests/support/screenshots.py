@@ -171,18 +171,20 @@ async def _scale_up_start(pilot: Any, node: str, flavor: str) -> Any:
     return screen
 
 
-def _finished_node(pilot: Any) -> str:
-    # one real run per picture on one lab: each size resizes its own node, so neither finds it done already
-    return "kube-worker01" if pilot.app.size.width < 100 else "kube-worker02"
-
-
 async def _scale_up_running(pilot: Any) -> None:
-    screen = await _scale_up_start(pilot, "kube-worker01", "m1.large")
+    screen = await _scale_up_start(pilot, "kube-worker02", "m1.large")
     await wait_until(pilot, lambda: screen.run.events, what="the first step")
 
 
+async def _run_ended(pilot: Any) -> None:
+    """After a running picture: the run goes on to its end before the app closes (the lab stays consistent)."""
+    screen = pilot.app.screen
+    await wait_until(pilot, lambda: screen.run.result is not None, 180, what="the run's end")
+    await pilot.app.workers.wait_for_complete()
+
+
 async def _scale_up_finished(pilot: Any) -> None:
-    screen = await _scale_up_start(pilot, _finished_node(pilot), "m1.large")
+    screen = await _scale_up_start(pilot, "kube-worker01", "m1.large")
     await wait_until(pilot, lambda: screen.run.result is not None and screen.live is not None
                      and screen.live.vm_now is not None, 180, what="the run finished and the VM read back")
     await pilot.app.workers.wait_for_complete()
@@ -207,7 +209,9 @@ SCREENS: dict[str, Steps] = {
     "scale-up-running": _scale_up_running,
     "scale-up-finished": _scale_up_finished,
 }
-SIZES_OF: dict[str, tuple[tuple[int, int], ...]] = {"small-terminal": ((60, 20),)}
+# one real run per node and picture (a second run to the same size would find nothing to do)
+SIZES_OF: dict[str, tuple[tuple[int, int], ...]] = {"small-terminal": ((60, 20),), "scale-up-running": ((80, 24),),
+                                                    "scale-up-finished": ((80, 24),)}
 CHANGES_THE_LAB = ("scale-up-running", "scale-up-finished")
 
 
@@ -247,6 +251,8 @@ async def capture(lab: Any, name: str, size: tuple[int, int], out: Path) -> Path
             if name not in CHANGES_THE_LAB:  # a run's screen keeps counting seconds
                 await settled(pilot)
             path.write_text(app.export_screenshot(title=f"console — {name}"))
+            if name == "scale-up-running":
+                await _run_ended(pilot)
     finally:
         app.gateways.stop()
     return path
