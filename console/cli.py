@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="console",
         description="Terminal console for Kubernetes clusters on VMs.",
         epilog=f"config file: {config.config_path()} (YAML; precedence: defaults < file < per-context < "
-        f"CONSOLE_* environment < flags)\n{config.__doc__.split(chr(10), 2)[2]}",
+        f"CONSOLE_* environment < flags)\n{_config_file_help(config.__doc__)}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--lab", action="store_true", help="open the console on a freshly started embedded lab")
@@ -58,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(module).add_parser(sub)
     _accept_after_command(sub, ("--kubeconfig", "--context"))
     return parser
+
+
+def _config_file_help(doc: str | None) -> str:
+    """The config module's docstring after its summary line; empty under `python -OO`, which strips docstrings."""
+    return doc.partition("\n\n")[2] if doc else ""
 
 
 def _accept_after_command(sub: argparse._SubParsersAction, flags: tuple[str, ...]) -> None:

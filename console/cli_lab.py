@@ -41,6 +41,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from console.labdeps import refuse_without_lab
+
+    if (refused := refuse_without_lab("console lab")) is not None:
+        return refused
     from console.lab import scenarios
     from console.lab.world import Lab, LabError
 

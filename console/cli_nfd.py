@@ -19,7 +19,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-_OUTPUT_FIELDS = ("labels.", "annotations.", "extendedResources.", "taints[")
+from console.cli_nfd_docs import OUTPUT_FIELDS, load_docs
 
 
 def add_parser(subparsers: Any) -> None:
@@ -121,33 +121,6 @@ def _fail(msg: str) -> int:
     return 1
 
 
-def _load_docs(paths: list[str], kind: str) -> list[dict[str, Any]]:
-    from console.bounded import load_yaml_file_all
-    from console.nfd.rules import object_name
-
-    docs: list[dict[str, Any]] = []
-    for path in paths:
-        loaded = load_yaml_file_all(path)  # InputError (a ValueError) names the file and the limit
-        for doc in loaded:
-            if doc is None:
-                continue
-            if isinstance(doc, Mapping) and doc.get("kind") == "List":
-                items = doc.get("items") or []
-                if not isinstance(items, list) or not all(isinstance(i, Mapping) for i in items):
-                    raise ValueError(f"{path}: a List's items must be {kind} mappings")
-                docs.extend(dict(i) for i in items)
-            elif isinstance(doc, Mapping):
-                docs.append(dict(doc))
-            else:
-                raise ValueError(f"{path}: expected {kind} mapping documents, got {type(doc).__name__}")
-    for doc in docs:
-        if doc.get("kind") not in (None, kind):
-            raise ValueError(f"expected kind {kind}, got {doc.get('kind')!r} ({object_name(doc)})")
-    if not docs:
-        raise ValueError(f"no {kind} documents in {', '.join(paths)}")
-    return docs
-
-
 def _setup(args: argparse.Namespace, worker_side: bool = False) -> Any:
     """The master and worker configuration to preview with (defaults, --from-cluster, files, flags)."""
     from console.cli_nfd_flags import resolve
@@ -194,13 +167,13 @@ def _dryrun(args: argparse.Namespace) -> int:
 
     setup = _setup(args)
     config = setup.config
-    rule_docs = _load_docs(args.rule, "NodeFeatureRule")
-    nf_docs = _load_docs(args.nodefeature, "NodeFeature")
+    rule_docs = load_docs(args.rule, "NodeFeatureRule")
+    nf_docs = load_docs(args.nodefeature, "NodeFeature")
     errors, notes = [], []
     for doc in rule_docs:
         for issue in validate_rule_object(doc, config.version, config.policy()):
             line = f"NodeFeatureRule {object_name(doc)!r}: {issue}"
-            if issue.severity == "error" and not issue.field.startswith(_OUTPUT_FIELDS):
+            if issue.severity == "error" and not issue.field.startswith(OUTPUT_FIELDS):
                 errors.append(line)
             else:
                 notes.append(line)
@@ -338,7 +311,7 @@ def _validate(args: argparse.Namespace) -> int:
     from console.nfd.validation import validate_rule_object
 
     config = _setup(args).config
-    docs = _load_docs(args.rule, "NodeFeatureRule")
+    docs = load_docs(args.rule, "NodeFeatureRule")
     report: list[dict[str, Any]] = []
     bad = False
     for doc in docs:

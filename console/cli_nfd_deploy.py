@@ -206,13 +206,13 @@ def _rule_view(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rule_docs(args: argparse.Namespace, settings: Any) -> list[dict[str, Any]]:
-    from console.cli_nfd import _OUTPUT_FIELDS, _load_docs
+    from console.cli_nfd_docs import OUTPUT_FIELDS, load_docs
     from console.nfd.master import MasterConfig
     from console.nfd.validation import validate_rule_object
     from console.nfd.versions import UnsupportedVersion, parse_version
 
     try:
-        docs = _load_docs(args.rule, "NodeFeatureRule")
+        docs = load_docs(args.rule, "NodeFeatureRule")
         config = MasterConfig(version=parse_version(settings.nfd_version))
     except (ValueError, UnsupportedVersion) as e:
         raise Stop(EXIT_USAGE, "error", str(e), "bad-file") from e
@@ -223,7 +223,7 @@ def _rule_docs(args: argparse.Namespace, settings: Any) -> list[dict[str, Any]]:
             errors.append("a NodeFeatureRule needs metadata.name")
             continue
         for issue in validate_rule_object(doc, config.version, config.policy()):
-            if issue.severity == "error" and not issue.field.startswith(_OUTPUT_FIELDS):
+            if issue.severity == "error" and not issue.field.startswith(OUTPUT_FIELDS):
                 errors.append(f"NodeFeatureRule {name!r}: {issue}")
     if errors:
         raise Stop(EXIT_FAILED, "invalid", "invalid NodeFeatureRule: " + "; ".join(errors), "invalid-rule")

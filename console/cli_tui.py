@@ -25,16 +25,18 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_tui(args: argparse.Namespace) -> int:
-    from console.cli import config_error
-    from console.config import ConfigError, load
+    """The console on the settings' context, or on a new lab with --lab. A bad setting (ConfigError) is left to
+    cli.main, which makes it one line and exit 2: raised here before any lab, connection or screen."""
+    from console.config import load
 
-    try:  # before any lab, connection or screen: a bad setting is exit 2 and one line
-        settings = load(_flags(args))
-    except ConfigError as e:
-        return config_error(args, e)
+    settings = load(_flags(args))
     lab = None
     label = ""
     if args.lab:
+        from console.labdeps import refuse_without_lab
+
+        if (refused := refuse_without_lab()) is not None:
+            return refused
         from console.lab import scenarios
         from console.lab.world import Lab, LabError
 
@@ -55,9 +57,7 @@ def run_tui(args: argparse.Namespace) -> int:
         if lab is not None:  # resolved again: the context in use is the lab kubeconfig's current-context
             settings = replace(load({**_flags(args), "kubeconfig": str(lab.state.kubeconfig), "context": None}),
                                context=None, cloud="lab", libvirt_uris=(lab.libvirt_uri,))
-        return open_console(settings, label=label)
-    except ConfigError as e:  # the file changed while the lab started
-        return config_error(args, e)
+        return open_console(settings, label=label)  # a ConfigError: the file changed while the lab started
     finally:
         if lab is not None:
             lab.stop()

@@ -52,10 +52,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-
-class ConfigError(Exception):
-    """The config file is unreadable or has a bad value; the message names the file, line and key."""
-
+from console.config_error import ConfigError
 
 # a small public image with nsenter: busybox, what k9s's node shell runs (internal/config/shell_pod.go)
 DEFAULT_NODE_DEBUG_IMAGE = "busybox:1.37.0"

@@ -26,7 +26,7 @@ from pydantic import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from console.config import ConfigError
+from console.config_error import ConfigError
 
 # a settings file is a few dozen lines; the cap keeps a wrong file (a log, a dump) from being parsed at all.
 # A small local cap: the general bounded loader (console/bounded.py) is another slice's.

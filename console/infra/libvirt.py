@@ -11,7 +11,6 @@ setVcpusFlags(n, LIVE) and setMemoryFlags(kib, MEM_LIVE) within the live maxima.
 from __future__ import annotations
 
 import os
-import re
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -255,9 +254,3 @@ class LibvirtBackend:
                 dom.setMemoryFlags(kib, libvirt.VIR_DOMAIN_MEM_CONFIG)
         except libvirt.libvirtError as e:
             raise InfraError(f"hot-adding to {name} ({vcpus} vCPUs, {memory_mib} MiB): {e.get_error_message()}") from e
-
-
-def max_vcpus_hint(error: str) -> int | None:
-    """The hypervisor's limit from a libvirt message such as '... (1000 > 32)'."""
-    m = re.search(r"\((\d+) > (\d+)\)", error)
-    return int(m.group(2)) if m else None

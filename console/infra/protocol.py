@@ -9,11 +9,10 @@ as its idempotency check and verification.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from console.infra.sizes import FlavorInfo, VmSize
+from console.infra.sizes import VmSize
 from console.infra.vms import VmView
-from console.kube.model import NodeInfo
 
 
 class InfraError(Exception):
@@ -61,11 +60,3 @@ class VmDescription:
             flavor_size = VmSize(self.vcpus, self.memory_mib)  # Nova alone: its sizes are the flavor's
         return VmView((self.nova_server_id or self.ref).lower(), self.name, self.status, running,
                       self.flavor or "", flavor_size, self.instance_name or "")
-
-
-class ScaleBackend(Protocol):
-    kind: str
-
-    def describe(self, node: NodeInfo) -> VmDescription: ...
-
-    def flavors(self) -> list[FlavorInfo]: ...

@@ -28,17 +28,18 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from console.kube import nfdfiles_sh as sh
+from console.kube.nfdfiles_model import FileTarget, NodeFile, NodeListing, WriteResult
 from console.kube.nfdstore import NfdStoreError
 from console.nfd import versions as V
 
 if TYPE_CHECKING:
     from console.guard import Guard
     from console.kube.nodeshell import NodeAccess
-    from console.nfd.deployment import FileKind, Mount, NfdDeployment
+    from console.nfd.deployment import FileKind, NfdDeployment
 
 MAX_FILE_BYTES = 65536  # source/local/local.go MaxFeatureFileSize: `filestat.Size() > MaxFeatureFileSize` skips
 PARALLEL = 4  # nodes written at once: a handful of debug pods, not a burst on the API server
@@ -58,30 +59,6 @@ WATCH_SLICE = 10  # seconds per watch request in wait_relabel
 
 class FileTargetError(NfdStoreError):
     """The files cannot be reached or written as asked (no such mount, bad name, too big); says why."""
-
-
-@dataclass(frozen=True)
-class NodeFile:
-    node: str
-    kind: FileKind
-    name: str
-    size: int
-    sha256: str  # "" when the file was too large to hash
-    mode: int
-    mtime: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "mode": f"{self.mode:04o}"}
-
-
-@dataclass(frozen=True)
-class NodeListing:
-    node: str
-    files: tuple[NodeFile, ...]
-    error: str = ""  # this node could not be read (access refused, unreachable): why
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "files": [f.as_dict() for f in self.files], "error": self.error}
 
 
 @dataclass(frozen=True)
@@ -114,31 +91,6 @@ def differences(listings: Sequence[NodeListing]) -> list[Difference]:
         if len(by_hash) > 1 or missing:
             out.append(Difference(kind, name, {h: tuple(sorted(ns)) for h, ns in sorted(by_hash.items())}, missing))
     return out
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    node: str
-    ok: bool
-    changed: bool  # False: the node already had this content (push) or no such file (remove): nothing written
-    error: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class FileTarget(Protocol):
-    kind: FileKind
-    mount: Mount
-
-    @property
-    def description(self) -> str: ...
-
-    def nodes(self, selector: str | None = None, names: Sequence[str] = ()) -> list[str]: ...
-    def list(self, nodes: Sequence[str]) -> list[NodeListing]: ...
-    def read(self, node: str, name: str) -> str | None: ...
-    def push(self, name: str, content: str, nodes: Sequence[str]) -> builtins.list[WriteResult]: ...
-    def remove(self, name: str, nodes: Sequence[str]) -> builtins.list[WriteResult]: ...
 
 
 def check_name(name: str) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 
 from console.guard import Guard, ReadOnly
 from console.kube.access import Need
-from console.kube.nfdfiles import NodeFile, NodeListing, WriteResult
+from console.kube.nfdfiles_model import NodeFile, NodeListing, WriteResult
 from console.kube.nfdstore import AUDIT_CAP, NfdStoreError, StoreConflict, _api_error, _check_name, _permitted
 from console.kube.raw import raw_json
 from console.nfd.deployment import FileKind, Mount, NfdDeployment

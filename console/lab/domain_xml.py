@@ -100,8 +100,3 @@ def vcpu_element(xml: str) -> tuple[int, int]:
         raise ValueError("domain XML has no <vcpu>")
     maximum = int(vcpu.text)
     return int(vcpu.get("current", maximum)), maximum
-
-
-def topology_sockets(xml: str) -> int | None:
-    topo = ET.fromstring(xml).find("cpu/topology")
-    return int(topo.get("sockets", "0")) if topo is not None else None

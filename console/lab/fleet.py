@@ -12,12 +12,17 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from console.lab.store import Store, WatchEvent
 
-if TYPE_CHECKING:
-    from console.lab.kubelet import Kubelet
+
+class FleetMember(Protocol):
+    """What the fleet needs of a kubelet (console/lab/kubelet.py Kubelet, which imports this module)."""
+
+    node_name: str
+
+    def _sync_pod(self, namespace: str, name: str) -> None: ...
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +47,7 @@ class Fleet:
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
         self._running = False
-        self._kubelets: dict[str, Kubelet] = {}
+        self._kubelets: dict[str, FleetMember] = {}
         self._unsub: Callable[[], None] | None = None
         self._index = itertools.count()
 
@@ -98,11 +103,11 @@ class Fleet:
             raise box["error"]
         return box.get("result")
 
-    def register(self, kubelet: Kubelet) -> int:
+    def register(self, kubelet: FleetMember) -> int:
         self._kubelets[kubelet.node_name] = kubelet
         return next(self._index)
 
-    def unregister(self, kubelet: Kubelet) -> None:
+    def unregister(self, kubelet: FleetMember) -> None:
         if self._kubelets.get(kubelet.node_name) is kubelet:
             del self._kubelets[kubelet.node_name]
 

@@ -24,6 +24,7 @@ versions only (no validation schema).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from console.lab.store import NotFound, Store
 from console.nfd import versions as V
 from console.nfd.master import MasterConfig
 
@@ -351,3 +353,69 @@ def _yaml(text: str, *, strict: bool = False) -> dict[str, Any]:
             raise ValueError(f"failed to parse config file: {exc}") from None
         return {}
     return data if isinstance(data, dict) else {}
+
+
+# -- what the deployed objects say (read by the NFD simulation, console/lab/nfd_sim.py) --------------------
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: str  # hostPath | configMap | none
+    path: str = ""  # hostPath: the node's directory
+    config_map: str = ""
+    default_mode: int = 0o644  # configMap: the files' mode (the kubelet's 0644 unless defaultMode says otherwise)
+
+
+@dataclass(frozen=True)
+class Running:
+    """What the deployed objects say NFD runs with (one snapshot; replaced when any of them changes)."""
+
+    master: MasterSettings | None  # None: no nfd-master Deployment (nothing labels)
+    worker: WorkerSettings | None  # None: no nfd-worker DaemonSet
+    daemonset: Obj | None = field(compare=False)  # its status changes often; what matters is compared below
+    mounts: dict[str, Mount]  # "hook" | "feature" -> the volume at source.d / features.d
+    placement: str = ""  # the worker pods' nodeSelector and tolerations (where the DaemonSet runs)
+
+    @property
+    def api(self) -> bool:
+        return self.master is not None and self.master.node_feature_api
+
+
+def read_running(store: Store, namespace: str, version: V.NfdVersion) -> Running:
+    """Parse the Deployment, DaemonSet and config ConfigMaps (the one place the lab reads NFD's configuration)."""
+    def get(resource: str, name: str) -> Obj | None:
+        try:
+            return store.get(resource, namespace, name)
+        except NotFound:
+            return None
+
+    def conf(name: str, key: str) -> str:
+        return str(((get("configmaps", name) or {}).get("data") or {}).get(key) or "")
+
+    dep, ds = get("deployments.apps", MASTER), get("daemonsets.apps", WORKER)
+    master = None if dep is None else master_settings(version, namespace, container_args(dep, MASTER),
+                                                      conf(MASTER_CONF, MASTER_CONF_KEY))
+    worker = None if ds is None else worker_settings(container_args(ds, WORKER), conf(WORKER_CONF, WORKER_CONF_KEY))
+    pod = ((((ds or {}).get("spec") or {}).get("template") or {}).get("spec") or {})
+    placement = json.dumps([pod.get("nodeSelector"), pod.get("tolerations"), pod.get("affinity")], sort_keys=True)
+    return Running(master, worker, ds, _mounts(ds), placement)
+
+
+def _mounts(ds: Obj | None) -> dict[str, Mount]:
+    c = container(ds, WORKER)
+    spec = ((((ds or {}).get("spec") or {}).get("template") or {}).get("spec") or {})
+    volumes = {v.get("name"): v for v in spec.get("volumes") or []}
+    out = {"hook": Mount("none"), "feature": Mount("none")}
+    for m in c.get("volumeMounts") or []:
+        path = str(m.get("mountPath") or "").rstrip("/")
+        kind = {SOURCE_D.rstrip("/"): "hook", FEATURES_D.rstrip("/"): "feature"}.get(path)
+        vol = volumes.get(m.get("name")) or {}
+        if kind is None:
+            continue
+        if "hostPath" in vol:
+            out[kind] = Mount("hostPath", path=str(vol["hostPath"].get("path") or ""))
+        elif "configMap" in vol:
+            mode = vol["configMap"].get("defaultMode")
+            out[kind] = Mount("configMap", config_map=str(vol["configMap"].get("name") or ""),
+                              default_mode=int(mode) if isinstance(mode, int) else 0o644)
+    return out

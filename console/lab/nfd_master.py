@@ -7,10 +7,12 @@ deployed Deployment and nfd-master-conf (`NfdSim.running.master`).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Any
 
-from console.lab.recorder import object_ref
-from console.lab.store import NotFound, Obj
+from console.lab.nfd_deploy import Running
+from console.lab.recorder import EventRecorder, object_ref
+from console.lab.scenarios import NodeSpec
+from console.lab.store import NotFound, Obj, Store
 from console.nfd import versions as V
 from console.nfd.labels import FEATURE_NS
 from console.nfd.master import (
@@ -23,9 +25,6 @@ from console.nfd.master import (
 from console.nfd.model import NODE_NAME_LABEL, InvalidObject, NodeFeatureSpec
 from console.nfd.rules import CompiledRuleObject, RuleError, compile_rule_objects
 
-if TYPE_CHECKING:
-    from console.lab.nfd_sim import NfdSim
-
 log = logging.getLogger(__name__)
 
 NF_RESOURCE = "nodefeatures.nfd.k8s-sigs.io"
@@ -34,14 +33,29 @@ EVENT_MESSAGE_LIMIT = 1024
 
 
 class NfdMasterMixin:
-    def _init_master(self: NfdSim) -> None:  # type: ignore[misc]  # mixed into NfdSim only
+    # the simulation's state and lookups (console/lab/nfd_sim.py NfdSim, which mixes this class in and sets
+    # them), declared here so the master need not import the simulation back
+    store: Store
+    namespace: str
+    version: V.NfdVersion
+    running: Running
+    specs: dict[str, NodeSpec]
+    stats: dict[str, int]
+    master_events: EventRecorder
+    _workers: dict[str, Any]
+    _grpc: dict[str, NodeFeatureSpec]
+
+    def _node(self, name: str) -> Obj | None:
+        raise NotImplementedError
+
+    def _init_master(self) -> None:
         self._written: dict[str, str] = {}  # node -> resourceVersion of the NodeFeature its worker wrote
         self._outcomes: dict[str, NodeOutcome] = {}
         self._compiled: dict[str, tuple[str, CompiledRuleObject | None]] = {}  # name -> (rv, compiled)
         self._rules: list[CompiledRuleObject] = []
         self._rules_ignored_logged = False
 
-    def _forget(self: NfdSim, node: str) -> None:  # type: ignore[misc]  # mixed into NfdSim only
+    def _forget(self, node: str) -> None:
         self._workers.pop(node, None)
         self._grpc.pop(node, None)
         self._outcomes.pop(node, None)
@@ -54,7 +68,7 @@ class NfdMasterMixin:
                 except NotFound:
                     continue
 
-    def _resources_lost(self: NfdSim, node: Obj) -> bool:  # type: ignore[misc]  # mixed into NfdSim only
+    def _resources_lost(self, node: Obj) -> bool:
         """The kubelet rewrote status.capacity without the extended resources NFD manages."""
         out = self._outcomes.get(node["metadata"]["name"])
         if out is None or not out.extended_resources:
@@ -63,7 +77,7 @@ class NfdMasterMixin:
         return any(cap.get(k) != v for k, v in out.extended_resources.items())
 
     # -- rules ----------------------------------------------------------
-    def _sync_rules(self: NfdSim) -> bool:  # type: ignore[misc]  # mixed into NfdSim only
+    def _sync_rules(self) -> bool:
         """Recompile changed NodeFeatureRules; True when the compiled set changed."""
         items, _ = self.store.list(NFR_RESOURCE)
         if not V.rules_supported(self.version):
@@ -100,7 +114,7 @@ class NfdMasterMixin:
         return changed
 
     # -- labelling ------------------------------------------------------
-    def _node_features(self: NfdSim, node: str) -> list[NodeFeatureSpec]:  # type: ignore[misc]  # mixed into NfdSim only
+    def _node_features(self, node: str) -> list[NodeFeatureSpec]:
         if not self.running.api:
             sent = self._grpc.get(node)
             return [sent] if sent is not None else []
@@ -121,7 +135,7 @@ class NfdMasterMixin:
                 self.master_events.event(object_ref(o), "Warning", "InvalidNodeFeature", clip(str(exc)))
         return specs
 
-    def _label(self: NfdSim, node: str) -> None:  # type: ignore[misc]  # mixed into NfdSim only
+    def _label(self, node: str) -> None:
         """nfd-master: compute the node's outcome and patch the Node (stale NFD labels removed)."""
         master = self.running.master
         if master is None or master.no_publish:

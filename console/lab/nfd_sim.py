@@ -37,13 +37,14 @@ import re
 import shutil
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from console.lab import nfd_deploy as D
 from console.lab import nfd_features as NF
 from console.lab.controllers import daemon_pod_placement
+from console.lab.nfd_deploy import Mount, Running, read_running
 from console.lab.nfd_master import NF_RESOURCE, NFR_RESOURCE, NfdMasterMixin, clip
 from console.lab.recorder import EventRecorder, node_ref
 from console.lab.scenarios import Scenario
@@ -60,70 +61,6 @@ __all__ = ["NFR_RESOURCE", "NF_RESOURCE", "NfdSim", "Running", "read_running"]
 HOOK_MAX_OUTPUT = 64 * 1024
 # source.d re-run at least this often even when unchanged (hooks read /proc, which changes under them)
 HOOK_RERUN = 30.0
-
-
-@dataclass(frozen=True)
-class Mount:
-    source: str  # hostPath | configMap | none
-    path: str = ""  # hostPath: the node's directory
-    config_map: str = ""
-    default_mode: int = 0o644  # configMap: the files' mode (the kubelet's 0644 unless defaultMode says otherwise)
-
-
-@dataclass(frozen=True)
-class Running:
-    """What the deployed objects say NFD runs with (one snapshot; replaced when any of them changes)."""
-
-    master: D.MasterSettings | None  # None: no nfd-master Deployment (nothing labels)
-    worker: D.WorkerSettings | None  # None: no nfd-worker DaemonSet
-    daemonset: Obj | None = field(compare=False)  # its status changes often; what matters is compared below
-    mounts: dict[str, Mount]  # "hook" | "feature" -> the volume at source.d / features.d
-    placement: str = ""  # the worker pods' nodeSelector and tolerations (where the DaemonSet runs)
-
-    @property
-    def api(self) -> bool:
-        return self.master is not None and self.master.node_feature_api
-
-
-def read_running(store: Store, namespace: str, version: V.NfdVersion) -> Running:
-    """Parse the Deployment, DaemonSet and config ConfigMaps (the one place the lab reads NFD's configuration)."""
-    def get(resource: str, name: str) -> Obj | None:
-        try:
-            return store.get(resource, namespace, name)
-        except NotFound:
-            return None
-
-    def conf(name: str, key: str) -> str:
-        return str(((get("configmaps", name) or {}).get("data") or {}).get(key) or "")
-
-    dep, ds = get("deployments.apps", D.MASTER), get("daemonsets.apps", D.WORKER)
-    master = None if dep is None else D.master_settings(version, namespace, D.container_args(dep, D.MASTER),
-                                                        conf(D.MASTER_CONF, D.MASTER_CONF_KEY))
-    worker = None if ds is None else D.worker_settings(D.container_args(ds, D.WORKER),
-                                                       conf(D.WORKER_CONF, D.WORKER_CONF_KEY))
-    pod = ((((ds or {}).get("spec") or {}).get("template") or {}).get("spec") or {})
-    placement = json.dumps([pod.get("nodeSelector"), pod.get("tolerations"), pod.get("affinity")], sort_keys=True)
-    return Running(master, worker, ds, _mounts(ds), placement)
-
-
-def _mounts(ds: Obj | None) -> dict[str, Mount]:
-    c = D.container(ds, D.WORKER)
-    spec = ((((ds or {}).get("spec") or {}).get("template") or {}).get("spec") or {})
-    volumes = {v.get("name"): v for v in spec.get("volumes") or []}
-    out = {"hook": Mount("none"), "feature": Mount("none")}
-    for m in c.get("volumeMounts") or []:
-        path = str(m.get("mountPath") or "").rstrip("/")
-        kind = {D.SOURCE_D.rstrip("/"): "hook", D.FEATURES_D.rstrip("/"): "feature"}.get(path)
-        vol = volumes.get(m.get("name")) or {}
-        if kind is None:
-            continue
-        if "hostPath" in vol:
-            out[kind] = Mount("hostPath", path=str(vol["hostPath"].get("path") or ""))
-        elif "configMap" in vol:
-            mode = vol["configMap"].get("defaultMode")
-            out[kind] = Mount("configMap", config_map=str(vol["configMap"].get("name") or ""),
-                              default_mode=int(mode) if isinstance(mode, int) else 0o644)
-    return out
 
 
 @dataclass

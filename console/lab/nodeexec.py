@@ -24,17 +24,26 @@ import logging
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from console.lab import images, sandbox
 from console.lab.guestroot import GuestRoot
+from console.lab.guestservices import KubeletControl
 from console.lab.podlogs import PodLogs
 from console.lab.recorder import EventRecorder, object_ref
 from console.lab.store import NotFound, Obj, Store, WatchEvent, now_iso
 from console.lab.vm import Guest
 
-if TYPE_CHECKING:
-    from console.lab.kubelet import Kubelet
+
+class NodeKubelet(KubeletControl, Protocol):
+    """What exec needs of a node's kubelet (console/lab/kubelet.py Kubelet, which imports this module): its
+    state, its event recorder and address, and the service control the sandbox's systemctl uses."""
+
+    state: str
+    recorder: EventRecorder
+
+    @property
+    def internal_ip(self) -> str: ...
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +76,7 @@ class NodeExec:
         store: Store,
         logs: PodLogs,
         guests: dict[str, Guest],
-        kubelets: dict[str, Kubelet],
+        kubelets: dict[str, NodeKubelet],
         *,
         roots: dict[str, GuestRoot],
         workers: int = 4,

@@ -110,9 +110,6 @@ class LabSshd:
             )
         return "\n".join(blocks)
 
-    def known_hosts_line(self, node: str) -> str:
-        return f"{node} {self.listeners[node].host_key_public}\n"
-
     # -- sessions --------------------------------------------------------------------------------
     def guest_running(self, node: str) -> bool:
         guest = self.node_exec.guests.get(node)

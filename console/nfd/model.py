@@ -41,9 +41,6 @@ class Features:
         for k, lst in other.instances.items():
             self.instances.setdefault(k, []).extend(dict(i) for i in lst)
 
-    def insert_attributes(self, name: str, values: Mapping[str, str]) -> None:
-        self.attributes.setdefault(name, {}).update(values)
-
     def names(self) -> set[str]:
         return set(self.flags) | set(self.attributes) | set(self.instances)
 

@@ -10,8 +10,7 @@ from console.nfd.budget import charge_value
 from console.nfd.expressions import goq
 from console.nfd.goconv import go_atoi, go_parse_int_base0, go_quote, trim_zero_decimal
 from console.nfd.regex import Regexp, RegexpError, compile_regexp, quote_meta
-from console.nfd.template_values import GoMap
-from console.nfd.templates import NO_VALUE, TemplateError, go_format, truth
+from console.nfd.template_values import NO_VALUE, GoMap, TemplateError, go_format, truth
 
 
 def _basic(v: Any) -> tuple[str, Any]:
@@ -486,16 +485,3 @@ def _not_previewable(name: str) -> Callable[..., Any]:
         raise TemplateError(f"Sprig's {name} is not implemented by the console: this preview cannot evaluate "
                             "the rule (NFD would run it)")
     return fn
-
-
-def function_map(sprig: bool, host_funcs: bool = False) -> dict[str, Callable[..., Any]]:
-    """Go's builtins, plus Sprig from v0.18 (`host_funcs`: env, expandenv, getHostByName, present in v0.18)."""
-    funcs = dict(GO_BUILTINS)
-    if sprig:
-        for name in SPRIG_NAMES - (set() if host_funcs else _HOST_FUNCS):
-            funcs[name] = _not_previewable(name)
-        from console.nfd.template_sprig import MORE_SPRIG
-
-        funcs.update(MORE_SPRIG)
-        funcs.update(SPRIG)  # text/template looks up the template's Funcs before its builtins: Sprig's slice wins
-    return funcs

@@ -2,6 +2,7 @@
 
 Each function follows its Sprig source (strings.go, crypto.go, list.go, numeric.go, functions.go); the
 typed parameters of the Go signatures are checked as text/template checks them (wrong type: an error).
+`function_map` puts them together with Go's builtins and the rest of Sprig (template_funcs.py) for a template.
 """
 
 from __future__ import annotations
@@ -13,7 +14,19 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from console.nfd.template_funcs import _deep_equal, _go_kind, _int_arg, _str_arg, _to_int, go_format, truth
+from console.nfd.template_funcs import (
+    _HOST_FUNCS,
+    GO_BUILTINS,
+    SPRIG,
+    SPRIG_NAMES,
+    _deep_equal,
+    _go_kind,
+    _int_arg,
+    _not_previewable,
+    _str_arg,
+    _to_int,
+)
+from console.nfd.template_values import go_format, truth
 
 
 def _substr(start: Any, end: Any, s: Any) -> str:
@@ -188,3 +201,13 @@ MORE_SPRIG: dict[str, Callable[..., Any]] = {
     "fail": _fail,
 }
 
+
+def function_map(sprig: bool, host_funcs: bool = False) -> dict[str, Callable[..., Any]]:
+    """Go's builtins, plus Sprig from v0.18 (`host_funcs`: env, expandenv, getHostByName, present in v0.18)."""
+    funcs = dict(GO_BUILTINS)
+    if sprig:
+        for name in SPRIG_NAMES - (set() if host_funcs else _HOST_FUNCS):
+            funcs[name] = _not_previewable(name)
+        funcs.update(MORE_SPRIG)
+        funcs.update(SPRIG)  # text/template looks up the template's Funcs before its builtins: Sprig's slice wins
+    return funcs

@@ -18,6 +18,10 @@ class _Missing:
 NO_VALUE = _Missing()
 
 
+class TemplateError(Exception):
+    """Parse or execution error, formatted like Go's text/template (console.nfd.templates' error)."""
+
+
 class GoMap(dict):
     """A Go map with a concrete element type: NFD's MatchedElement, map[string]string.
 

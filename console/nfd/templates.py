@@ -18,12 +18,8 @@ from functools import partial
 from typing import Any
 
 from console.nfd.budget import Budget, BudgetExceeded, current_budget
-from console.nfd.template_values import NO_VALUE, go_format, sorted_keys, truth
-
-
-class TemplateError(Exception):
-    """Parse or execution error, formatted like Go's text/template."""
-
+from console.nfd.template_sprig import function_map
+from console.nfd.template_values import NO_VALUE, TemplateError, go_format, sorted_keys, truth
 
 # ---------------------------------------------------------------- lexing
 
@@ -557,7 +553,6 @@ def parse_template(src: str, sprig: bool = True, size_capped: bool = True) -> Te
 
     v0.19 (`size_capped`) also removed Sprig's env, expandenv and getHostByName (commit 0c99ca0fb).
     """
-    from console.nfd.template_funcs import function_map
 
     if size_capped and len(src) > MAX_TEMPLATE_SIZE:
         raise TemplateError(f"template exceeds maximum allowed size: {len(src)} bytes > {MAX_TEMPLATE_SIZE} limit")

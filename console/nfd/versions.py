@@ -172,10 +172,5 @@ def resource_labels_validated(v: NfdVersion) -> bool:
     return v.at_least(13)
 
 
-def tracks_annotations(v: NfdVersion) -> bool:
-    """`feature-annotations` tracking annotation (v0.15)."""
-    return v.at_least(15)
-
-
 def tracks_extended_resources(v: NfdVersion) -> bool:
     return v.at_least(6)

@@ -412,23 +412,3 @@ class Engine:
                 self.journal.mark(step.id, "failed", message=f"undo failed: {e.message}")
                 self._send("step-failed", step, f"undo failed: {e.message}")
         return ok, said
-
-
-def retry(fn: Callable[[], Any], *, timeout: float, first: float = 0.2, factor: float = 2.0, cap: float = 2.0,
-          retry_on: tuple[type[BaseException], ...] = (Exception,), stop: threading.Event | None = None) -> Any:
-    """Call `fn` until it returns without raising `retry_on`, with exponential backoff, for `timeout` seconds.
-
-    `stop` (the run's, `ctx.stop`): a stop request ends the backoff at once with Interrupted."""
-    deadline = time.monotonic() + timeout
-    delay = first
-    while True:
-        try:
-            return fn()
-        except retry_on:
-            if time.monotonic() + delay > deadline:
-                raise
-            if stop is None:
-                time.sleep(delay)
-            elif stop.wait(delay):
-                raise Interrupted from None
-            delay = min(delay * factor, cap)

@@ -4,7 +4,7 @@ Stable API (the editors use it too):
 
 - `is_read_only(app)` — True when mutations must be hidden/disabled (`--read-only` or config).
 - `dangerous(binding, needs=ACTION)` — mark a `Binding` as a mutation; `check_action` hides it in read-only
-  mode when the screen's `check_action` calls `allow_action(app, action)` (see `DangerousActions`), and
+  mode when the screen's `check_action` calls `allow_action(app, action)`, and
   shows it disabled when the RBAC review says this user may not do ACTION ("scale-up", "rule-apply", … of
   console/kube/access.py); `why_disabled(app, action)` is the reason (the toast on the key, the `?` help).
 - `ConfirmDanger(action, target, preview)` — a modal naming the target; dismisses with True
@@ -57,13 +57,6 @@ def allow_action(app: App[Any], action: str) -> bool | None:
     if is_read_only(app):
         return False
     return None if why_disabled(app, action) else True
-
-
-class DangerousActions:
-    """Mixin for screens: dangerous bindings disappear from footer/help in read-only mode."""
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return allow_action(self.app, action)  # type: ignore[attr-defined]
 
 
 class ConfirmDanger(ModalScreen[bool]):

@@ -1,4 +1,5 @@
-"""Themes: YAML files in `themes/` (shipped) and `$XDG_DATA_HOME/console/themes` (the user's).
+"""Themes: YAML files in `themes/` (shipped; installed as the package `console.themes`) and
+`$XDG_DATA_HOME/console/themes` (the user's).
 
 A theme file:
 
@@ -14,6 +15,7 @@ shows it as a notification) and the default theme is used instead; `--theme NAME
 
 from __future__ import annotations
 
+import importlib.resources
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,8 +65,14 @@ class ThemeSet:
 
 
 def shipped_dir() -> Path:
-    """`themes/` beside the `console` package (a source checkout, an editable or a wheel install)."""
-    return Path(console.__file__).resolve().parent.parent / "themes"
+    """The shipped themes: `themes/` of the source tree `console` is imported from, else the installed package
+    `console.themes` (pyproject.toml maps themes/ to it)."""
+    checkout = Path(console.__file__).resolve().parent.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "themes").is_dir():
+        return checkout / "themes"  # a checkout on PYTHONPATH has no console/themes to import
+    # a wheel installs them as console/themes/*.yaml, plain files: the resource is a real directory (files() of
+    # `console` itself: console.themes has no __init__.py, and a namespace package's files() is no Path)
+    return Path(str(importlib.resources.files("console") / "themes"))
 
 
 def user_dir() -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,6 +26,7 @@ class Host(App[None]):
         self.settings = settings
         self.gateways = gateways  # what screens pushed without one use (ConsoleApp.gateways); None: no cluster
         self._screen = screen
+        self.clock = time.time  # as ConsoleApp's (the screens read the time through the App)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return domain_defaults(FALLBACK_COLORS)
@@ -48,7 +50,7 @@ def console_app(settings: Settings, **kw: Any) -> Any:
 @asynccontextmanager
 async def running(lab: Any, size: tuple[int, int] = (80, 24), **kw: Any) -> AsyncIterator[Any]:
     """A pilot on the console opened on `lab` as `python -m console --lab` opens it, everything loaded."""
-    from console.tui.screenshots import loaded, make_app
+    from screenshots import loaded, make_app
 
     app = make_app(lab, **kw)
     try:

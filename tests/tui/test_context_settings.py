@@ -13,7 +13,7 @@ from tuitools import console_app
 from console.config import config_path, load
 from console.lab.world import Lab
 from console.tui.safety import allow_action, is_read_only
-from console.tui.screenshots import wait_until
+from screenshots import wait_until
 
 
 def _two_contexts(lab: Lab, path: Path) -> tuple[Path, str]:

@@ -22,7 +22,7 @@ from console.config import Settings, xdg_data_home
 from console.lab import scenarios
 from console.lab.world import Lab
 from console.tui.app import ConsoleApp
-from console.tui.screenshots import wait_until
+from screenshots import wait_until
 
 
 @pytest.fixture(scope="module")

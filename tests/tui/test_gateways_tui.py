@@ -28,7 +28,7 @@ from tuitools import console_app
 from console.config import Settings
 from console.lab.world import Lab
 from console.tui.safety import ACTION_NEEDS, allow_action, why_disabled
-from console.tui.screenshots import wait_until
+from screenshots import wait_until
 
 pytestmark = pytest.mark.lab
 

@@ -19,7 +19,7 @@ from labtools import lab_env
 
 from console.lab.world import Lab
 from console.tui.screens.scaleup import ScaleUpScreen
-from console.tui.screenshots import loaded, make_app, wait_until
+from screenshots import loaded, make_app, wait_until
 
 NODE = "kube-worker02"
 

@@ -10,8 +10,8 @@ import yaml
 from tuitools import running
 
 from console.config import Settings
-from console.tui.screenshots import wait_until
 from console.tui.themes import load_themes
+from screenshots import wait_until
 
 
 def lines(app: Any) -> list[str]:

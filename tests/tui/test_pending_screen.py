@@ -8,7 +8,7 @@ from typing import Any
 
 from screentext import region_text, screen_text
 
-from console.tui.screenshots import loaded, make_app, wait_until
+from screenshots import loaded, make_app, wait_until
 
 
 @asynccontextmanager

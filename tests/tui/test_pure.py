@@ -187,5 +187,6 @@ def test_themes_ship_in_the_wheel_config() -> None:
     import tomllib
 
     cfg = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
-    assert "themes" in cfg["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert cfg["tool"]["setuptools"]["package-dir"]["console.themes"] == "themes"  # installed as console.themes
+    assert "console.themes" in cfg["tool"]["setuptools"]["packages"]
     assert (shipped_dir() / "dark.yaml").exists()

@@ -8,7 +8,7 @@ from labtools import lab_env, run
 from tuitools import console_app, running
 
 from console.config import Settings
-from console.tui.screenshots import loaded, wait_until
+from screenshots import loaded, wait_until
 
 AVX512F = "feature.node.kubernetes.io/cpu-cpuid.AVX512F"
 

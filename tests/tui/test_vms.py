@@ -8,7 +8,7 @@ from typing import Any
 
 from labtools import lab_env, run, wait_for
 
-from console.tui.screenshots import loaded, make_app, wait_until
+from screenshots import loaded, make_app, wait_until
 
 
 async def test_resized_vm_with_a_kubelet_that_did_not_restart_is_marked_stale(lab: Any) -> None:

@@ -14,17 +14,15 @@ from typing import Any
 Obj = dict[str, Any]
 
 
-def _template_defaults(spec: Obj) -> None:
-    """The pod template gets the pod's own defaults (SetDefaults_PodSpec), in place."""
-    from console.lab.kubeapi.validation import default_on_create
-    from console.lab.resources import RESOURCES
-
-    default_on_create(RESOURCES["pods"], {"spec": spec.setdefault("template", {}).setdefault("spec", {})})
-
-
-def defaults(key: str, obj: Obj) -> None:
-    """In place, for the apps/v1 and policy/v1 kinds; status starts empty (the controllers fill it)."""
+def defaults(key: str, obj: Obj, pod_spec_defaults: Callable[[Obj], None]) -> None:
+    """In place, for the apps/v1 and policy/v1 kinds; status starts empty (the controllers fill it). The pod
+    template gets the pod's own defaults (SetDefaults_PodSpec): `pod_spec_defaults(spec)`, passed in by the
+    validation module that owns them."""
     spec = obj.setdefault("spec", {})
+
+    def _template_defaults(workload_spec: Obj) -> None:
+        pod_spec_defaults(workload_spec.setdefault("template", {}).setdefault("spec", {}))
+
     if key == "deployments.apps":
         spec.setdefault("replicas", 1)
         spec.setdefault("revisionHistoryLimit", 10)

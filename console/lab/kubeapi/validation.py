@@ -219,5 +219,6 @@ def default_on_create(rt: ResourceType, obj: Obj) -> None:
         obj.setdefault("count", 1)
     elif rt.group in ("apps", "policy"):
         from console.lab.kubeapi.apps import defaults
+        from console.lab.resources import RESOURCES
 
-        defaults(rt.key, obj)
+        defaults(rt.key, obj, lambda pod_spec: default_on_create(RESOURCES["pods"], {"spec": pod_spec}))

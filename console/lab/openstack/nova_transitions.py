@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from console.lab.openstack.faults import NO_VALID_HOST, BadRequest, Conflict, FaultKind, traceback_for
 from console.lab.openstack.model import ActionEvent, NovaTiming
@@ -38,15 +38,28 @@ class NovaTransitions:
     _threads: set[threading.Thread]
     _servers: dict[str, ServerRecord]
 
-    if TYPE_CHECKING:  # Nova's side of the mixin (console/lab/openstack/nova.py), declared for the type checker
-        def _set(self, sid: str, **changes: object) -> None: ...
-        def _touch(self, s: ServerRecord) -> None: ...
-        def _record_event(self, action: ActionRecord, index: int | None, event: ActionEvent, failed: bool) -> int: ...
-        def _error_out(self, sid: str, message: str, traceback: str | None, **extra: object) -> None: ...
-        def _start_action(self, s: ServerRecord, name: str, request_id: str | None, *,
-                          system: bool = False, user_id: str | None = None) -> ActionRecord: ...
-        def confirm_resize(self, server_id: str, *, request_id: str | None = None, user_id: str | None = None,
-                           auto: bool = False) -> str: ...
+    # ---- Nova's own (console/lab/openstack/nova.py, which mixes this class in and defines them) -------------
+    # declared here so the workers need not import Nova back
+
+    def confirm_resize(self, server_id: str, *, request_id: str | None = None, user_id: str | None = None,
+                       auto: bool = False) -> str:
+        raise NotImplementedError
+
+    def _start_action(self, s: ServerRecord, name: str, request_id: str | None, *,
+                      system: bool = False, user_id: str | None = None) -> ActionRecord:
+        raise NotImplementedError
+
+    def _record_event(self, action: ActionRecord, index: int | None, event: ActionEvent, failed: bool) -> int:
+        raise NotImplementedError
+
+    def _error_out(self, sid: str, message: str, traceback: str | None, **extra: object) -> None:
+        raise NotImplementedError
+
+    def _set(self, sid: str, **changes: object) -> None:
+        raise NotImplementedError
+
+    def _touch(self, s: ServerRecord) -> None:
+        raise NotImplementedError
 
     # ---- workers -----------------------------------------------------------------------------------
 

@@ -283,7 +283,7 @@ class NodeDetailScreen(ConsoleScreen):
         body.scroll_relative(y=lines, animate=False)
 
     def action_scale_up(self) -> None:
-        from console.tui.navigation import start_scale_up
+        from console.tui.scaleup_start import start_scale_up
 
         start_scale_up(self.app, self.node_name)
 

@@ -401,7 +401,7 @@ class NodesScreen(ConsoleScreen):
 
     def action_resume_run(self) -> None:
         """Open the unfinished run holding the node under the cursor (the scale-up screen finds its journal)."""
-        from console.tui.navigation import start_scale_up
+        from console.tui.scaleup_start import start_scale_up
 
         key = self.table.cursor_key
         runs = self.held.get(key or "", [])
@@ -417,7 +417,7 @@ class NodesScreen(ConsoleScreen):
         start_scale_up(self.app, run.node)
 
     def action_scale_up(self) -> None:
-        from console.tui.navigation import start_scale_up
+        from console.tui.scaleup_start import start_scale_up
 
         key = self.table.cursor_key
         if key:

@@ -165,7 +165,7 @@ class PendingScreen(ConsoleScreen):
         self.app.push_screen(PlanModal(node, pod))
 
     def action_scale_up(self) -> None:
-        from console.tui.navigation import start_scale_up
+        from console.tui.scaleup_start import start_scale_up
 
         pod = self.selected_pod()
         node = self.fit_table.cursor_key

@@ -132,7 +132,8 @@ class ScaleUpScreen(ScaleUpView):
 
     # -- small helpers ------------------------------------------------------------------------------------
     def _log(self, text: str, when: str = "") -> None:
-        stamp = when[11:23] if when else time.strftime("%H:%M:%S")
+        # the App's clock (frozen in snapshots), as the node screen's ages
+        stamp = when[11:23] if when else time.strftime("%H:%M:%S", time.localtime(self.app.clock()))
         self.log_pane.add(f"[{stamp}] {text}")
         self._last_log = f"[{stamp}] {text}"
         if self.ready:

@@ -19,10 +19,6 @@ def theme_colors(app: Any) -> dict[str, str]:
     return _cache[name]
 
 
-def forget_theme(name: str) -> None:
-    _cache.pop(name, None)
-
-
 def status_text(node: NodeInfo, colors: dict[str, str], short: bool = False) -> Text:
     ready = {"True": "Ready", "False": "NotReady"}.get(node.ready, "Unknown")
     color = colors.get("status-ready") if ready == "Ready" else colors.get("status-notready")

@@ -17,7 +17,7 @@ from tuitools import isolated_xdg  # noqa: F401 (an autouse fixture)
 
 from console.cli import main
 from console.lab.world import Lab
-from console.tui.screenshots import loaded, make_app, wait_until
+from screenshots import loaded, make_app, wait_until
 
 pytestmark = pytest.mark.lab
 

@@ -106,7 +106,7 @@ def _app(lab: KubeLab) -> Any:
 
 
 async def _until(pilot: Any, predicate: Any, what: str) -> None:
-    from console.tui.screenshots import wait_until
+    from screenshots import wait_until
 
     await wait_until(pilot, predicate, timeout=30, what=what)
 

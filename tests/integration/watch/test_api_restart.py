@@ -23,7 +23,7 @@ from console.config import Settings
 from console.kube.cluster import Cluster
 from console.lab import scenarios
 from console.lab.world import Lab
-from console.tui.screenshots import wait_until
+from screenshots import wait_until
 
 DOWN_FOR = 10.0
 STALE = re.compile(r"(nodes|pods): reconnecting since (\d\d:\d\d:\d\d) — connection refused")

@@ -27,8 +27,8 @@ from textual.widgets import Input
 
 from console.tui.safety import ConfirmDanger
 from console.tui.screens.scaleup import ScaleUpScreen
-from console.tui.screenshots import loaded, make_app, wait_until
 from console.tui.widgets.runbook_pickers import TargetPicker
+from screenshots import loaded, make_app, wait_until
 
 pytestmark = pytest.mark.lab
 

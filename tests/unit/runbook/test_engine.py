@@ -25,7 +25,6 @@ from console.runbook.engine import (
     Step,
     StepFailed,
     describe_error,
-    retry,
 )
 from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
 from console.runbook.journal import Journal
@@ -358,31 +357,6 @@ def test_signal_cuts_a_breakable_wait_and_a_second_one_stops_at_once(tmp_path):
         assert stop.is_set()
         signal.raise_signal(signal.SIGINT)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
-
-
-def test_retry_stops_its_backoff_on_a_stop_request():
-    stop = threading.Event()
-
-    def fails():
-        stop.set()
-        raise TimeoutError("not yet")
-
-    with pytest.raises(Interrupted):
-        retry(fails, timeout=60, first=30, stop=stop)
-
-
-def test_retry_backs_off_until_success_or_timeout():
-    tries = []
-
-    def flaky():
-        tries.append(1)
-        if len(tries) < 3:
-            raise TimeoutError("not yet")
-        return "ok"
-
-    assert retry(flaky, timeout=5, first=0.01) == "ok" and len(tries) == 3
-    with pytest.raises(TimeoutError):
-        retry(lambda: (_ for _ in ()).throw(TimeoutError("never")), timeout=0.05, first=0.01)
 
 
 def test_describe_error_prefers_http_status():

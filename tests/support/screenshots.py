@@ -1,14 +1,16 @@
-"""Regenerate screenshots/ (SVG) from the default lab: `python -m console.tui.screenshots [--out DIR]`.
+"""Regenerate screenshots/ (SVG) from the default lab: `.venv/bin/python tests/support/screenshots.py [--out DIR]`.
 
-Starts the embedded lab itself, opens the console headless at 80×24 and 120×40 and saves one
-SVG per entry of SCREENS. Other screens add an entry: (name, async steps(pilot)).
-The same steps drive the snapshot tests (tests/tui/test_snapshots.py).
+Starts the embedded lab itself, opens the console headless at 80×24 and 120×40 (SIZES_OF: other sizes for
+some) and saves one SVG per entry of SCREENS and size. Other screens add an entry: name -> async steps(pilot).
+The same steps and sizes drive the snapshot tests (tests/tui/test_snapshots.py). Test harness, not product
+code: it lives under tests/ and needs the lab extra (pip install -e '.[test,lab]').
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
@@ -34,6 +36,23 @@ async def wait_until(pilot: Any, predicate: Callable[[], object], timeout: float
     raise TimeoutError(f"timed out after {timeout}s waiting for {what or predicate}")
 
 
+async def settled(pilot: Any, timeout: float = 30, quiet: int = 3) -> None:
+    """No worker running and the same picture `quiet` polls in a row: the screen has drawn what its data
+    gives (a worker's message may start another worker, so waiting for the workers once is not enough)."""
+    app = pilot.app
+    deadline = time.monotonic() + timeout
+    last, same = None, 0
+    while same < quiet:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the screen did not settle in {timeout}s")
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.1)
+        picture = app.export_screenshot()
+        busy = any(w.is_running for w in app.workers)
+        same = same + 1 if picture == last and not busy else 0
+        last = picture
+
+
 async def loaded(pilot: Any) -> None:
     """Nodes, pods, VMs and events are in and rendered."""
     app = pilot.app
@@ -55,8 +74,8 @@ async def _nodes(pilot: Any) -> None:
 
 async def _filter(pilot: Any) -> None:
     await loaded(pilot)
-    await pilot.press("slash", *"-l feature.node.kubernetes.io/cpu-cpuid.AVX512F=true")
-    await pilot.pause()
+    await pilot.press("slash", *"-l feature.node.kubernetes.io/cpu-cpuid.AVX512F=true", "enter")
+    await pilot.pause()  # enter: the filter applies and the table has the focus (no blinking cursor in a picture)
 
 
 async def _node(pilot: Any) -> None:
@@ -125,7 +144,54 @@ def _via_command(command: str, screen: str) -> Steps:
     return steps
 
 
-# name -> steps that bring the app to that screen
+async def _scale_up_open(pilot: Any, node: str) -> Any:
+    await loaded(pilot)
+    await pilot.press("colon", *f"scale-up {node}", "enter")
+    await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "ScaleUpScreen")
+    screen = pilot.app.screen
+    await wait_until(pilot, lambda: screen.info is not None or screen.plan_error, 30, what="node and VM loaded")
+    return screen
+
+
+async def _scale_up_start(pilot: Any, node: str, flavor: str) -> Any:
+    """The scale-up screen on `node`, target `flavor` picked, run confirmed (t, the flavor, enter; r, y)."""
+    screen = await _scale_up_open(pilot, node)
+    await pilot.press("t")
+    await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "TargetPicker", what="target picker")
+    flavors = pilot.app.screen.query_one("#target-flavors")
+    ids = [flavors.get_option_at_index(i).id for i in range(flavors.option_count)]
+    flavors.highlighted = ids.index(flavor)
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: screen.plan is not None or screen.plan_error, 30, what="the plan")
+    await pilot.press("r")
+    await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmDanger", what="the confirmation")
+    await pilot.press("y")
+    await wait_until(pilot, lambda: pilot.app.screen is screen
+                     and (screen.run.running or screen.run.result is not None), what="the run started")
+    return screen
+
+
+async def _scale_up_running(pilot: Any) -> None:
+    screen = await _scale_up_start(pilot, "kube-worker02", "m1.large")
+    await wait_until(pilot, lambda: screen.run.events, what="the first step")
+
+
+async def _run_ended(pilot: Any) -> None:
+    """After a running picture: the run goes on to its end before the app closes (the lab stays consistent)."""
+    screen = pilot.app.screen
+    await wait_until(pilot, lambda: screen.run.result is not None, 180, what="the run's end")
+    await pilot.app.workers.wait_for_complete()
+
+
+async def _scale_up_finished(pilot: Any) -> None:
+    screen = await _scale_up_start(pilot, "kube-worker01", "m1.large")
+    await wait_until(pilot, lambda: screen.run.result is not None and screen.live is not None
+                     and screen.live.vm_now is not None, 180, what="the run finished and the VM read back")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+# name -> steps that bring the app to that screen (at SIZES, or SIZES_OF[name])
 SCREENS: dict[str, Steps] = {
     "nodes": _nodes,
     "nodes-filter-avx512": _filter,
@@ -138,18 +204,33 @@ SCREENS: dict[str, Steps] = {
     "hooks": _via_command("hooks", "HooksScreen"),
     "rules": _via_command("rules", "RulesScreen"),
     "scale-up": _via_command("scale-up kube-worker01", "ScaleUpScreen"),
+    "small-terminal": _nodes,  # below 80×24: the notice of what is hidden
+    # change the lab (resize VMs): last; screenshots only (real durations and times: tests/tui/test_snapshots.py)
+    "scale-up-running": _scale_up_running,
+    "scale-up-finished": _scale_up_finished,
 }
+# one real run per node and picture (a second run to the same size would find nothing to do)
+SIZES_OF: dict[str, tuple[tuple[int, int], ...]] = {"small-terminal": ((60, 20),), "scale-up-running": ((80, 24),),
+                                                    "scale-up-finished": ((80, 24),)}
+CHANGES_THE_LAB = ("scale-up-running", "scale-up-finished")
+
+
+def sizes(name: str) -> tuple[tuple[int, int], ...]:
+    return SIZES_OF.get(name, SIZES)
 
 
 def make_app(lab: Any, clock: Callable[[], float] | None = None, **kw: Any) -> Any:
     """A ConsoleApp on a running lab, as `python -m console --lab` builds it (dark theme; frozen clock unless
-    `clock` is given)."""
+    `clock` is given). OS_CLIENT_CONFIG_FILE must name the lab's clouds.yaml already (start_lab(...,
+    clouds_env=True), lab_environment): this leaves the process environment alone."""
     from console.config import Settings
     from console.gateways import Gateways
     from console.infra.inventory import vm_inventory
     from console.tui.app import ConsoleApp
 
-    os.environ["OS_CLIENT_CONFIG_FILE"] = str(lab.state.clouds_yaml)
+    if os.environ.get("OS_CLIENT_CONFIG_FILE") != str(lab.state.clouds_yaml):
+        raise RuntimeError("make_app: OS_CLIENT_CONFIG_FILE does not name the lab's clouds.yaml; start the lab "
+                           "with labstart.start_lab(..., clouds_env=True) or screenshots.lab_environment")
     vms = kw.pop("vms", None) or vm_inventory("lab", [lab.libvirt_uri])
     settings = kw.pop("settings", None) or Settings(
         kubeconfig=str(lab.state.kubeconfig), cloud="lab", theme="dark", libvirt_uris=(lab.libvirt_uri,)
@@ -167,11 +248,28 @@ async def capture(lab: Any, name: str, size: tuple[int, int], out: Path) -> Path
     try:
         async with app.run_test(size=size) as pilot:
             await steps(pilot)
-            await pilot.pause(0.2)
+            if name not in CHANGES_THE_LAB:  # a run's screen keeps counting seconds
+                await settled(pilot)
             path.write_text(app.export_screenshot(title=f"console — {name}"))
+            if name == "scale-up-running":
+                await _run_ended(pilot)
     finally:
         app.gateways.stop()
     return path
+
+
+@contextlib.contextmanager
+def lab_environment(lab: Any) -> Any:
+    """While inside: OS_CLIENT_CONFIG_FILE names the lab's clouds.yaml (as `. DIR/env` does), restored after."""
+    old = os.environ.get("OS_CLIENT_CONFIG_FILE")
+    os.environ["OS_CLIENT_CONFIG_FILE"] = str(lab.state.clouds_yaml)
+    try:
+        yield lab
+    finally:
+        if old is None:
+            os.environ.pop("OS_CLIENT_CONFIG_FILE", None)
+        else:
+            os.environ["OS_CLIENT_CONFIG_FILE"] = old
 
 
 async def generate(out: Path, names: list[str] | None = None) -> list[Path]:
@@ -184,12 +282,13 @@ async def generate(out: Path, names: list[str] | None = None) -> list[Path]:
     written = []
     try:
         lab.start(progress=lambda m: print(f"lab: {m}", file=sys.stderr))
-        for name in SCREENS:
-            if names and name not in names:
-                continue
-            for size in SIZES:
-                written.append(await capture(lab, name, size, out))
-                print(f"wrote {written[-1]}", file=sys.stderr)
+        with lab_environment(lab):
+            for name in SCREENS:
+                if names and name not in names:
+                    continue
+                for size in sizes(name):
+                    written.append(await capture(lab, name, size, out))
+                    print(f"wrote {written[-1]}", file=sys.stderr)
     finally:
         lab.stop()
         shutil.rmtree(root, ignore_errors=True)
@@ -197,7 +296,7 @@ async def generate(out: Path, names: list[str] | None = None) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m console.tui.screenshots", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="tests/support/screenshots.py", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--out", default="screenshots", help="output directory (default: screenshots)")
     parser.add_argument("names", nargs="*", help=f"only these screens (of: {', '.join(SCREENS)})")
     args = parser.parse_args(argv)
