@@ -118,7 +118,7 @@ class PlanModal(ModalScreen[None]):
         return allow_action(self.app, action)
 
     def action_scale_up(self) -> None:
-        from console.tui.navigation import start_scale_up
+        from console.tui.scaleup_start import start_scale_up
 
         app = self.app
         self.dismiss(None)
