@@ -4,7 +4,9 @@ did to the cluster with kubectl against the lab's kubeconfig.
 
 (a) a Pending pod → why it is Pending → scale a node up → the pod Running;
 (b) edit a feature file → preview its labels → push (save) it → the label on the nodes;
-(c) a NodeFeatureRule from a template → dry-run → apply → its labels on the nodes.
+(c) a NodeFeatureRule from a template → dry-run → apply → its labels on the nodes;
+and first the nodes screen's filter → node detail → back; the file ends with `q` and the console (and its lab)
+exiting.
 
 (b) and (c) follow the editors' EDIT MODE contract (issue 12): the screens open in BROWSE (plain letters are
 actions), `e` edits, `esc` stops editing, ctrl+r previews / dry-runs, ctrl+s saves / applies; the footer (or
@@ -55,7 +57,7 @@ class Console:
         return {n["metadata"]["name"] for n in self.kget("nodes", "-l", selector)["items"]}
 
     def on_nodes_screen(self, screen: str) -> bool:
-        return bool(re.search(r"\b5 nodes\b", screen)) and "q Quit" in screen
+        return bool(re.search(r"(^|\s)5 nodes\b", screen)) and "q Quit" in screen  # and no filter: `2/5 nodes`
 
     def home(self) -> None:
         """Back to the nodes screen as a user gets there: esc (and `d` on a discard question)."""
@@ -102,6 +104,29 @@ def mode(screen: str) -> str:
     """EDIT or BROWSE, as the editor screen's footer says (the EDIT MODE contract)."""
     found = re.findall(r"\b(EDIT|BROWSE) —", screen)
     return found[-1] if found else ""
+
+
+def test_filter_open_node_and_back(console: Console) -> None:
+    """The nodes screen: filter by a label selector (AVX512F), open a node, see its labels by source, back
+    (esc) to the filtered table, esc clears the filter. (Was tests/e2e/test_tmux_console.py, on its own lab.)"""
+    t = console.tmux
+    console.home()
+    t.keys("/")
+    t.wait(lambda s: "filter: text, !text" in s, 10, "the filter box")  # focus moves on the next frame
+    t.type("-l feature.node.kubernetes.io/cpu-cpuid.AVX512F=true")
+    t.keys("Enter")
+    screen = t.wait(lambda s: "2/5 nodes" in s, 10, "the filtered table")
+    rows = [line for line in screen.splitlines() if line.startswith("kube-")]
+    assert [r.split()[0] for r in rows] == ["kube-worker02", "kube-worker03"], screen
+    t.keys("Down")
+    t.keys("Enter")
+    screen = t.wait(lambda s: "Labels (" in s and "cpu (" in s, 10, "the node detail")
+    assert "kube-worker03" in screen
+    assert "cpu-cpuid.AVX512" in screen, screen
+    t.keys("Escape")
+    t.wait(lambda s: "2/5 nodes" in s, 10, "back on the node table")
+    t.keys("Escape")
+    t.wait(console.on_nodes_screen, 10, "the filter cleared")
 
 
 def test_a_pending_pod_why_scale_up_running(console: Console) -> None:
