@@ -102,7 +102,7 @@ def console() -> Iterator[Console]:
 
 def mode(screen: str) -> str:
     """EDIT or BROWSE, as the editor screen's footer says (the EDIT MODE contract)."""
-    found = re.findall(r"\b(EDIT|BROWSE) —", screen)
+    found = re.findall(r"\b(EDIT|BROWSE)\b[^—\n]{0,40}—", screen)  # `EDIT ● unsaved —`, `BROWSE (read-only) —`
     return found[-1] if found else ""
 
 
