@@ -123,6 +123,11 @@ class CpuFs:
         unmount(self.mountpoint)  # the helper's FUSE loop ends with its mount
         if self._proc.stdin is not None:
             self._proc.stdin.close()
+        # the FUSE loop notices the lazy unmount only about a second later (a second per node at every lab
+        # stop); SIGTERM ends it at once, through libfuse's own handler (lib/fuse_signals.c: SIGTERM ->
+        # fuse_session_exit), as the helper itself would do after 5 s
+        with contextlib.suppress(OSError):
+            self._proc.terminate()
         try:
             self._proc.wait(10)
         except subprocess.TimeoutExpired:
