@@ -364,3 +364,43 @@ async def test_node_detail_groups_labels_by_origin_and_counts_as_the_table(lab: 
     finally:
         api.delete_cluster_custom_object("nfd.k8s-sigs.io", "v1alpha1", "nodefeaturerules", "tui-avx512-ready")
         api.delete_namespaced_custom_object("nfd.k8s-sigs.io", "v1alpha1", "default", "nodefeatures", "tui-vendor")
+
+
+async def test_a_pushed_feature_file_shows_the_relabel_outcome_at_80x24(lab: Any) -> None:
+    """At 80×24 the output panel shows 3 lines: after a push the relabel outcome (`relabelled: 5/5 nodes`) must be
+    among them, not below the push report where the panel cuts it; and what was pushed is saved (no `● unsaved`).
+    Also ctrl+c with unsaved edits asks before quitting (ConsoleApp.request_quit), as `:quit` does."""
+    from screentext import region_text
+
+    from console.tui.command_grammar import parse_command
+    from console.tui.widgets.discard_dialog import DiscardDialog
+
+    async with running(lab) as pilot:
+        app = pilot.app
+        app.run_command(parse_command("hooks"))
+        await wait_until(pilot, lambda: screen_name(pilot) == "HooksScreen" and app.screen.current is not None
+                         and app.screen.current.name == "inventory", what="the inventory feature file open", timeout=30)
+        screen = app.screen
+        original = screen.editor.text
+        await pilot.press("e", *"example.com/pushed=1", "enter", "escape")
+        assert "● unsaved" in str(screen.query_one("#hooks-mode").render())
+        await pilot.press("ctrl+c")  # quitting with unsaved edits asks first
+        await pilot.pause()
+        assert isinstance(app.screen, DiscardDialog) and app.is_running
+        await pilot.press("k")  # keep editing
+        await pilot.pause()
+        assert app.screen is screen
+        await pilot.press("a", "ctrl+s")
+        await wait_until(pilot, lambda: screen_name(pilot) == "ConfirmDanger", what="the push confirmation")
+        await pilot.press("y")
+        output = screen.query_one("#hooks-output")
+        await wait_until(pilot, lambda: "relabelled: 5/5 nodes" in region_text(app, output),
+                         what="the relabel outcome", timeout=60)
+        assert "unsaved" not in str(screen.query_one("#hooks-mode").render())
+        assert not str(screen.editor.border_title).startswith("●")
+        screen.editor.load_text(original)  # put the lab's file back for the module's other tests
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: screen_name(pilot) == "ConfirmDanger", what="the second confirmation")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: "relabelled: 5/5 nodes" in region_text(app, output)
+                         and "pushed" not in region_text(app, output), what="the file put back", timeout=60)

@@ -26,6 +26,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
@@ -531,13 +532,13 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         self.notify(f"{msg.verb.lower()} {msg.kind} {msg.name}: {len(msg.results) - len(failed)} ok, "
                     f"{len(failed)} failed", severity="error" if failed else "information")
         report = view.report_text(msg.verb, msg.kind, msg.name, msg.results, colors)
+        self._report = report.copy()  # the relabel outcome goes above it (80×24 shows the panel's first lines)
         if msg.expected:
             report.append(f"waiting for NFD to relabel {len(msg.expected)} node(s)…\n", style="italic")
             self.wait_for_labels(dict(msg.expected))
         elif any(r.changed for r in msg.results):
             report.append("nfd-worker does not turn this file into labels here (see the status line)\n",
                           style=colors.get("warning", "yellow"))
-        self._report = report
         self._show_result(report)
         done = [r.node for r in msg.results if r.ok]
         if msg.verb == "Remove" and not failed and self.current is not None:
@@ -549,6 +550,7 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
                 self.drafts.pop((msg.kind, msg.name), None)
                 self.current = StoredFile(msg.kind, msg.name, pushed,  # type: ignore[arg-type]
                                           hashlib.sha256(pushed.encode()).hexdigest(), done[0])
+        self.render_mode()  # what was pushed is what is saved now: no `● unsaved`
         self.load_targets()  # the listings as the nodes have them now
 
     @work(thread=True, exclusive=True, group="hooks-relabel", exit_on_error=False)
@@ -572,10 +574,10 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         self.query_one("#hooks-output").border_title = f"relabel: {msg.text}"
 
     def on_relabel_done(self, msg: RelabelDone) -> None:
-        out = Text()
-        out.append_text(getattr(self, "_report", Text()))
-        out.append_text(view.relabel_text(msg.expected, msg.seen, theme_colors(self.app)))
+        out = view.relabel_text(msg.expected, msg.seen, theme_colors(self.app))
+        out.append_text(self._report)
         self._show_result(out)
+        self.query_one("#hooks-output", VerticalScroll).scroll_home(animate=False)
 
     # -- hook -> feature file -----------------------------------------------------------------------------
     def action_convert(self) -> None:
