@@ -398,6 +398,8 @@ async def test_a_pushed_feature_file_shows_the_relabel_outcome_at_80x24(lab: Any
                          what="the relabel outcome", timeout=60)
         assert "unsaved" not in str(screen.query_one("#hooks-mode").render())
         assert not str(screen.editor.border_title).startswith("●")
+        # NFD v0.19 has no hooks: no toast that source.d is not mounted (the status line says hooks are removed)
+        assert not [m for m in notifications(app) if "source.d" in m], notifications(app)
         screen.editor.load_text(original)  # put the lab's file back for the module's other tests
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: screen_name(pilot) == "ConfirmDanger", what="the second confirmation")

@@ -36,6 +36,7 @@ from console.gateways import Gateways
 from console.guard import GuardRefusal
 from console.kube.nfdfiles import NodeListing, wait_relabel
 from console.kube.nfdstore import DirectoryHookStore, NfdStoreError, StoredFile, hook_store
+from console.nfd import versions as V
 from console.nfd_preview import PREVIEW_TIMEOUT, FilePreview, hook_to_feature_file, hooks_note, preview_file
 from console.tui.safety import ConfirmDanger, dangerous
 from console.tui.screens import hooks_view as view
@@ -113,6 +114,7 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         self._pending: tuple[str, list[str]] | None = None  # (verb, nodes) waiting for its previews
         self._convert_after_preview = False
         self._preview_seq = 0
+        self._noted: set[str] = set()  # the mount notes already toasted
         self._report = Text()  # the last write's report; the relabel outcome is shown under it
         self._status_head = ""  # cluster mode: the deployment's status line
 
@@ -191,8 +193,11 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         for kind in ("hook", "feature"):
             mount = deployment.mounts.get(kind)
             if mount is None or mount.source in ("none", "other"):
-                where = "source.d" if kind == "hook" else "features.d"
-                notes.append(f"nfd-worker has no {where} the console can write ({mount.source if mount else 'none'})")
+                # v0.17+ has no hooks: the status line says so already, and source.d is rightly not mounted
+                if kind == "feature" or V.hooks_status(version) != "removed":
+                    where = "source.d" if kind == "hook" else "features.d"
+                    notes.append(f"nfd-worker has no {where} the console can write "
+                                 f"({mount.source if mount else 'none'})")
                 continue
             try:
                 target = self.gateways.nfd_files(kind, deployment, settings=self.settings, guard=self.guard)
@@ -210,7 +215,9 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         if msg.error:
             self.notify(msg.error, title="hooks", severity="warning", timeout=12)
         for note in msg.notes:
-            self.notify(note, title="nfd-worker mounts", severity="warning")
+            if note not in self._noted:  # once per screen, not on every reload after a push
+                self._noted.add(note)
+                self.notify(note, title="nfd-worker mounts", severity="warning")
         self._status_head = msg.deployment.status_line() if msg.deployment is not None else msg.error
         self.entries = view.entries(self.listings)
         self.files = [StoredFile(e.kind, e.name, "", "", "") for e in self.entries]  # type: ignore[arg-type]
