@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 from labtools import wait_for
 from nfdcm import create_worker, deployment, scheduled
-from textual.widgets import DataTable, OptionList, Static, TextArea
+from textual.widgets import DataTable, Input, OptionList, Static, TextArea
 from tuitools import Host, settle
 
 from console.config import Settings
@@ -198,6 +198,14 @@ async def test_selector_marks_nodes_and_remove_edits_the_configmap(kube_lab: Lab
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         screen.editor.blur()
+        # an invalid selector is said in one line here (the nodes screen's words), not the API's raw 400
+        await pilot.press("l", *"foo=bar=baz,,(", "enter")
+        await settle(pilot)
+        said = [n.message for n in app._notifications]
+        assert "invalid selector 'foo=bar=baz,,(': 'foo=bar=baz': expected key=value" in said, said
+        assert not any("HTTP" in m or "400" in m for m in said), said
+        screen.query_one("#hooks-selector-input", Input).value = ""
+        screen.query_one("#hooks-nodes").focus()  # out of the selector box again
         await pilot.press("l", *f"kubernetes.io/hostname={host}", "enter")
         await settle(pilot)
         assert screen.marked == {reach[-1]} and node_rows(screen)[reach[-1]][0] == "●"

@@ -9,6 +9,7 @@ from textual import work
 from textual.widgets import DataTable, Input
 
 from console.kube.nfdstore import NfdStoreError
+from console.kube.selector import SelectorError, parse_selector
 from console.tui.screens import hooks_view as view
 from console.tui.screens.hooks_messages import NodesSelected
 
@@ -61,8 +62,14 @@ class NodeChoice(_Screen):
             return
         event.stop()
         kind = self.current.kind if self.current else "feature"
+        selector = event.value.strip()
+        try:  # say what is wrong here, as kubectl does, rather than send it and show the API's 400
+            parse_selector(selector)
+        except SelectorError as e:
+            self.notify(f"invalid selector {selector!r}: {e}", title="selector", severity="error")
+            return
         if kind in self.targets:
-            self.select_nodes(kind, event.value.strip())
+            self.select_nodes(kind, selector)
 
     @work(thread=True, exclusive=True, group="hooks-select", exit_on_error=False)
     def select_nodes(self, kind: str, selector: str) -> None:
