@@ -69,6 +69,7 @@ async def test_unsaved_rule_edits_ask_before_they_go(kube: Gateways, tmp_path: P
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         assert screen.loaded is not None and screen.loaded["metadata"]["name"] == "modes-a"
+        assert shown(screen, "#rules-status").startswith("editing modes-a · ")  # the name first: never cut at 80
         assert shown(screen, "#rules-mode").startswith("BROWSE — e: edit · ctrl+r: dry-run · a: apply")
         editor = screen.query_one("#rules-editor", CodeEditor)
         browse = editor.region.height

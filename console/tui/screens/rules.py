@@ -249,8 +249,9 @@ class RulesScreen(EditorScreen):
         n = len(self.rules)
         editing = self.loaded["metadata"]["name"] if self.loaded else (self.parsed or {}).get("metadata", {}).get(
             "name", NEW) if isinstance(self.parsed, dict) else NEW
-        self.query_one("#rules-status", Static).update(f"{n} NodeFeatureRule(s) · {self.version_text} · "
-                                                       f"editing {editing}")
+        # the name first: at 80 columns the line is cut at its end
+        self.query_one("#rules-status", Static).update(f"editing {editing} · {n} NodeFeatureRule(s) · "
+                                                       f"{self.version_text}")
 
     def open_rule(self, obj: dict[str, Any] | None, text: str | None = None) -> None:
         if self.editor.text.strip():
