@@ -4,7 +4,7 @@ package console.themes, and `console --lab` says what to install.
 
 The install is pip's own (https://pip.pypa.io/en/stable/cli/pip_install/), from a copy of the tracked files (pip
 builds in the source tree; the repository stays clean), pinned by constraints.txt as ./dev installs. `pip install
-'.[lab]'` running the lab is tests/e2e/test_tmux_console.py (./dev lab installs `.[lab]`).
+'.[lab]'` running the lab is tests/e2e/test_stories.py (./dev lab installs `.[lab]`).
 """
 
 from __future__ import annotations
