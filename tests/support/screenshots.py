@@ -126,9 +126,13 @@ async def _help(pilot: Any) -> None:
 
 
 async def _command(pilot: Any) -> None:
+    from textual.widgets import Input
+
     await loaded(pilot)
     await pilot.press("colon", *"pend")
-    await pilot.pause()
+    for box in pilot.app.screen.query(Input):
+        box.cursor_blink = False  # a blinking cursor would make two pictures of one screen
+    await settled(pilot)  # the palette's matches arrive from its own worker
 
 
 def _via_command(command: str, screen: str) -> Steps:
