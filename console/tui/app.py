@@ -46,7 +46,8 @@ def small_terminal(width: int, height: int) -> str:
     """The header's notice below 80×24 ("" at or above it): the screens drop columns and collapse panels."""
     if width >= FLOOR[0] and height >= FLOOR[1]:
         return ""
-    return f"terminal {width}×{height} is smaller than {FLOOR[0]}×{FLOOR[1]}: some columns and panels are hidden"
+    # short enough to be read whole in the header at 60 columns
+    return f"{width}×{height} < {FLOOR[0]}×{FLOOR[1]}: columns, panels hidden"
 
 
 class ConsoleApp(ConsoleAppBase):

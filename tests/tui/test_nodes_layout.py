@@ -4,14 +4,24 @@ clients: what the nodes table says when it has no row, how it lays out at 60×20
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 import yaml
+from labstart import start_lab
 from tuitools import running
 
 from console.config import Settings
 from console.tui.themes import load_themes
 from screenshots import wait_until
+
+
+@pytest.fixture(scope="module")
+def kube_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The default lab on libvirt's test driver (no QEMU guests), OS_CLIENT_CONFIG_FILE naming its clouds.yaml
+    (the console opened as `--lab` opens it: screenshots.make_app)."""
+    yield from start_lab("default", tmp_path_factory.mktemp("layout-lab"), clouds_env=True, libvirt="test")
 
 
 def lines(app: Any) -> list[str]:
@@ -90,17 +100,17 @@ async def test_at_120x40_every_column_shows_and_roles_and_names_are_whole(kube_l
 
 async def test_below_80x24_the_header_says_so_on_every_screen(kube_lab: Any) -> None:
     """Before: at 60×20 columns disappeared with no notice."""
-    notice = "terminal 60×20 is smaller than 80×24: some columns and panels are hidden"
+    notice = "60×20 < 80×24: columns, panels hidden"
     async with running(kube_lab, size=(60, 20)) as pilot:
         app = pilot.app
         assert app.title == notice
-        assert lines(app)[0].split()[1:4] == ["terminal", "60×20", "is"]  # the first words after the icon
+        assert notice in lines(app)[0]  # read whole at 60 columns, not cut
         await pilot.press("p")
         await wait_until(pilot, lambda: type(app.screen).__name__ == "PendingScreen")
-        assert "terminal 60×20 is smaller" in lines(app)[0]
+        assert notice in lines(app)[0]
         await pilot.resize_terminal(80, 24)
         await wait_until(pilot, lambda: app.title == "console", what="the notice gone at 80×24")
-        assert "smaller than" not in lines(app)[0]
+        assert "80×24" not in lines(app)[0]
 
 
 async def test_theme_with_an_unknown_name_says_what_theme_nosuch_says(kube_lab: Any) -> None:
