@@ -37,6 +37,12 @@ class Host(App[None]):
         self.theme = "dark"
         self.push_screen(self._screen)
 
+    def request_quit(self) -> None:
+        """As ConsoleApp.request_quit (`:q`, ctrl+c): an editor with unsaved edits asks first."""
+        from console.tui.unsaved import before_navigation
+
+        before_navigation(self, self.exit, "quit")
+
 
 def console_app(settings: Settings, **kw: Any) -> Any:
     """A ConsoleApp on the gateways `settings` name (console/gateways.py), started, as cli_tui builds it."""

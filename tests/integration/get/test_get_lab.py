@@ -84,7 +84,8 @@ def plain(cell: Any) -> str:
 async def test_get_nodes_shows_what_the_nodes_screen_shows(lab: Lab, console: Get) -> None:
     app = make_app(lab)
     try:
-        async with app.run_test(size=(120, 40)) as pilot:
+        # 160 columns: the width at which the nodes screen shows capacity/allocatable/requested as `get -o wide`
+        async with app.run_test(size=(160, 40)) as pilot:
             await loaded(pilot)
             table = app.screen.query_one("#nodes-table")
             keys = [c.key for c in table.columns]  # the cells of a row, by column key
@@ -98,7 +99,7 @@ async def test_get_nodes_shows_what_the_nodes_screen_shows(lab: Lab, console: Ge
     assert [r["NAME"] for r in text] == [d["name"] for d in doc] == list(tui) == sorted(rows)
     for line, node in zip(text, doc, strict=True):
         cells, row = tui[node["name"]], rows[node["name"]]
-        # the nodes screen at 120 columns (wide): CPU/MEM cap/alloc/req, pods, NFD, the VM with its markers
+        # the nodes screen at 160 columns (wide): CPU/MEM cap/alloc/req, pods, NFD, the VM with its markers
         assert line["CPU CAP/ALLOC/REQ"] == cells["cpu"] and line["MEM CAP/ALLOC/REQ"] == cells["mem"], (line, cells)
         assert line["PODS"] == cells["pods"] == str(node["pods"])
         assert line["NFD"] == cells["nfd"] == str(node["nfdLabels"])
