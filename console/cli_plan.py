@@ -197,8 +197,8 @@ def render(inp: Any, plan: Any) -> list[str]:
     for i, c in enumerate(plan.nodes, 1):
         how = "resize, reboots" if c.method == OPENSTACK else "live, no reboot"
         out.append("")
-        out += _wrap(f"{i}. {c.node}: {_size(c.from_size)} → {_size(c.to_size)} ({c.method} {how}), "
-                     f"cost {_cost(c.cost)}", indent="   ", first="")
+        out += _wrap(f"{i}. {c.node}: {_size(c.from_size)} → {_size(c.to_size)}", indent="   ", first="")
+        out.append(f"   {c.method} ({how}), cost {_cost(c.cost)}")
         out += _wrap("pods: " + (", ".join(c.pods) or "none (pinned)"), indent="   ")
         out += [line for note in c.notes for line in _wrap("note: " + note, indent="   ")]
     grown = {c.node for c in plan.nodes}
