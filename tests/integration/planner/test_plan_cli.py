@@ -382,10 +382,59 @@ def test_plan_for_some_pods_only(console: Callable[..., Result], world: World):
     assert plan["placements"] == {} and [u["pod"] for u in plan["unplaceable"]] == ["default/inference"]
 
 
-def test_plan_unreachable_api_is_exit_6_with_the_error_object(console: Callable[..., Result], lab: Lab,
-                                                               monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("KUBECONFIG", str(Path(lab.state.root) / "faults" / "kubeconfig-unreachable"))
+@pytest.mark.parametrize(("env", "kind", "words"), [
+    ({"KUBECONFIG": "kubeconfig-unreachable"}, "kube-unreachable", "refused"),
+    ({"OS_CLIENT_CONFIG_FILE": "clouds.yaml", "OS_CLOUD": "lab-keystone-down"}, "keystone-unreachable", "Keystone"),
+    ({"OS_CLIENT_CONFIG_FILE": "clouds.yaml", "OS_CLOUD": "lab-wrong-password"}, "keystone-auth", "401"),
+], ids=["kube-api", "keystone-down", "keystone-password"])
+def test_plan_backend_faults_are_exit_6_with_the_error_object(console: Callable[..., Result], lab: Lab,
+                                                              monkeypatch: pytest.MonkeyPatch, env: dict[str, str],
+                                                              kind: str, words: str):
+    """As every headless command (console/faults.py): one `console:` line naming what failed, the JSON object."""
+    for var, value in env.items():
+        monkeypatch.setenv(var, str(Path(lab.state.root) / "faults" / value) if var != "OS_CLOUD" else value)
     res = console("-o", "json", code=6)
-    doc = json.loads(res.stdout)
-    assert doc["status"] == "error" and doc["error"] == "kube-unreachable" and doc["exit_code"] == 6
-    assert res.stderr.startswith("console: ") and "Traceback" not in res.stderr
+    doc = json.loads(res.stdout.strip().splitlines()[-1])
+    assert doc["status"] == "error" and doc["error"] == kind and doc["exit_code"] == 6
+    assert res.stderr.startswith("console: ") and words in res.stderr and "Traceback" not in res.stderr
+
+
+def test_libvirt_only_vms_grow_live_up_to_the_hosts_maxima(lab: Lab, monkeypatch: pytest.MonkeyPatch):
+    """Without a cloud the domains are the VMs: each may grow live up to its host's CPUs and memory
+    (virNodeGetInfo), and the host's room is what its running domains leave (read here with libvirt-python)."""
+    import libvirt
+
+    from console.config import load
+    from console.kube.connection import connect
+    from console.planner.inputs import read_plan_input
+    from console.planner.model import LIBVIRT
+
+    env = lab_env(lab)
+    monkeypatch.setenv("KUBECONFIG", env["KUBECONFIG"])
+    monkeypatch.setenv("CONSOLE_LIBVIRT_URI", uri := env["CONSOLE_LIBVIRT_URI"])
+    monkeypatch.setenv("OS_CLOUD", "")
+    settings = load({})
+    api, _ = connect(settings.kubeconfig, settings.context)
+    try:
+        inp = read_plan_input(api, settings)
+    finally:
+        api.close()
+    conn = libvirt.open(uri)
+    try:
+        _model, mem_mib, cpus, *_ = conn.getInfo()
+        running = [d.info() for d in conn.listAllDomains() if d.isActive()]
+        names = {d.UUIDString().lower(): d.name() for d in conn.listAllDomains()}
+    finally:
+        conn.close()
+    vms = {n.name: n.vm for n in inp.nodes}
+    assert all(vm is not None and vm.method == LIBVIRT and vm.host == uri for vm in vms.values()), vms
+    assert {vm.ref for vm in vms.values()} <= set(names.values())
+    for vm in vms.values():
+        assert vm.options == ()  # no flavors without Nova
+        top = vm.max_size
+        assert top is None or (top.vcpus, top.memory_mib) == (max(cpus, vm.current.vcpus),
+                                                              max(mem_mib, vm.current.memory_mib))
+    room = inp.limits.hosts[uri]
+    assert (room.max_vcpus, room.max_memory_mib) == (cpus, mem_mib)
+    assert room.vcpus == max(0, cpus - sum(i[3] for i in running))
+    assert room.memory_mib <= max(0, mem_mib - sum(i[1] // 1024 for i in running))
