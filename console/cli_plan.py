@@ -156,7 +156,14 @@ def run(args: argparse.Namespace) -> int:
             import importlib
 
             # the fleet runbook's module, imported only here: `plan` without --apply never needs it
-            return int(importlib.import_module("console.cli_plan_apply").apply(args, inp, plan))
+            try:
+                fleet = importlib.import_module("console.cli_plan_apply")
+            except ModuleNotFoundError as e:
+                if e.name != "console.cli_plan_apply":
+                    raise
+                return _error(args, "usage", "--apply is not available in this build (no fleet runbook); "
+                              "nothing was changed; `console plan` shows the plan")
+            return int(fleet.apply(args, inp, plan))
     finally:
         api.close()
     if args.output == "json":

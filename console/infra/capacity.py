@@ -18,16 +18,74 @@ free room per compute host, and the project quota (console/planner/inputs.py rea
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from console.infra.inventory import VmInventory
 from console.infra.protocol import InfraError
 from console.infra.vms import VmView, match_nodes
-from console.planner.inputs import Flavor, flavor_options, flavor_price, host_free, quota_from_limits
-from console.planner.model import LIBVIRT, OPENSTACK, HostFree, Limits, Quota, Size, Vm
+from console.planner.model import LIBVIRT, OPENSTACK, HostFree, Limits, Quota, Size, SizeOption, Vm
 
 PLACEMENT_UNKNOWN = ("free capacity per compute host is unknown (Placement is admin-only by default): the plan "
                      "does not bound it, and a resize may still fail with NoValidHost")
+
+
+def quota_from_limits(absolute: Mapping[str, Any]) -> Quota:
+    """What the project may still add, from Nova's absolute limits (-1 or missing: unlimited → None)."""
+    def left(limit: str, used: str) -> int | None:
+        cap = absolute.get(limit)
+        if cap is None or int(cap) < 0:
+            return None
+        return max(0, int(cap) - int(absolute.get(used) or 0))
+
+    return Quota(cores=left("maxTotalCores", "totalCoresUsed"), ram_mib=left("maxTotalRAMSize", "totalRAMUsed"))
+
+
+def host_free(inventories: Mapping[str, Mapping[str, Any]], usages: Mapping[str, Any]) -> HostFree:
+    """One resource provider's room: (total − reserved) × allocation_ratio − used per class (Placement's capacity
+    rule, placement/objects/allocation.py _check_capacity_exceeded), max_unit the most one allocation may take."""
+    def free(rc: str) -> tuple[int | None, int | None]:
+        inv = inventories.get(rc)
+        if not inv:
+            return None, None
+        cap = (int(inv.get("total") or 0) - int(inv.get("reserved") or 0)) * float(inv.get("allocation_ratio") or 1.0)
+        return max(0, int(cap) - int(usages.get(rc) or 0)), inv.get("max_unit")
+
+    vcpus, max_vcpus = free("VCPU")
+    mem, max_mem = free("MEMORY_MB")
+    return HostFree(vcpus=vcpus, memory_mib=mem, max_vcpus=max_vcpus, max_memory_mib=max_mem)
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    vcpus: int
+    ram_mib: int
+    disk_gb: int = 0
+    extra_specs: Mapping[str, str] = field(default_factory=dict)
+
+
+def flavor_price(flavor: Flavor, prices: Mapping[str, float], extra_spec: str | None) -> float | None:
+    """The flavor's price: the settings' `flavor_prices`, else its extra_spec `price_extra_spec` (a number)."""
+    if flavor.name in prices:
+        return float(prices[flavor.name])
+    if extra_spec and extra_spec in flavor.extra_specs:
+        try:
+            return float(flavor.extra_specs[extra_spec])
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def flavor_options(current: Size, disk_gb: int, flavors: Sequence[Flavor], prices: Mapping[str, float],
+                   extra_spec: str | None) -> tuple[SizeOption, ...]:
+    """The flavors a server can be resized to: no smaller in vCPUs, memory or root disk (disk_refusal in
+    console/infra/openstack.py), larger in vCPUs or memory, never the current flavor; smallest first."""
+    out = [SizeOption(Size(f.vcpus, f.ram_mib, f.name), OPENSTACK, flavor_price(f, prices, extra_spec))
+           for f in flavors
+           if f.name != current.flavor and f.vcpus >= current.vcpus and f.ram_mib >= current.memory_mib
+           and (f.vcpus > current.vcpus or f.ram_mib > current.memory_mib) and not (disk_gb and f.disk_gb < disk_gb)]
+    return tuple(sorted(out, key=lambda o: (o.size.vcpus, o.size.memory_mib, o.size.flavor)))
 
 
 def _sdk_errors() -> tuple[type[BaseException], ...]:
@@ -38,6 +96,8 @@ def _sdk_errors() -> tuple[type[BaseException], ...]:
 
 
 def _why(e: BaseException) -> str:
+    if "not present in the service catalog" in str(e) or "EndpointNotFound" in type(e).__name__:
+        return "no endpoint in the service catalog"
     status = getattr(e, "status_code", None) or getattr(e, "http_status", None)
     text = str(getattr(e, "details", None) or e).strip().splitlines()[0][:160] if str(e) else type(e).__name__
     return f"{status} {text}" if status and str(status) not in text else text

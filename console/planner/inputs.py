@@ -36,19 +36,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.planner.model import (
-    OPENSTACK,
     AntiAffinityTerm,
     BoundPod,
     CostModel,
-    HostFree,
     Limits,
     Node,
     PendingPod,
     PlanInput,
     Preferences,
-    Quota,
     Size,
-    SizeOption,
     Vm,
 )
 
@@ -104,64 +100,6 @@ def pdb_blocked(pods: Sequence[Mapping[str, Any]], budgets: Sequence[Mapping[str
                                                                              labels) for b in stuck):
             out.append(f"{ns}/{meta.get('name', '')}")
     return tuple(sorted(out))
-
-
-def quota_from_limits(absolute: Mapping[str, Any]) -> Quota:
-    """What the project may still add, from Nova's absolute limits (-1 or missing: unlimited → None)."""
-    def left(limit: str, used: str) -> int | None:
-        cap = absolute.get(limit)
-        if cap is None or int(cap) < 0:
-            return None
-        return max(0, int(cap) - int(absolute.get(used) or 0))
-
-    return Quota(cores=left("maxTotalCores", "totalCoresUsed"), ram_mib=left("maxTotalRAMSize", "totalRAMUsed"))
-
-
-def host_free(inventories: Mapping[str, Mapping[str, Any]], usages: Mapping[str, Any]) -> HostFree:
-    """One resource provider's room: (total − reserved) × allocation_ratio − used per class (Placement's capacity
-    rule, placement/objects/allocation.py _check_capacity_exceeded), max_unit the most one allocation may take."""
-    def free(rc: str) -> tuple[int | None, int | None]:
-        inv = inventories.get(rc)
-        if not inv:
-            return None, None
-        cap = (int(inv.get("total") or 0) - int(inv.get("reserved") or 0)) * float(inv.get("allocation_ratio") or 1.0)
-        return max(0, int(cap) - int(usages.get(rc) or 0)), inv.get("max_unit")
-
-    vcpus, max_vcpus = free("VCPU")
-    mem, max_mem = free("MEMORY_MB")
-    return HostFree(vcpus=vcpus, memory_mib=mem, max_vcpus=max_vcpus, max_memory_mib=max_mem)
-
-
-@dataclass(frozen=True)
-class Flavor:
-    name: str
-    vcpus: int
-    ram_mib: int
-    disk_gb: int = 0
-    extra_specs: Mapping[str, str] = field(default_factory=dict)
-
-
-def flavor_price(flavor: Flavor, prices: Mapping[str, float], extra_spec: str | None) -> float | None:
-    """The flavor's price: the settings' `flavor_prices`, else its extra_spec `price_extra_spec` (a number)."""
-    if flavor.name in prices:
-        return float(prices[flavor.name])
-    if extra_spec and extra_spec in flavor.extra_specs:
-        try:
-            return float(flavor.extra_specs[extra_spec])
-        except (TypeError, ValueError):
-            return None
-    return None
-
-
-def flavor_options(current: Size, disk_gb: int, flavors: Sequence[Flavor], prices: Mapping[str, float],
-                   extra_spec: str | None) -> tuple[SizeOption, ...]:
-    """The flavors a server can be resized to: no smaller in vCPUs, memory or root disk (disk_refusal in
-    console/infra/openstack.py), larger in vCPUs or memory, never the current flavor; smallest first."""
-    out = [SizeOption(Size(f.vcpus, f.ram_mib, f.name), OPENSTACK, flavor_price(f, prices, extra_spec))
-           for f in flavors
-           if f.name != current.flavor and f.vcpus >= current.vcpus and f.ram_mib >= current.memory_mib
-           and (f.vcpus > current.vcpus or f.ram_mib > current.memory_mib) and not (disk_gb and f.disk_gb < disk_gb)]
-    return tuple(sorted(out, key=lambda o: (o.size.vcpus, o.size.memory_mib, o.size.flavor)))
 
 
 def preferences(settings: Any, *, dropped: Sequence[str] = (), pinned: Mapping[str, Size] | None = None
@@ -341,9 +279,10 @@ def _node(n: Any, t: _NodeTally, vm: Vm | None, budgets: list[dict[str, Any]],
 
 def read_vms(settings: Any, nodes: Sequence[Any]) -> tuple[dict[str, Vm], Limits, list[str]]:
     """Node name → its VM (the sizes it can go to), the limits, and notes on what could not be read."""
-    from console.gateways import vm_inventory_for
+    from console.infra.inventory import vm_inventory
+    from console.infra.libvirt import libvirt_uris
 
-    inventory = vm_inventory_for(settings)
+    inventory = vm_inventory(settings.cloud, libvirt_uris(settings.libvirt_uris))  # as gateways.vm_inventory_for
     if inventory is None:
         return {}, Limits(), ["no cloud or hypervisor configured (cloud / libvirt_uris): no node can be grown"]
     from console.infra.capacity import read_capacity

@@ -1,5 +1,6 @@
-"""console/planner/inputs.py's conversions, on API-shaped dicts: a Pending pod's constraints and requests, the pods
-a PodDisruptionBudget holds, Nova limits → quota, Placement inventories/usages → free room, flavors → options.
+"""The planner input's conversions (console/planner/inputs.py, console/infra/capacity.py), on API-shaped dicts: a
+Pending pod's constraints and requests, the pods a PodDisruptionBudget holds, Nova limits → quota, Placement
+inventories/usages → free room, flavors → options.
 
 Sources: the Pod spec (k8s.io/api/core/v1 types.go: nodeSelector, affinity.nodeAffinity
 .requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms, podAntiAffinity terms with labelSelector /
@@ -11,16 +12,8 @@ allocation_ratio, used from `/resource_providers/{uuid}/usages` (https://docs.op
 
 from __future__ import annotations
 
-from console.planner.inputs import (
-    Flavor,
-    anti_affinity_terms,
-    flavor_options,
-    flavor_price,
-    host_free,
-    pdb_blocked,
-    pending_pod,
-    quota_from_limits,
-)
+from console.infra.capacity import Flavor, flavor_options, flavor_price, host_free, quota_from_limits
+from console.planner.inputs import anti_affinity_terms, pdb_blocked, pending_pod
 from console.planner.model import OPENSTACK, HostFree, Quota, Size
 
 AVX = "feature.node.kubernetes.io/cpu-cpuid.AVX512F"
