@@ -134,9 +134,14 @@ class _NodeTally:
 
 def _compact(obj: dict[str, Any]) -> dict[str, Any]:
     """What the PDB and anti-affinity checks read of a bound pod (drain.classify: owners, annotations, volumes)."""
+    from console.kube.drain import MIRROR_ANNOTATION
+
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    return {"metadata": {k: meta[k] for k in ("namespace", "name", "labels", "ownerReferences", "annotations")
-                         if k in meta},
+    notes = meta.get("annotations") or {}
+    kept = {k: meta[k] for k in ("namespace", "name", "labels", "ownerReferences") if k in meta}
+    if MIRROR_ANNOTATION in notes:  # the one annotation the drain rules read (a static pod is not evicted)
+        kept["annotations"] = {MIRROR_ANNOTATION: notes[MIRROR_ANNOTATION]}
+    return {"metadata": kept,
             "spec": {"affinity": spec.get("affinity"),
                      "volumes": [v for v in spec.get("volumes") or () if "emptyDir" in (v or {})]},
             "status": {"phase": (obj.get("status") or {}).get("phase")}}

@@ -438,3 +438,15 @@ def test_libvirt_only_vms_grow_live_up_to_the_hosts_maxima(lab: Lab, monkeypatch
     assert (room.max_vcpus, room.max_memory_mib) == (cpus, mem_mib)
     assert room.vcpus == max(0, cpus - sum(i[3] for i in running))
     assert room.memory_mib <= max(0, mem_mib - sum(i[1] // 1024 for i in running))
+
+
+def test_a_project_member_plans_without_placement_and_is_told_so(console: Callable[..., Result],
+                                                                  monkeypatch: pytest.MonkeyPatch):
+    """Placement's API is admin-only by default (placement/policies: `role:admin`); a member's plan still comes,
+    with a note that free capacity per compute host is unknown — never an error."""
+    monkeypatch.setenv("OS_CLOUD", "lab-member")
+    res = console("-o", "json")
+    assert res.returncode in (0, 3), res.stderr
+    plan = json.loads(res.stdout)
+    assert any("free capacity per compute host is unknown" in n for n in plan["notes"]), plan["notes"]
+    assert plan["placements"], "the member's plan places pods too"
