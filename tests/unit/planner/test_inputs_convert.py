@@ -66,7 +66,11 @@ def _pdb(namespace: str, match: dict, allowed: int) -> dict:
 
 def test_pdb_blocked_names_the_pods_a_budget_at_zero_holds():
     pods = [_bound("db-0", {"app": "db"}), _bound("web-0", {"app": "web"}), _bound("agent", {"app": "db"}, "DaemonSet")]
-    assert pdb_blocked(pods, [_pdb("web", {"app": "db"}, 0)]) == ("web/db-0",)  # the DaemonSet pod is not evicted
+    mirror = _bound("etcd-node1", {"app": "db"}, "Node")
+    mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "abc"}
+    pods.append(mirror)
+    # the DaemonSet pod and the static (mirror) pod are not evicted: a budget over them blocks nothing
+    assert pdb_blocked(pods, [_pdb("web", {"app": "db"}, 0)]) == ("web/db-0",)
     assert pdb_blocked(pods, [_pdb("web", {"app": "db"}, 1)]) == ()  # one disruption allowed: the drain goes on
     assert pdb_blocked(pods, [_pdb("other", {"app": "db"}, 0)]) == ()  # a budget selects in its own namespace
     assert pdb_blocked(pods, [{"metadata": {"namespace": "web"}, "spec": {"selector": {}},
