@@ -270,6 +270,10 @@ def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     preview = "\n".join(f"{p['action']} NodeFeatureRule {p['name']}"
                         f"{' (resourceVersion ' + p['resourceVersion'] + ')' if p['resourceVersion'] else ''}\n"
                         f"{p['diff']}" for p in changes)
+    what = ", ".join(f"{p['action']} of NodeFeatureRule {p['name']}" for p in changes)
+    if not args.dry_run:
+        with _store_errors(what, settings):
+            guard.check(what)  # read-only is the session's: said before RBAC, which could change nothing more
     if (refused := _missing(api, settings, "rule-apply")) is not None:
         if not args.dry_run:
             raise refused
@@ -287,9 +291,6 @@ def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     if args.dry_run:
         doc, _ = report("dry-run", f"dry run: {len(changes)} change(s); nothing was changed")
         return doc, preview + f"\ndry run: {len(changes)} change(s); nothing was changed"
-    what = ", ".join(f"{p['action']} of NodeFeatureRule {p['name']}" for p in changes)
-    with _store_errors(what, settings):
-        guard.check(what)
     print(preview, file=sys.stderr)
     _confirm(args, f"Apply {len(changes)} NodeFeatureRule change(s)?")
     done: list[str] = []

@@ -232,10 +232,21 @@ def _unreachable(e: BaseException, where: Where) -> Fault:
         why = "the connection dropped (the server went away, or something between cut it)"
     else:
         why = text.split(": ", 1)[-1][:200]
-    return Fault("kube-unreachable", f"the Kubernetes API server {k['server'] or getattr(e, 'pool', '')}",
+    return Fault("kube-unreachable", f"the Kubernetes API server {k['server'] or _endpoint(e)}".rstrip(),
                  f"cannot reach it: {why}",
                  f"check the server URL of cluster {k['cluster'] or '?'} in {k['kubeconfig']}, the network/VPN, "
                  "or pick another context")
+
+
+def _endpoint(e: BaseException) -> str:
+    """The URL urllib3 tried: a NewConnectionError's `conn` (its `pool` is deprecated, gone in urllib3 v3) or a
+    pool error's ConnectionPool (ReadTimeoutError), each with host and port; "" when neither is there."""
+    target = getattr(e, "conn", None) or vars(e).get("pool")
+    host, port = getattr(target, "host", None), getattr(target, "port", None)
+    if not host:
+        return ""
+    scheme = getattr(target, "scheme", None) or ("https" if "HTTPS" in type(target).__name__ else "http")
+    return f"{scheme}://{host}" + (f":{port}" if port else "")
 
 
 def _timed_out(e: BaseException) -> bool:

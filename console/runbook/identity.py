@@ -58,7 +58,10 @@ def infra_identity(method: str, openstack: Any, libvirt: Any, vm_ref: str) -> di
 def _cloud_text(o: dict[str, Any] | None) -> str:
     if not o:
         return "no OpenStack cloud"
-    return f"OpenStack {o.get('auth_url') or '?'} project {o.get('project') or o.get('project_id') or '?'}"
+    # names are unique per domain only: the id (what is compared) tells two projects called `admin` apart
+    name, pid = o.get("project"), o.get("project_id")
+    project = f"{name} (id {pid})" if name and pid else (name or pid or "?")
+    return f"OpenStack {o.get('auth_url') or '?'} project {project}"
 
 
 def infra_problem(recorded: dict[str, Any], current: dict[str, Any]) -> str | None:

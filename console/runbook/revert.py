@@ -82,7 +82,7 @@ def plan_revert(session: Any, node: str, *, resume: str | None = None, node_time
     SessionError when a journal of the node cannot be used (Session.journal_to_resume); PermissionsMissing (not
     for a dry run) when this user may not do what a revert calls for."""
     plan, journal = _plan_revert(session, node, resume, node_timeout, resize_timeout)
-    if not dry_run:
+    if not dry_run and not session.guard.read_only:  # read-only refuses the run first
         session.check_permissions(KIND)
     return plan, journal
 
@@ -215,8 +215,8 @@ def run_revert(session: Any, plan: RevertPlan, journal: Journal | None = None, *
     from console.runbook.journal import new_run_id
 
     run_id = journal.run_id if journal is not None else new_run_id(KIND, plan.node)
+    session.guard.check(f"revert of the resize of {plan.server}")  # ReadOnly before RBAC, the Lease, a journal
     session.check_permissions(KIND)  # below any UI: before the Lease or a journal
-    session.guard.check(f"revert of the resize of {plan.server}")  # ReadOnly before the Lease or a journal
     superseded: tuple[Journal, str, str] | None = None
     with session.node_lock(plan.node, run_id, journal, on_event) as lock:
         if journal is None:

@@ -204,7 +204,7 @@ class Session:
         if journal is not None:
             self.check_infra(journal, plan.method, plan.vm.ref)
             plan = resumed(plan, journal.doc["context"].get("plan") or {})
-        if not dry_run and not plan.nothing_to_do:
+        if not dry_run and not plan.nothing_to_do and not self.guard.read_only:  # read-only refuses the run first
             self.check_permissions(plan_action(plan))
         return plan, journal
 
@@ -219,8 +219,8 @@ class Session:
 
         if plan.nothing_to_do:
             raise SessionError(plan.nothing_to_do)
+        self.guard.check(f"scale-up of {plan.node.name}")  # ReadOnly before RBAC, the Lease or a journal
         self.check_permissions(plan_action(plan))  # below any UI: before the Lease or a journal exists
-        self.guard.check(f"scale-up of {plan.node.name}")  # ReadOnly before the Lease or a journal exists
         run_id = journal.run_id if journal is not None else new_run_id("scale-up", plan.node.name)
         with self.node_lock(plan.node.name, run_id, journal, on_event) as lock:
             if journal is None:

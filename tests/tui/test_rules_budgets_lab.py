@@ -131,3 +131,59 @@ def test_api_server_answers_while_nfd_master_evaluates_a_pathological_rule(defau
         assert slowest < 10, f"a GET took {slowest:.1f} s while nfd-master evaluated"  # generous: it was > 60 s
     finally:
         kubectl(default_lab, "delete", "-f", str(rule))
+
+
+REDOS_RULE = """apiVersion: nfd.k8s-sigs.io/v1alpha1
+kind: NodeFeatureRule
+metadata: {name: redos-tui}
+spec:
+  rules:
+  - name: redos
+    labels: {redos: "true"}
+    matchFeatures:
+    - feature: custom.redos
+      matchExpressions:
+        value: {op: InRegexp, value: ["(a+)+$"]}
+"""
+
+
+async def test_rules_screen_dry_run_of_a_pathological_regexp_against_10000_characters(kube: Gateways) -> None:
+    """`(a+)+$` against a 10,000-character attribute, through the rules screen's own dry-run (ctrl+r, its thread
+    worker, the cluster's NodeFeatures): NFD's InRegexp is Go's regexp (RE2, linear: expression.go
+    regexp.Compile + MatchString), so the result is there at once. With a backtracking engine 27 characters took
+    11 s (issue 9). A third-party NodeFeature for kube-worker01 carries the value (NFD merges every NodeFeature
+    of a node: nfd-master getAndMergeNodeFeatures); the match case shows the value is the one evaluated."""
+    from kubernetes import client
+
+    api = client.CustomObjectsApi(kube.api_client)
+    nf = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+          "metadata": {"name": "redos-tui", "namespace": "node-feature-discovery",
+                       "labels": {"nfd.node.kubernetes.io/node-name": "kube-worker01"}},
+          "spec": {"features": {"attributes": {"custom.redos": {"elements": {"value": "a" * 10_000}}}}}}
+    api.create_namespaced_custom_object("nfd.k8s-sigs.io", "v1alpha1", "node-feature-discovery", "nodefeatures", nf)
+    try:
+        screen = RulesScreen(gateways=kube, settings=Settings())
+        app = Host(screen, screen.settings)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            screen.open_rule(None, REDOS_RULE)
+            screen.editor.blur()
+            assert not screen.errors, screen.errors
+
+            async def dry_run() -> list[str]:
+                screen.dry_run = None
+                await pilot.press("ctrl+r")
+                # generous: a backtracking engine would not end in minutes
+                await wait_for(pilot, lambda: screen.dry_run is not None, "the dry-run result", timeout=20)
+                assert screen.dry_run is not None and screen.dry_run.error == ""
+                return [n.node for n in screen.dry_run.affected]
+
+            assert await dry_run() == ["kube-worker01"]  # a…a ends in a's: the rule would label it
+            nf["spec"]["features"]["attributes"]["custom.redos"]["elements"]["value"] = "a" * 10_000 + "!"
+            api.patch_namespaced_custom_object("nfd.k8s-sigs.io", "v1alpha1", "node-feature-discovery",
+                                               "nodefeatures", "redos-tui", {"spec": nf["spec"]})
+            assert await dry_run() == []  # the worst case for backtracking: no match
+    finally:
+        api.delete_namespaced_custom_object("nfd.k8s-sigs.io", "v1alpha1", "node-feature-discovery", "nodefeatures",
+                                            "redos-tui")

@@ -186,3 +186,46 @@ def test_401_says_who_you_are_403_what_you_may_do(kubeconfig: faults.Where) -> N
     assert forbidden is not None and forbidden.message.startswith(f"the Kubernetes API server https://10.0.0.1:6443: "
                                                                   f"{msg} (403 Forbidden: the API server knows who")
     assert "credentials" not in forbidden.message
+
+
+def test_unreachable_names_the_host_from_the_connection_without_the_deprecated_pool(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no server in any kubeconfig the message names the host:port urllib3 tried. urllib3 2.x deprecates
+    NewConnectionError.pool (a FutureWarning; "will be removed in urllib3 v3.0. Use 'conn' instead" —
+    urllib3/src/urllib3/exceptions.py): the host comes from `.conn` (an HTTPConnection) or a pool error's
+    ConnectionPool, and no warning is raised either way."""
+    import warnings
+
+    from urllib3.connection import HTTPSConnection
+    from urllib3.connectionpool import HTTPSConnectionPool
+    from urllib3.exceptions import MaxRetryError, NewConnectionError, ReadTimeoutError
+
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    refused = NewConnectionError(HTTPSConnection("kube.example", 6443),
+                                 "Failed to establish a new connection: [Errno 111] Connection refused")
+    slow = ReadTimeoutError(HTTPSConnectionPool("slow.example", 8443), "/api", "Read timed out. (read timeout=5)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = faults.classify(MaxRetryError(None, "/api", refused))  # type: ignore[arg-type]
+        t = faults.classify(slow)
+    assert f is not None and f.kind == "kube-unreachable"
+    assert f.message.startswith("the Kubernetes API server https://kube.example:6443: cannot reach it: the "
+                                "connection was refused"), f.message
+    assert t is not None and t.kind == "kube-unreachable"
+    assert t.message.startswith("the Kubernetes API server https://slow.example:8443: cannot reach it: the "
+                                "connection timed out"), t.message
+
+
+def test_unreachable_with_a_kubeconfig_server_touches_no_deprecated_attribute(kubeconfig: faults.Where) -> None:
+    import warnings
+
+    from urllib3.connection import HTTPConnection
+    from urllib3.exceptions import MaxRetryError, NewConnectionError
+
+    refused = NewConnectionError(HTTPConnection("10.0.0.1", 6443), "Failed to establish a new connection: "
+                                                                    "[Errno 111] Connection refused")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = faults.classify(MaxRetryError(None, "/api", refused), kubeconfig)  # type: ignore[arg-type]
+    assert f is not None and f.message.startswith("the Kubernetes API server https://10.0.0.1:6443: cannot reach")

@@ -213,6 +213,43 @@ def test_read_only_refuses_before_any_node_is_touched(lab, api, cli, tmp_path):
     assert not (features_d(lab, "kube-worker01") / "ro.feature").exists() and audit(env) == []
 
 
+@pytest.mark.parametrize("how", ["flag", "current-context"])
+def test_read_only_by_flag_or_current_context_refuses_push_and_rm(lab, api, cli, tmp_path, how):
+    """`--read-only`, and `contexts: {lab: {read_only: true}}` for the kubeconfig's current context (no --context)."""
+    env = _state(tmp_path, config="contexts:\n  lab:\n    read_only: true\n" if how == "current-context" else "")
+    flag = ["--read-only"] if how == "flag" else []
+    f = tmp_path / "ro.feature"
+    f.write_text("ro=1\n")
+    code, doc, err = cli(env, *flag, "nfd", "files", "push", str(f), "--kind", "feature", "--node", "kube-worker01",
+                         "--yes")
+    assert (code, doc["error"]) == (2, "read-only"), err
+    assert not (features_d(lab, "kube-worker01") / "ro.feature").exists()
+    code, doc, err = cli(env, *flag, "nfd", "files", "rm", "inventory", "--kind", "feature", "--node",
+                         "kube-worker01", "--yes")
+    assert (code, doc["error"]) == (2, "read-only"), err
+    assert (features_d(lab, "kube-worker01") / "inventory").exists() and audit(env) == []
+
+
+def test_audit_log_on_a_full_device_refuses_push_and_rm(lab, api, cli, tmp_path):
+    """The intent record cannot be written (/dev/full: ENOSPC on every write, full(4)): no node is written to."""
+    env = _state(tmp_path)
+    log = Path(env["XDG_STATE_HOME"]) / "console" / "audit.log"
+    log.symlink_to("/dev/full")
+    f = tmp_path / "full.feature"
+    f.write_text("full=1\n")
+    before = labels(api, "kube-worker01")
+    code, doc, err = cli(env, "nfd", "files", "push", str(f), "--kind", "feature", "--node", "kube-worker01", "--yes")
+    assert (code, doc["status"], doc["error"]) == (2, "refused", "audit-unwritable"), err
+    assert f"audit log {log} cannot be written (No space left on device)" in doc["message"]
+    assert "not done" in doc["message"]
+    assert not (features_d(lab, "kube-worker01") / "full.feature").exists()
+    code, doc, err = cli(env, "nfd", "files", "rm", "inventory", "--kind", "feature", "--node", "kube-worker01",
+                         "--yes")
+    assert (code, doc["error"]) == (2, "audit-unwritable"), err
+    assert (features_d(lab, "kube-worker01") / "inventory").exists()
+    assert labels(api, "kube-worker01") == before
+
+
 def test_usage_errors(cli, tmp_path):
     env = _state(tmp_path)
     big = tmp_path / "big.feature"

@@ -166,11 +166,14 @@ def test_apply_conflict_when_the_rule_changes_before_the_write(default_lab: Lab,
     assert audit(env)[-1]["result"] == "conflict"  # the intent was logged, then its outcome says why
 
 
-@pytest.mark.parametrize("how", ["flag", "config-file"])
+@pytest.mark.parametrize("how", ["flag", "config-file", "current-context", "viewer"])
 def test_read_only_refuses_apply_and_changes_nothing(default_lab: Lab, api_client: Any, tmp_path: Path,
                                                      how: str) -> None:
-    env = _state(tmp_path, config="read_only: true\n" if how == "config-file" else "")
-    flag = ["--read-only"] if how == "flag" else []
+    """current-context: `contexts: {lab: {read_only: true}}` for the kubeconfig's current context; viewer: a
+    read-only user RBAC would also refuse is told read-only (the session's setting) before any RBAC check."""
+    config = {"config-file": "read_only: true\n", "current-context": "contexts:\n  lab:\n    read_only: true\n"}
+    env = _state(tmp_path, config=config.get(how, ""))
+    flag = {"flag": ["--read-only"], "viewer": ["--context", "lab-viewer", "--read-only"]}.get(how, [])
     f = tmp_path / "rule.yaml"
     f.write_text(RULE.format(name=f"deploy-ro-{how}", rule="x", label="ro"))
     code, doc, err = console(default_lab, env, *flag, "nfd", "apply", "-f", str(f), "--yes")

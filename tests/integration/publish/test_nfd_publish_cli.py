@@ -10,12 +10,14 @@ content sends nothing and audits nothing.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
-from labtools import wait_for
+from labtools import lab_env, wait_for
 from publishtools import audit, publish, xdg
 
 from console.lab.world import Lab
@@ -158,6 +160,24 @@ def test_read_only_and_rbac_refuse_before_sending(default_lab: Lab, kube: Any, t
     assert code == 2 and doc["error"] == "forbidden", err
     assert doc["missing"] == [f"create nodefeatures.nfd.k8s-sigs.io in {NFD_NS}"]
     assert nodefeature(kube, NFD_NS, f"{NODE}-console") is None and audit(env) == []
+
+
+def test_read_only_flag_and_a_full_audit_log_refuse_before_sending(default_lab: Lab, kube: Any,
+                                                                    tmp_path: Path) -> None:
+    """`--read-only`; and an audit log whose intent record cannot be written (/dev/full, full(4)): no NodeFeature."""
+    proc = subprocess.run([sys.executable, "-m", "console", "--read-only", "nfd", "publish", "--node", NODE, "--label",
+                           "ro=flag", "--yes", "-o", "json"], env=lab_env(default_lab) | xdg(tmp_path / "flag"),
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    doc = json.loads(proc.stdout)
+    assert (proc.returncode, doc["status"], doc["error"]) == (2, "refused", "read-only"), proc.stderr
+    env = xdg(tmp_path / "full")
+    log = Path(env["XDG_STATE_HOME"]) / "console" / "audit.log"
+    log.symlink_to("/dev/full")
+    code, doc, err = publish(default_lab, env, "--node", NODE, "--label", "full=yes", "--yes")
+    assert (code, doc["status"], doc["error"]) == (2, "refused", "audit-unwritable"), err
+    assert f"audit log {log} cannot be written (No space left on device)" in doc["message"]
+    assert nodefeature(kube, NFD_NS, f"{NODE}-console") is None
+    assert f"{FNS}/full" not in labels(kube, NODE)
 
 
 def test_not_confirmed_without_yes(default_lab: Lab, kube: Any, tmp_path: Path) -> None:

@@ -68,13 +68,16 @@ def real_state(lab: Lab, node: str) -> tuple[str, str, bool]:
     return status, flavor, unschedulable
 
 
-@pytest.mark.parametrize("how", ["ro-flag", "ro-config"])
+@pytest.mark.parametrize("how", ["ro-flag", "ro-config", "ro-context", "ro-viewer"])
 def test_read_only_scale_up_refuses_and_changes_nothing(lab, tmp_path, h, how):
-    node = WORKERS[how]
+    """ro-context: `contexts: {lab: {read_only: true}}` for the kubeconfig's current context, no --context
+    (client-go loader.go: the current-context is the context in use). ro-viewer: a read-only session of a
+    user RBAC would refuse (lab-viewer) is told read-only, the session's own setting, not "ask for RBAC"."""
+    node = WORKERS["ro-config" if how in ("ro-context", "ro-viewer") else how]  # refusals change nothing
     before = real_state(lab, node)
     assert before == ("ACTIVE", "m1.medium", False)
-    flag = ["--read-only"] if how == "ro-flag" else []
-    config = "read_only: true\n" if how == "ro-config" else ""
+    flag = {"ro-flag": ["--read-only"], "ro-viewer": ["--context", "lab-viewer", "--read-only"]}.get(how, [])
+    config = {"ro-config": "read_only: true\n", "ro-context": "contexts:\n  lab:\n    read_only: true\n"}.get(how, "")
     code, doc, err = cli(lab, tmp_path, *flag, "scale-up", node, "--flavor", "m1.large", "--dry-run", config=config)
     assert code == 0 and doc["dry_run"] is True, err  # the plan still works read-only
     code, doc, err = cli(lab, tmp_path, *flag, "scale-up", node, "--flavor", "m1.large", "--yes", config=config)
@@ -121,6 +124,10 @@ def test_audit_log_on_a_full_device_refuses_revert(lab, tmp_path, h):
     log.write_text(kept)
     # read-only --revert refuses the same way
     code, doc, err = cli(lab, tmp_path, "--read-only", "scale-up", node, "--revert", "--yes")
+    assert (code, doc["error"]) == (2, "read-only"), err
+    # and says read-only, not "ask for RBAC", to a read-only user RBAC would refuse too
+    code, doc, err = cli(lab, tmp_path, "--context", "lab-viewer", "--read-only", "scale-up", node, "--revert",
+                         "--yes")
     assert (code, doc["error"]) == (2, "read-only"), err
     assert lab.nova.server(sid).status == "VERIFY_RESIZE"
 
