@@ -72,6 +72,7 @@ class Scheduler:
         # what InterPodAffinity reads of assigned pods: labels, and their required anti-affinity terms
         self._labels: dict[Key, dict[str, str]] = {}
         self._anti: dict[Key, tuple[podaffinity.Term, ...]] = {}
+        self._by_label: dict[tuple[str, str], set[Key]] = {}  # (label, value) → assigned pods carrying it
         self._pending: dict[Key, Obj] = {}
         self._active: deque[Key] = deque()
         self._in_active: set[Key] = set()
@@ -179,6 +180,7 @@ class Scheduler:
         self._assigned.clear()
         self._labels.clear()
         self._anti.clear()
+        self._by_label.clear()
         for pod in pods:
             self._on_pod("ADDED", pod, moving=False)
         self._move_all()
@@ -207,7 +209,8 @@ class Scheduler:
             self._move_all()
 
     def _unassign(self, key: Key) -> bool:
-        self._labels.pop(key, None)
+        for kv in (self._labels.pop(key, None) or {}).items():
+            self._by_label.get(kv, set()).discard(key)
         self._anti.pop(key, None)
         held = self._assigned.pop(key, None)
         if held is None:
@@ -251,7 +254,10 @@ class Scheduler:
             self._activate(key)
 
     def _remember(self, key: Key, pod: Obj) -> None:
-        self._labels[key] = dict(pod["metadata"].get("labels") or {})
+        labels = dict(pod["metadata"].get("labels") or {})
+        self._labels[key] = labels
+        for kv in labels.items():
+            self._by_label.setdefault(kv, set()).add(key)
         anti = podaffinity.required_terms(pod, "podAntiAffinity")
         if anti:
             self._anti[key] = anti
@@ -265,7 +271,7 @@ class Scheduler:
         own = podaffinity.has_required_terms(pod)
         if not own and not self._anti:
             return None
-        keys = self._assigned if own else self._anti
+        keys = self._candidates(pod) if own else self._anti
         placed = []
         for key in keys:
             node = self._nodes.get(self._assigned[key][0]) if key in self._assigned else None
@@ -275,6 +281,18 @@ class Scheduler:
         namespaces, _ = self.store.list("namespaces")
         ns_labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in namespaces}
         return podaffinity.Check(pod, placed, ns_labels)
+
+    def _candidates(self, pod: Obj) -> set[Key] | dict[Key, Any]:
+        """Assigned pods the pod's terms may select (a term's matchLabels narrow them through the label index),
+        plus every assigned pod with anti-affinity terms of its own."""
+        found: set[Key] = set(self._anti)
+        for kind in ("podAffinity", "podAntiAffinity"):
+            for term in podaffinity.required_terms(pod, kind):
+                match = (term.selector or {}).get("matchLabels") or {}
+                if not match:
+                    return self._assigned  # expressions only, or {}: any pod may match
+                found |= min((self._by_label.get(kv, set()) for kv in match.items()), key=len)
+        return found
 
     def _forget_pending(self, key: Key) -> None:
         self._pending.pop(key, None)
