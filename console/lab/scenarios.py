@@ -380,7 +380,7 @@ SCALE_HOST = ComputeHost("", vcpus=1024, memory_mb=4 * 1024 * 1024)
 def scale(nodes: int, pods_per_node: int, pending: int = 0) -> Scenario:
     """The synthetic scale world; `pending` adds that many Pending pods (console/lab/seed.py
     scale_pending_pods) and makes the nodes Nova servers the planner can size."""
-    hosts = ()
+    hosts: tuple[ComputeHost, ...] = ()
     if pending:
         count = -(-nodes // SCALE_NODES_PER_HOST)
         hosts = tuple(ComputeHost(f"cmp{i:03d}", SCALE_HOST.vcpus, SCALE_HOST.memory_mb) for i in range(count))
