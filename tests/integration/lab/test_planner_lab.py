@@ -156,3 +156,21 @@ def test_pod_anti_affinity_both_directions(env: dict[str, str], tmp_path: Path) 
     events = kubectl_json(env, "get", "events", "-n", "default", "--field-selector",
                           "involvedObject.name=shy,reason=FailedScheduling")["items"]
     assert events and events[-1]["message"] == want["shy"]
+
+
+def test_the_job_replaces_a_deleted_pod(env: dict[str, str]) -> None:
+    """pkg/controller/job: a deleted pod of an unfinished Job is replaced (generateName train-, the job's labels)."""
+    def names() -> set[str]:
+        return {p["metadata"]["name"] for p in kubectl_json(env, "get", "pods", "-n", "default", "-l",
+                                                             "job-name=train")["items"]}
+
+    before = names()
+    gone = sorted(before)[0]
+    run(["kubectl", "delete", "pod", gone, "-n", "default", "--wait=false"], env)
+    after = wait_for(lambda: (n := names()) and gone not in n and len(n) == 3 and n, what="a replacement train pod")
+    (new,) = after - before
+    assert new.startswith("train-")
+    msgs = wait_for(lambda: (m := _unschedulable(env)).get(new) and m, what=f"{new} unschedulable")
+    assert msgs[new].startswith(TRAIN), msgs[new]
+    job = kubectl_json(env, "get", "job", "train", "-n", "default")
+    assert job["status"]["active"] == 3 and job["status"]["startTime"]
