@@ -475,7 +475,12 @@ def _planner() -> Scenario:
       - etl: kube-worker05 m1.large → m1.xlarge (+8 cores) has room on cmp003 but no quota after the job; etl plus
         two train pods would need 8 + 12 = 20 > 19 cores, so three pods is the most, and only the job's three.
       Plan: kube-worker01 m1.medium→m1.large (train), kube-worker03 m1.medium→m1.large (train), kube-worker04
-      m1.small→m1.large (train); +19 vCPU, +26 GiB; unplaceable: etl (quota: cores), solver-xl, inference.
+      m1.small→m1.large (train); +19 vCPU, +26 GiB (cost 45 with the default weights); unplaceable: etl (quota:
+      cores), solver-xl, inference.
+    After one node has grown, the first train pod binds there and the others report "node(s) didn't match pod
+    anti-affinity rules" for it (the lab scheduler's InterPodAffinity filter); a deleted train pod is replaced by
+    the Job controller under a new name. On a machine with less RAM than 24 GiB and no swap, QEMU cannot start an
+    m1.xlarge guest (Linux's overcommit heuristic refuses the 24 GiB allocation): the plan needs only m1.large.
     """
     name = "planner"
     hpc = (dict(HPC_TAINT),)
