@@ -174,3 +174,7 @@ def test_the_job_replaces_a_deleted_pod(env: dict[str, str]) -> None:
     assert msgs[new].startswith(TRAIN), msgs[new]
     job = kubectl_json(env, "get", "job", "train", "-n", "default")
     assert job["status"]["active"] == 3 and job["status"]["startTime"]
+    # printers.go printJob's columns
+    header, row = run(["kubectl", "get", "job", "train", "-n", "default"], env).stdout.splitlines()[:2]
+    assert header.split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
+    assert row.split()[:3] == ["train", "Running", "0/3"]
