@@ -6,7 +6,9 @@ pass over the nodes, never a pass over the cluster's pods. Unschedulable pods
 wait in a pool and are retried after their backoff (1 s doubling to 10 s) when
 a node is added or changes allocatable, taints, labels or unschedulable, when
 an assigned pod goes away, and at the latest after `flush_interval`
-(shared/reference/scale-up.md 5.6).
+(shared/reference/scale-up.md 5.6). Required inter-pod (anti-)affinity is
+InterPodAffinity's filter (console/lab/podaffinity.py), fed from the cache's
+assigned pods' labels and anti-affinity terms.
 """
 
 from __future__ import annotations
