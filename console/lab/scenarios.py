@@ -477,10 +477,12 @@ def _planner() -> Scenario:
       Plan: kube-worker01 m1.medium→m1.large (train), kube-worker03 m1.medium→m1.large (train), kube-worker04
       m1.small→m1.large (train); +19 vCPU, +26 GiB (cost 45 with the default weights); unplaceable: etl (quota:
       cores), solver-xl, inference.
-    After one node has grown, the first train pod binds there and the others report "node(s) didn't match pod
-    anti-affinity rules" for it (the lab scheduler's InterPodAffinity filter); a deleted train pod is replaced by
-    the Job controller under a new name. On a machine with less RAM than 24 GiB and no swap, QEMU cannot start an
-    m1.xlarge guest (Linux's overcommit heuristic refuses the 24 GiB allocation): the plan needs only m1.large.
+    Anti-affinity is not what binds the optimum (two train pods on one m1.xlarge would cost more cores than the
+    quota leaves), but a plan must keep it: on a node grown to m1.large a second train pod is refused for cpu
+    first (NodeResourcesFit filters before InterPodAffinity); on an m1.xlarge one with room it would be "node(s)
+    didn't match pod anti-affinity rules". A deleted train pod is replaced by the Job controller (new name).
+    On a machine with less RAM than 24 GiB and no swap, QEMU cannot start an m1.xlarge guest (Linux's overcommit
+    heuristic refuses the 24 GiB allocation): the plan needs only m1.large.
     """
     name = "planner"
     hpc = (dict(HPC_TAINT),)
