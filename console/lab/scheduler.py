@@ -210,9 +210,12 @@ class Scheduler:
         ):
             self._move_all()
 
-    def _unassign(self, key: Key) -> bool:
+    def _forget_labels(self, key: Key) -> None:
         for kv in (self._labels.pop(key, None) or {}).items():
             self._by_label.get(kv, set()).discard(key)
+
+    def _unassign(self, key: Key) -> bool:
+        self._forget_labels(key)
         self._anti.pop(key, None)
         held = self._assigned.pop(key, None)
         if held is None:
@@ -234,6 +237,9 @@ class Scheduler:
         if node:
             held = self._assigned.get(key)
             if held is not None and held[0] == node:
+                if self._labels.get(key) != (pod["metadata"].get("labels") or {}):
+                    self._forget_labels(key)  # relabelled (kubectl label pod): what terms select changes
+                    self._remember(key, pod)
                 return
             self._unassign(key)
             req = fit.pod_requests(pod)
