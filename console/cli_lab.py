@@ -23,11 +23,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Serve the embedded lab in the foreground. Then: set -a; . DIR/env; kubectl get nodes",
     )
     p.add_argument("--scenario", default="default",
-                   help="default | seed-resize | seed-live | seed-drain | nfd-configmap | nfd-gpu-operator | scale")
+                   help="default | seed-resize | seed-live | seed-drain | nfd-configmap | nfd-gpu-operator | planner | "
+                        "scale")
     p.add_argument("--state-dir", type=Path, default=None, help=f"where to write kubeconfig, clouds.yaml, env, ready "
                    f"(default: {default_state_dir()})")
     p.add_argument("--nodes", type=int, default=None, help="synthetic scale world with N nodes (no VMs)")
     p.add_argument("--pods-per-node", type=int, default=None, help="pods per node in the scale world (default 30)")
+    p.add_argument("--pending", type=int, default=0, metavar="N",
+                   help="Pending pods in the scale world, its nodes Nova servers that can grow (capacity planner)")
     p.add_argument("--libvirt", choices=("auto", "qemu", "test"), default="auto",
                    help="hypervisor: real QEMU driver, libvirt's test driver, or auto (QEMU when installed)")
     p.add_argument("--watch-expiry", type=float, default=None, metavar="SECONDS",
@@ -49,12 +52,14 @@ def run(args: argparse.Namespace) -> int:
     from console.lab.world import Lab, LabError
 
     try:
-        scenario = scenarios.get(args.scenario, nodes=args.nodes, pods_per_node=args.pods_per_node)
+        scenario = scenarios.get(args.scenario, nodes=args.nodes, pods_per_node=args.pods_per_node,
+                                 pending=args.pending)
     except ValueError as e:
         print(f"console lab: {e}", file=sys.stderr)
         return 2
-    if (args.nodes is not None and args.nodes < 1) or (args.pods_per_node is not None and args.pods_per_node < 0):
-        print("console lab: --nodes must be at least 1 and --pods-per-node at least 0", file=sys.stderr)
+    if (args.nodes is not None and args.nodes < 1) or (args.pods_per_node is not None and args.pods_per_node < 0) \
+            or args.pending < 0:
+        print("console lab: --nodes must be at least 1, --pods-per-node and --pending at least 0", file=sys.stderr)
         return 2
     if args.watch_expiry is not None and not 0 < args.watch_expiry < float("inf"):  # also refuses nan
         print("console lab: --watch-expiry must be a positive number of seconds", file=sys.stderr)
