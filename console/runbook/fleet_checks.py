@@ -1,0 +1,121 @@
+"""What the fleet runbook reads from the cluster between node runs: unavailable nodes, PodDisruptionBudgets that
+would block a node's drain now, and whether the planned pods run where the plan put them.
+
+Unavailable is what `maxUnavailable` counts for a rolling node update (a node NotReady or cordoned:
+spec.unschedulable), checked before each node run so the fleet never takes more nodes out than allowed.
+
+A PodDisruptionBudget blocks an eviction while its status.disruptionsAllowed is 0 (the eviction subresource
+answers 429: kubernetes pkg/registry/core/pod/storage/eviction.go checkAndDecrement), so a drain of a node
+holding a pod it selects would stop "needs attention" with the node cordoned. The fleet reads the budgets of
+the pods the drain would evict (console/kube/drain.py's rules) before it starts a node and stops there
+instead, before the node is cordoned or its VM touched.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from console.kube import drain as drains
+from console.kube import nodes_ops
+from console.kube.model import NodeInfo
+from console.kube.raw import raw_json
+
+
+def unavailable_nodes(api: Any) -> dict[str, str]:
+    """Nodes NotReady or cordoned now: name → why ("NotReady", "cordoned", "NotReady, cordoned")."""
+    from kubernetes import client
+
+    items = raw_json(client.CoreV1Api(api).list_node(_preload_content=False)).get("items") or []
+    out = {}
+    for n in items:
+        info = NodeInfo.from_api(n)
+        why = [w for w, bad in (("NotReady", info.ready != "True"),
+                                ("cordoned", bool((n.get("spec") or {}).get("unschedulable")))) if bad]
+        if why:
+            out[info.name] = ", ".join(why)
+    return out
+
+
+def blocking_budgets(pods: Iterable[Mapping[str, Any]], budgets: Iterable[Mapping[str, Any]]) -> list[str]:
+    """"ns/pod (PodDisruptionBudget ns/pdb allows no disruption now)" for each pod a budget with
+    disruptionsAllowed 0 selects (pure: `pods` are those the drain evicts, `budgets` the PDB objects)."""
+    out = []
+    by_ns: dict[str, list[Mapping[str, Any]]] = {}
+    for b in budgets:
+        by_ns.setdefault((b.get("metadata") or {}).get("namespace", "default"), []).append(b)
+    for p in pods:
+        meta = p.get("metadata") or {}
+        ns, labels = meta.get("namespace", "default"), meta.get("labels") or {}
+        for b in by_ns.get(ns, []):
+            status = b.get("status") or {}
+            if drains._selects((b.get("spec") or {}).get("selector"), labels) and \
+                    int(status.get("disruptionsAllowed") or 0) <= 0:
+                out.append(f"{ns}/{meta.get('name')} (PodDisruptionBudget {ns}/{b['metadata']['name']} allows no "
+                           f"disruption now: {status.get('currentHealthy', '?')} healthy, "
+                           f"{status.get('desiredHealthy', '?')} needed)")
+                break
+    return out
+
+
+def pdb_blocked(api: Any, node: str) -> list[str]:
+    """The pods on `node` whose eviction a PodDisruptionBudget would refuse now (see blocking_budgets)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    pods = nodes_ops.pods_on_node_raw(api, node)
+    plan = drains.drain_plan(pods, daemonsets=drains.existing_daemonsets(api))
+    evicted = {i.key for i in plan if i.action == "evict"}
+    todo = [p for p in pods if f"{(p.get('metadata') or {}).get('namespace', 'default')}/"
+            f"{(p.get('metadata') or {}).get('name')}" in evicted]
+    if not todo:
+        return []
+    try:
+        resp = client.PolicyV1Api(api).list_pod_disruption_budget_for_all_namespaces(_preload_content=False)
+    except ApiException as e:
+        if e.status == 403:
+            return []  # may not list budgets: the drain's own 429 handling still stops the run
+        raise
+    return blocking_budgets(todo, raw_json(resp).get("items") or [])
+
+
+def placement_problem(pod: Mapping[str, Any] | None, node: str) -> tuple[bool, str]:
+    """(settled, why not as planned; "" when it runs on `node`) for one pod object (None: deleted)."""
+    if pod is None:
+        return True, "deleted"
+    bound = (pod.get("spec") or {}).get("nodeName") or ""
+    phase = (pod.get("status") or {}).get("phase") or ""
+    if bound and bound != node:
+        return True, f"runs on {bound}, not on {node}" if phase == "Running" else f"bound to {bound} ({phase})"
+    if bound == node and phase == "Running":
+        return True, ""
+    if bound == node:
+        return phase in ("Succeeded", "Failed"), f"{phase or 'not yet Running'} on {node}"
+    return False, "still Pending"
+
+
+def verify_placements(api: Any, placements: Mapping[str, str], timeout: float,
+                      stop: Any = None) -> list[dict[str, Any]]:
+    """Every planned pod Running on its planned node, waiting up to `timeout` for those not settled yet:
+    [{"pod", "node", "ok", "why"}]; a pod still Pending says the scheduler's latest FailedScheduling message."""
+    deadline = time.monotonic() + timeout
+    out = []
+    for key, node in placements.items():
+        ns, name = key.split("/", 1)
+
+        def settled(p: dict[str, Any] | None, node: str = node) -> bool:
+            return placement_problem(p, node)[0]
+
+        try:
+            pod = nodes_ops.watch_until(api, "pod", name, settled, max(0.5, deadline - time.monotonic()),
+                                        namespace=ns)
+        except TimeoutError:
+            pod = nodes_ops.get_pod_raw(api, ns, name)
+        _, why = placement_problem(pod, node)
+        if why == "still Pending":
+            why += ": " + (nodes_ops.latest_failed_scheduling(api, ns, name) or "no FailedScheduling event")
+        out.append({"pod": key, "node": node, "ok": not why, "why": why})
+        if stop is not None and stop.is_set():
+            break
+    return out
