@@ -219,5 +219,6 @@ def render_result(result: Any) -> str:
     for e in result.nodes:
         lines.append(f"  {e['node']}: {e['status']}" + (f" (scale-up run {e['run_id']})" if e["run_id"] else ""))
     for c in result.verify:
-        lines.append(f"  {c['pod']} on {c['node']}: {'Running' if c['ok'] else c['why']}")
+        ok = f"{c['instead']} (same controller) runs in its place" if c.get("instead") else "Running"
+        lines.append(f"  {c['pod']} on {c['node']}: {ok if c['ok'] else c['why']}")
     return "\n".join(lines)

@@ -93,14 +93,17 @@ def entries_from_plan(plan: Plan, inp: PlanInput | None) -> list[dict[str, Any]]
     """The fleet journal's node list for `plan` (hosts from the plan input's VMs: the parallel rule)."""
     hosts = {n.name: n.vm.host for n in (inp.nodes if inp else ()) if n.vm is not None}
     return [node_entry(c.node, c.vm, c.method, hosts.get(c.node, ""), c.to_size.flavor or None, c.to_size.vcpus,
-                       c.to_size.memory_mib) for c in plan.nodes]
+                       c.to_size.memory_mib, c.pods) for c in plan.nodes]
 
 
 def node_request(entry: dict[str, Any]) -> ScaleUpRequest:
-    """The scale-up of one fleet node: the flavor for a Nova resize, vCPUs + memory for a libvirt one."""
+    """The scale-up of one fleet node: the flavor for a Nova resize, vCPUs + memory for a libvirt one; it counts
+    and verifies only the pods the plan puts on this node (the others are other nodes' share)."""
+    pods = tuple(entry["pods"])
     if entry["method"] == "openstack":
-        return ScaleUpRequest(node=entry["node"], flavor=entry["flavor"], method="openstack")
-    return ScaleUpRequest(node=entry["node"], vcpus=entry["vcpus"], memory_mib=entry["memory_mib"], method="libvirt")
+        return ScaleUpRequest(node=entry["node"], flavor=entry["flavor"], method="openstack", pods=pods)
+    return ScaleUpRequest(node=entry["node"], vcpus=entry["vcpus"], memory_mib=entry["memory_mib"], method="libvirt",
+                          pods=pods)
 
 
 def resume_decision(entry: dict[str, Any], run_status: str | None) -> str:
@@ -268,7 +271,9 @@ class Fleet:
         self.journal.doc["verify"] = checked  # type: ignore[union-attr]
         bad = [c for c in checked if not c["ok"]]
         for c in checked:
-            on_event(FleetEvent(self.fleet_id, "verify", c["node"], f"{c['pod']}: " + (c["why"] or "Running")))
+            said = c["why"] or (f"Running; {c['instead']} (same controller) runs in its place" if c["instead"]
+                                else "Running")
+            on_event(FleetEvent(self.fleet_id, "verify", c["node"], f"{c['pod']}: {said}"))
         if bad:
             msg = "not as planned: " + "; ".join(f"{c['pod']} (planned on {c['node']}): {c['why']}" for c in bad)
             return self._result("verify-failed", EXIT_VERIFY, msg, t0, checked)

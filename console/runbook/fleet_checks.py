@@ -95,27 +95,60 @@ def placement_problem(pod: Mapping[str, Any] | None, node: str) -> tuple[bool, s
     return False, "still Pending"
 
 
+def placement_results(placements: Mapping[str, str], pods: Mapping[str, Mapping[str, Any] | None]
+                      ) -> list[dict[str, Any]]:
+    """[{"pod", "node", "ok", "why", "instead"}] for the planned placements (pure; `pods`: each planned pod's object,
+    None when deleted). A placement is a slot: pod P on node N. Pods of one controller are interchangeable (the
+    scheduler takes a Job's or ReplicaSet's Pending pods in its own queue order — PrioritySort: priority, then
+    time queued — not in the plan's), so P's slot is filled when P runs on N, or when another planned pod of the
+    same controller, itself not on its own planned node, runs on N (`instead` names it)."""
+    from console.runbook.verify import controller_uid
+
+    uid = {k: controller_uid(dict(pods[k])) if pods.get(k) else "" for k in placements}
+    out = {k: {"pod": k, "node": n, "ok": False, "why": placement_problem(pods.get(k), n)[1], "instead": ""}
+           for k, n in placements.items()}
+    for r in out.values():
+        r["ok"] = not r["why"]
+
+    def bound(k: str) -> str:
+        p = pods.get(k) or {}
+        return (p.get("spec") or {}).get("nodeName") or "" if (p.get("status") or {}).get("phase") == "Running" else ""
+
+    spare = [k for k, r in out.items() if not r["ok"] and bound(k) and uid[k]]  # running off their own slot
+    for r in out.values():
+        if r["ok"] or not uid[r["pod"]]:
+            continue
+        twin = next((k for k in spare if uid[k] == uid[r["pod"]] and bound(k) == r["node"]), None)
+        if twin is not None:
+            spare.remove(twin)
+            r.update(ok=True, instead=twin, why="")
+    return list(out.values())
+
+
 def verify_placements(api: Any, placements: Mapping[str, str], timeout: float,
                       stop: Any = None) -> list[dict[str, Any]]:
-    """Every planned pod Running on its planned node, waiting up to `timeout` for those not settled yet:
-    [{"pod", "node", "ok", "why"}]; a pod still Pending says the scheduler's latest FailedScheduling message."""
+    """Every planned pod Running on its planned node (or an interchangeable twin in its place: placement_results),
+    waiting up to `timeout` for those not settled yet; a pod still Pending says the scheduler's latest
+    FailedScheduling message."""
     deadline = time.monotonic() + timeout
-    out = []
+    pods: dict[str, Any] = {}
     for key, node in placements.items():
         ns, name = key.split("/", 1)
 
         def settled(p: dict[str, Any] | None, node: str = node) -> bool:
-            return placement_problem(p, node)[0]
+            return placement_problem(p, node)[0] or bool(p and (p.get("spec") or {}).get("nodeName")
+                                                          and (p.get("status") or {}).get("phase") == "Running")
 
         try:
-            pod = nodes_ops.watch_until(api, "pod", name, settled, max(0.5, deadline - time.monotonic()),
-                                        namespace=ns)
+            pods[key] = nodes_ops.watch_until(api, "pod", name, settled, max(0.5, deadline - time.monotonic()),
+                                              namespace=ns)
         except TimeoutError:
-            pod = nodes_ops.get_pod_raw(api, ns, name)
-        _, why = placement_problem(pod, node)
-        if why == "still Pending":
-            why += ": " + (nodes_ops.latest_failed_scheduling(api, ns, name) or "no FailedScheduling event")
-        out.append({"pod": key, "node": node, "ok": not why, "why": why})
+            pods[key] = nodes_ops.get_pod_raw(api, ns, name)
         if stop is not None and stop.is_set():
             break
+    out = placement_results({k: placements[k] for k in pods}, pods)
+    for r in out:
+        if r["why"] == "still Pending":
+            ns, name = r["pod"].split("/", 1)
+            r["why"] += ": " + (nodes_ops.latest_failed_scheduling(api, ns, name) or "no FailedScheduling event")
     return out

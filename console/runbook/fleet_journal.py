@@ -6,7 +6,7 @@ $XDG_STATE_HOME/console/runbooks/fleet-<UTC time>-<4 hex>.json:
      "cluster": {"server", "kube_system_uid", "note"}, "status": "running" | "done" | "failed" | "needs-attention"
      | "interrupted" | "verify-failed" | "refused", "message": "", "created", "updated",
      "params": {"parallel": 1, "max_unavailable": 1}, "plan": {...Plan.to_json()...},
-     "nodes": [{"node", "vm", "method", "host", "flavor", "vcpus", "memory_mib",
+     "nodes": [{"node", "vm", "method", "host", "flavor", "vcpus", "memory_mib", "pods": ["ns/name", ...],
                 "status": "pending" | "running" | "done" | "failed" | "attention",
                 "run_id": "<the node's scale-up run>" | null, "exit_code": int | null, "message": "",
                 "started": ISO | null, "finished": ISO | null}],
@@ -42,7 +42,7 @@ NODE_FIELDS: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("node", (str,)), ("vm", (str,)), ("method", (str,)), ("host", (str,)), ("flavor", (str, type(None))),
     ("vcpus", (int,)), ("memory_mib", (int,)), ("status", (str,)), ("run_id", (str, type(None))),
     ("exit_code", (int, type(None))), ("message", (str,)), ("started", (str, type(None))),
-    ("finished", (str, type(None))))
+    ("finished", (str, type(None))), ("pods", (list,)))
 
 
 class FleetJournalError(Exception):
@@ -126,10 +126,11 @@ def read_fleet_doc(path: Path) -> dict[str, Any]:
 
 
 def node_entry(node: str, vm: str, method: str, host: str, flavor: str | None, vcpus: int,
-               memory_mib: int) -> dict[str, Any]:
+               memory_mib: int, pods: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """One node of the fleet: its VM, target, the Pending pods the plan puts there, and its progress."""
     return {"node": node, "vm": vm, "method": method, "host": host, "flavor": flavor or None, "vcpus": vcpus,
-            "memory_mib": memory_mib, "status": "pending", "run_id": None, "exit_code": None, "message": "",
-            "started": None, "finished": None}
+            "memory_mib": memory_mib, "pods": list(pods), "status": "pending", "run_id": None, "exit_code": None,
+            "message": "", "started": None, "finished": None}
 
 
 class FleetJournal(Journal):

@@ -61,6 +61,10 @@ class ScaleUpRequest:
     force: bool = False  # kubectl drain --force: pods without a controller are deleted for good
     delete_emptydir_data: bool = False  # kubectl drain --delete-emptydir-data
     drain_timeout: float = DRAIN_TIMEOUT_S
+    # the Pending pods ("ns/name") this scale-up is for — a fleet node's share of a capacity plan: only they are
+    # counted as made to fit and verified Running (others the target would fit may be planned elsewhere, or held
+    # off by taints or anti-affinity the fit estimate does not model). None: every Pending pod the target fits
+    pods: tuple[str, ...] | None = None
 
     @property
     def chosen_method(self) -> str:
@@ -203,7 +207,10 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: OpenStackBackend | Non
         if a.fits_now:
             fits_now_count += 1
             continue
-        (still if check_target(a, target) else will_fit).append(f"{p.namespace}/{p.name}")
+        key = f"{p.namespace}/{p.name}"
+        if request.pods is not None and key not in request.pods:
+            continue  # not this run's pod: neither promised nor verified here
+        (still if check_target(a, target) else will_fit).append(key)
     if pending and not will_fit and fits_now_count < len(pending) and not at_target:
         reasons = "; ".join(f"{a.pods[0]}: {check_target(a, target)}" for a in advice if not a.fits_now)
         hint = next((a.target_reason for a in advice if not a.fits_now), "")

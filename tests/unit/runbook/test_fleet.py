@@ -84,7 +84,7 @@ def state(tmp_path, monkeypatch):
     monkeypatch.setattr(fleet_checks, "unavailable_nodes", lambda api: {})
     monkeypatch.setattr(fleet_checks, "pdb_blocked", lambda api, node: [])
     monkeypatch.setattr(fleet_checks, "verify_placements", lambda api, placements, timeout, stop=None: [
-        {"pod": p, "node": n, "ok": True, "why": ""} for p, n in placements.items()])
+        {"pod": p, "node": n, "ok": True, "why": "", "instead": ""} for p, n in placements.items()])
     return tmp_path
 
 
@@ -119,6 +119,7 @@ def test_requests_are_the_flavor_for_openstack_and_the_size_for_libvirt():
     r1, r2 = node_request(e1), node_request(e2)
     assert (r1.flavor, r1.method, r1.vcpus) == ("m1.large", "openstack", None)
     assert (r2.flavor, r2.method, r2.vcpus, r2.memory_mib) == (None, "libvirt", 4, 8192)
+    assert (r1.pods, r2.pods) == (("default/p-w1",), ("default/p-w2",))  # each verifies only its own share
 
 
 @pytest.mark.parametrize(("entry_status", "run_status", "want"), [
@@ -287,3 +288,39 @@ def copy_with(pdb: dict, namespace: str | None = None, allowed: int | None = Non
     if allowed is not None:
         out["status"]["disruptionsAllowed"] = allowed
     return out
+
+
+def _pod(name: str, node: str = "", phase: str = "Pending", owner: str = "job-1") -> dict:
+    refs = [{"kind": "Job", "name": "train", "uid": owner, "controller": True}] if owner else []
+    return {"metadata": {"namespace": "default", "name": name, "ownerReferences": refs},
+            "spec": {"nodeName": node} if node else {}, "status": {"phase": phase}}
+
+
+def test_interchangeable_pods_fill_each_others_planned_slots():
+    """The scheduler picks which of a Job's equal pods lands first (PrioritySort), not the plan: swapped pods of
+    one controller are as planned; a pod planned on a node that got none of them is not."""
+    plan = {"default/t-a": "w1", "default/t-b": "w2"}
+    swapped = {"default/t-a": _pod("t-a", "w2", "Running"), "default/t-b": _pod("t-b", "w1", "Running")}
+    assert [(r["ok"], r["instead"]) for r in fleet_checks.placement_results(plan, swapped)] == [
+        (True, "default/t-b"), (True, "default/t-a")]
+    one_short = {"default/t-a": _pod("t-a", "w2", "Running"), "default/t-b": _pod("t-b")}
+    res = {r["pod"]: r for r in fleet_checks.placement_results(plan, one_short)}
+    assert res["default/t-b"]["ok"] and res["default/t-b"]["instead"] == "default/t-a"
+    assert not res["default/t-a"]["ok"] and res["default/t-a"]["why"] == "runs on w2, not on w1"
+    bare = {"default/t-a": _pod("t-a", "w2", "Running", owner=""),
+            "default/t-b": _pod("t-b", "w1", "Running", owner="")}
+    assert [r["ok"] for r in fleet_checks.placement_results(plan, bare)] == [False, False]  # bare pods never swap
+
+
+def test_a_node_runs_share_is_met_by_a_twin_that_was_pending_with_it():
+    from console.runbook.verify import share_problems
+
+    twin = _pod("t-b", "w1", "Running")
+    assert share_problems("w1", ["default/t-a"], {"default/t-a": _pod("t-a")}, [twin], {"default/t-b"}) == []
+    # a pod of the same controller that was not Pending when the run planned is no stand-in
+    assert share_problems("w1", ["default/t-a"], {"default/t-a": _pod("t-a")}, [twin], set()) == [
+        "default/t-a still Pending"]
+    other = _pod("x", "w1", "Running", owner="rs-9")
+    assert share_problems("w1", ["default/t-a"], {"default/t-a": _pod("t-a")}, [other], {"default/x"}) == [
+        "default/t-a still Pending"]
+    assert share_problems("w1", ["default/t-a"], {"default/t-a": None}, [], set()) == ["default/t-a was deleted"]
