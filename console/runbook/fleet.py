@@ -96,10 +96,11 @@ def entries_from_plan(plan: Plan, inp: PlanInput | None) -> list[dict[str, Any]]
                        c.to_size.memory_mib, c.pods) for c in plan.nodes]
 
 
-def node_request(entry: dict[str, Any]) -> ScaleUpRequest:
+def node_request(entry: dict[str, Any], pods: list[str] | None = None) -> ScaleUpRequest:
     """The scale-up of one fleet node: the flavor for a Nova resize, vCPUs + memory for a libvirt one; it counts
-    and verifies only the pods the plan puts on this node (the others are other nodes' share)."""
-    pods = tuple(entry["pods"])
+    and verifies only the pods the plan puts on this node (`pods`, default the entry's: the others are other
+    nodes' share)."""
+    pods = tuple(entry["pods"] if pods is None else pods)
     if entry["method"] == "openstack":
         return ScaleUpRequest(node=entry["node"], flavor=entry["flavor"], method="openstack", pods=pods)
     return ScaleUpRequest(node=entry["node"], vcpus=entry["vcpus"], memory_mib=entry["memory_mib"], method="libvirt",
@@ -190,7 +191,9 @@ class Fleet:
                 out.append((e, None))
                 continue
             try:
-                plan, _ = self.session.plan(node_request(e), resume=self._resumable_run(e), dry_run=True)
+                run_id = self._resumable_run(e)
+                pods = None if run_id else self._share(self.session, e)
+                plan, _ = self.session.plan(node_request(e, pods), resume=run_id, dry_run=True)
                 if not plan.nothing_to_do:
                     self.session.check_permissions(plan_action(plan))
             except (PlanRefused, SessionError) as err:
@@ -201,6 +204,14 @@ class Fleet:
                 raise FleetError(f"{e['node']}: {err}", getattr(err, "details", {}) | {"node": e["node"]}) from err
             out.append((e, plan))
         return out
+
+    def _share(self, session: Session, e: dict[str, Any]) -> list[str]:
+        """The pods node `e`'s scale-up is for if it started now (fleet_checks.node_share)."""
+        from console.runbook import fleet_checks
+
+        placements = self.plan_doc.get("placements") or {}
+        return fleet_checks.node_share(e["pods"], placements, fleet_checks.read_pods(session.api, placements),
+                                       {n["node"] for n in self.entries if n["status"] == "done"})
 
     def _resumable_run(self, e: dict[str, Any]) -> str | None:
         return e["run_id"] if resume_decision(e, _run_status(e["run_id"])) == "resume" else None
@@ -391,6 +402,13 @@ class Fleet:
                 f"cordoned, its VM untouched). Wait for the budget's pods to become healthy, scale the workload "
                 f"up or relax the budget (kubectl get pdb -A), then run `python -m console plan --apply --resume "
                 f"{fleet_id}` to continue"), on_event)
+        if decision == "start":
+            share = self._share(session, e)
+            if share != e["pods"]:
+                on_event(FleetEvent(fleet_id, "step", node, f"for {', '.join(share)} (interchangeable with the "
+                                    f"planned {', '.join(e['pods'])}, which run on an earlier node)"))
+                with self._lock:
+                    e["pods"] = share
         try:
             plan, journal = session.plan(node_request(e), resume=e["run_id"] if decision == "resume" else None)
         except (PlanRefused, SessionError) as err:

@@ -152,3 +152,30 @@ def verify_placements(api: Any, placements: Mapping[str, str], timeout: float,
             ns, name = r["pod"].split("/", 1)
             r["why"] += ": " + (nodes_ops.latest_failed_scheduling(api, ns, name) or "no FailedScheduling event")
     return out
+
+
+def node_share(planned: list[str], placements: Mapping[str, str], pods: Mapping[str, Mapping[str, Any] | None],
+               done_nodes: set[str]) -> list[str]:
+    """The pods a fleet node's scale-up is for, as it starts (pure): its planned pods, each one that is no longer
+    Pending (the scheduler put it on an earlier node, in the place of a twin) replaced by that twin — a planned,
+    still Pending pod of the same controller whose own planned node is done."""
+    from console.runbook.verify import controller_uid
+
+    def pending(k: str) -> bool:
+        p = pods.get(k) or {}
+        return bool(p) and not (p.get("spec") or {}).get("nodeName") and (p.get("status") or {}).get("phase") in (
+            "Pending", None)
+
+    out: list[str] = []
+    for k in planned:
+        uid = controller_uid(dict(pods[k])) if pods.get(k) else ""
+        twin = None if pending(k) or not uid else next(
+            (q for q, n in placements.items() if q not in planned and q not in out and n in done_nodes and pending(q)
+             and controller_uid(dict(pods[q] or {})) == uid), None)
+        out.append(twin or k)
+    return out
+
+
+def read_pods(api: Any, keys: Iterable[str]) -> dict[str, dict[str, Any] | None]:
+    """"ns/name" → the pod object (None: not found)."""
+    return {k: nodes_ops.get_pod_raw(api, *k.split("/", 1)) for k in keys}

@@ -83,6 +83,7 @@ def state(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     monkeypatch.setattr(fleet_checks, "unavailable_nodes", lambda api: {})
     monkeypatch.setattr(fleet_checks, "pdb_blocked", lambda api, node: [])
+    monkeypatch.setattr(fleet_checks, "read_pods", lambda api, keys: dict.fromkeys(keys))
     monkeypatch.setattr(fleet_checks, "verify_placements", lambda api, placements, timeout, stop=None: [
         {"pod": p, "node": n, "ok": True, "why": "", "instead": ""} for p, n in placements.items()])
     return tmp_path
@@ -324,3 +325,12 @@ def test_a_node_runs_share_is_met_by_a_twin_that_was_pending_with_it():
     assert share_problems("w1", ["default/t-a"], {"default/t-a": _pod("t-a")}, [other], {"default/x"}) == [
         "default/t-a still Pending"]
     assert share_problems("w1", ["default/t-a"], {"default/t-a": None}, [], set()) == ["default/t-a was deleted"]
+
+
+def test_a_node_takes_the_pending_twin_of_its_planned_pod_that_an_earlier_node_took():
+    placements = {"default/t-a": "w1", "default/t-b": "w2", "default/t-c": "w3"}
+    pods = {"default/t-a": _pod("t-a"), "default/t-b": _pod("t-b", "w1", "Running"), "default/t-c": _pod("t-c")}
+    # w1 is done and took t-b: w2 is for t-a (its twin, planned on the done w1), not for the running t-b
+    assert fleet_checks.node_share(["default/t-b"], placements, pods, {"w1"}) == ["default/t-a"]
+    assert fleet_checks.node_share(["default/t-c"], placements, pods, {"w1"}) == ["default/t-c"]
+    assert fleet_checks.node_share(["default/t-b"], placements, pods, set()) == ["default/t-b"]  # no done twin
