@@ -206,7 +206,7 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: OpenStackBackend | Non
     # a fleet node's share (request.pods): other Pending pods are advised on (and recorded: the verification may
     # count an interchangeable one) but neither promised nor verified here
     mine = [p for p in pending if request.pods is None or f"{p.namespace}/{p.name}" in request.pods]
-    if request.pods is not None and not mine and not at_target and not resuming:
+    if request.pods and not mine and not at_target and not resuming:
         raise PlanRefused(f"none of the pods this scale-up of {node.name} is for ({', '.join(request.pods)}) "
                           "is Pending any more; nothing was changed")
     for p in pending:
