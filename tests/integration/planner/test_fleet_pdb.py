@@ -32,6 +32,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     yield from start_lab("planner", tmp_path_factory.mktemp("fleet-pdb-lab"))
 
 
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fleet-pdb-state")  # one XDG_STATE_HOME: the last test reruns the PDB test's fleet
+
+
 def _nothing_changed(lab: Lab, state: Path) -> None:
     assert journals(state, "fleet") == [] and journals(state, "scale-up") == []
     assert audit(state) == []
@@ -81,9 +86,9 @@ def _guard_worker03(lab: Lab) -> None:
     wait_for(blocking, timeout=60, what="PDB default/guarded to count its Running pod and allow no disruption")
 
 
-def test_a_pdb_blocking_a_drain_stops_the_fleet_before_that_node_after_the_others(lab: Lab, tmp_path: Path):
+def test_a_pdb_blocking_a_drain_stops_the_fleet_before_that_node_after_the_others(lab: Lab, state: Path):
     _guard_worker03(lab)
-    run = plan_cli(lab, tmp_path, "--apply", "--yes")
+    run = plan_cli(lab, state, "--apply", "--yes")
     assert run.code == 4, run.stderr
     assert run.doc["status"] == "needs-attention"
     order = [n["node"] for n in run.doc["plan"]["nodes"]]
@@ -96,6 +101,26 @@ def test_a_pdb_blocking_a_drain_stops_the_fleet_before_that_node_after_the_other
     actions = nova_actions(lab)
     assert {n: c["resize"] for n, c in actions.items() if c["resize"]} == {"kube-worker01": 1, "kube-worker04": 1}
     assert not core(lab).read_node(BLOCKED).spec.unschedulable
-    assert sorted(j["node"] for j in journals(tmp_path, "scale-up")) == ["kube-worker01", "kube-worker04"]
-    [fleet] = journals(tmp_path, "fleet")
+    assert sorted(j["node"] for j in journals(state, "scale-up")) == ["kube-worker01", "kube-worker04"]
+    [fleet] = journals(state, "fleet")
     assert fleet["status"] == "needs-attention"  # resumable once the budget allows it
+
+
+def test_the_rerun_continues_that_fleet_and_stops_at_max_unavailable(lab: Lab, state: Path):
+    """Rerun with another node cordoned (kubectl cordon = spec.unschedulable): the unfinished fleet is continued
+    (the done nodes are not run again) and stops before kube-worker03, which would be a second unavailable
+    node with --max-unavailable 1 (plan.max_unavailable's default)."""
+    [fleet] = journals(state, "fleet")  # the PDB test's, unfinished
+    core(lab).patch_node("kube-worker05", {"spec": {"unschedulable": True}})
+    try:
+        run = plan_cli(lab, state, "--apply", "--yes")
+    finally:
+        core(lab).patch_node("kube-worker05", {"spec": {"unschedulable": False}})
+    assert run.code == 4, run.stderr
+    assert run.doc["fleet_id"] == fleet["run_id"] and run.doc["resumed"] is True
+    assert [n["status"] for n in run.doc["nodes"]] == ["done", "done", "attention"]
+    assert (f"starting {BLOCKED} would make 2 nodes unavailable, more than --max-unavailable 1 (unavailable now: "
+            "kube-worker05 (cordoned))") in run.doc["message"]
+    assert {n: c["resize"] for n, c in nova_actions(lab).items() if c["resize"]} == {"kube-worker01": 1,
+                                                                                     "kube-worker04": 1}
+    assert sorted(j["node"] for j in journals(state, "scale-up")) == ["kube-worker01", "kube-worker04"]
