@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from console.guard import GuardRefusal
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 MARKS = {"run-start": "▶", "step-start": "…", "step-done": "✓", "step-skip": "↷", "step-failed": "✗",
          "step-progress": " ", "undo-start": "↺", "undo-done": "↺", "run-done": "■", "lease": "·"}
+_PRINT = threading.Lock()
 FLEET_MARKS = {"node-start": "▶▶", "node-done": "✓✓", "node-failed": "✗✗", "verify": "?", "done": "■■"}
 
 
@@ -172,7 +174,9 @@ def progress(ev: FleetEvent) -> None:
 
         text, when = ev.message, now()[11:23]
         mark = FLEET_MARKS.get(ev.kind, "·")
-    print(f"[{when}] {ev.node or 'fleet'}: {mark} {text}", file=sys.stderr, flush=True)
+    with _PRINT:  # node runs report from their own threads with --parallel: one whole line at a time
+        sys.stderr.write(f"[{when}] {ev.node or 'fleet'}: {mark} {text}\n")
+        sys.stderr.flush()
 
 
 def _size(s: dict[str, Any]) -> str:

@@ -262,7 +262,8 @@ def render_plan(plan: ScaleUpPlan) -> str:
     if plan.still_pending:
         lines.append(f"  still too big: {', '.join(plan.still_pending)}")
     for a in plan.advice:
-        lines.append(f"    {a.pods[0]}: {a.reason}")
+        if plan.request.pods is None or a.pods[0] in plan.request.pods:  # a fleet node: its own share only
+            lines.append(f"    {a.pods[0]}: {a.reason}")
     lines.extend(drain_lines(plan))
     for n in plan.notes:
         lines.append(f"  note: {n}")
