@@ -1,5 +1,5 @@
 """The lab's kube-controller-manager, the parts a drain meets: Deployment → ReplicaSet → Pods, StatefulSet,
-DaemonSet, the disruption controller (PodDisruptionBudget status) and the garbage collector's cascade.
+DaemonSet, Job, the disruption controller (PodDisruptionBudget status) and the garbage collector's cascade.
 
 One thread, woken by watch events; each event marks the objects it concerns dirty and the loop syncs
 them, as the real controllers' work queues do. What each writes follows kubernetes/kubernetes:
@@ -15,6 +15,8 @@ them, as the real controllers' work queues do. What each writes follows kubernet
 - DaemonSet (pkg/controller/daemon): one pod per node whose labels and taints allow it, pinned by node
   affinity on metadata.name (the scheduler binds it) and with the tolerations the controller adds
   (not-ready, unreachable, pressure, unschedulable), so a cordoned node keeps its DaemonSet pods.
+- Job (pkg/controller/job): min(parallelism, completions - succeeded) active pods with generateName
+  `<job>-` and the job's labels; status active, ready, succeeded, failed, startTime.
 - PodDisruptionBudget status: console/lab/disruption.py.
 Evicted or deleted pods are recreated; when nothing fits they stay Pending (console/lab/scheduler.py).
 """
@@ -37,7 +39,9 @@ log = logging.getLogger(__name__)
 
 DEPLOY, RS, STS, DS, PDB = ("deployments.apps", "replicasets.apps", "statefulsets.apps", "daemonsets.apps",
                             "poddisruptionbudgets.policy")
-KINDS = {DEPLOY: "Deployment", RS: "ReplicaSet", STS: "StatefulSet", DS: "DaemonSet"}
+JOB = "jobs.batch"
+KINDS = {DEPLOY: "Deployment", RS: "ReplicaSet", STS: "StatefulSet", DS: "DaemonSet", JOB: "Job"}
+OWNERS = {kind: resource for resource, kind in KINDS.items()}
 HASH_LABEL = "pod-template-hash"
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand SafeEncodeString
 # the tolerations the DaemonSet controller adds to its pods (pkg/controller/daemon/util AddOrUpdateDaemonPodTolerations)
@@ -111,7 +115,7 @@ class Controllers:
     def start(self) -> None:
         if self._thread is not None:
             return
-        for resource in ("pods", "nodes", DEPLOY, RS, STS, DS, PDB):
+        for resource in ("pods", "nodes", DEPLOY, RS, STS, DS, JOB, PDB):
             def queued(ev: WatchEvent, r: str = resource) -> None:
                 self._q.put((r, ev))
 
@@ -153,7 +157,7 @@ class Controllers:
 
     def _everything(self) -> list[tuple[str, str, str]]:
         out: list[tuple[str, str, str]] = []
-        for resource in (DEPLOY, RS, STS, DS, PDB):
+        for resource in (DEPLOY, RS, STS, DS, JOB, PDB):
             items, _ = self.store.list(resource)
             out.extend((resource, o["metadata"].get("namespace", "default"), o["metadata"]["name"]) for o in items)
         return out
@@ -167,12 +171,11 @@ class Controllers:
         out: list[tuple[str, str, str]] = []
         if ev.type == "DELETED" and kind in KINDS:
             out.append(("gc", ns, obj["metadata"]["uid"]))
-        if kind in (DEPLOY, RS, STS, DS, PDB):
+        if kind in (DEPLOY, RS, STS, DS, JOB, PDB):
             out.append((kind, ns, obj["metadata"]["name"]))
         ref = controller_ref(obj)
         if ref is not None:
-            owners = {"ReplicaSet": RS, "StatefulSet": STS, "DaemonSet": DS, "Deployment": DEPLOY}
-            owner = owners.get(ref.get("kind") or "")
+            owner = OWNERS.get(ref.get("kind") or "")
             if owner:
                 out.append((owner, ns, ref["name"]))
         if kind == "pods" or kind in (RS, STS):
@@ -191,7 +194,8 @@ class Controllers:
             obj = self.store.get(resource, ns, name)
         except NotFound:
             return
-        {DEPLOY: self._deployment, RS: self._replicaset, STS: self._statefulset, DS: self._daemonset}[resource](obj)
+        {DEPLOY: self._deployment, RS: self._replicaset, STS: self._statefulset, DS: self._daemonset,
+         JOB: self._job}[resource](obj)
 
     # -- helpers ----------------------------------------------------------------------------------------
     def _owned(self, resource: str, ns: str, uid: str) -> list[Obj]:
@@ -280,6 +284,32 @@ class Controllers:
         self._write_status(RS, rs, {"replicas": len(pods), "fullyLabeledReplicas": labelled, "readyReplicas": ready,
                                     "availableReplicas": ready,
                                     "observedGeneration": rs["metadata"].get("generation", 1)})
+
+    # -- Job ----------------------------------------------------------------------------------------------
+    def _job(self, job: Obj) -> None:
+        """pkg/controller/job: keep min(parallelism, completions - succeeded) pods active (none while suspended),
+        each from the template with generateName `<job>-`; status active / ready / succeeded / failed and the
+        startTime of the first sync."""
+        ns, uid = job["metadata"].get("namespace", "default"), job["metadata"]["uid"]
+        spec = job.get("spec") or {}
+        pods = self._owned("pods", ns, uid)
+        succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
+        failed = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
+        active = [p for p in pods if _active(p)]
+        parallelism = int(spec.get("parallelism", 1))
+        completions = spec.get("completions")
+        want = 0 if spec.get("suspend") else max(0, min(parallelism, int(completions) - succeeded)
+                                                 if completions is not None else parallelism)
+        for _ in range(want - len(active)):
+            made = self._new_pod(job, JOB)
+            if made:
+                active.append(made)
+        old = job.get("status") or {}
+        status: Obj = {"active": len(active), "ready": sum(1 for p in active if disruption.pod_ready(p)),
+                       "terminating": 0, "uncountedTerminatedPods": {},
+                       "startTime": old.get("startTime") or now_iso()}
+        status |= {k: v for k, v in (("succeeded", succeeded), ("failed", failed)) if v}
+        self._write_status(JOB, job, {**old, **status})
 
     # -- Deployment ---------------------------------------------------------------------------------------
     def _deployment(self, dep: Obj) -> None:

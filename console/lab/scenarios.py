@@ -188,6 +188,9 @@ class Scenario:
     # synthetic scale world: nodes without VMs, pods bound up front
     scale_nodes: int = 0
     scale_pods_per_node: int = 0
+    # and Pending pods for the capacity planner (console/lab/seed.py scale_pending_pods): then each node is also
+    # a Nova server (no hypervisor behind it) on a compute host of SCALE_NODES_PER_HOST nodes
+    scale_pending: int = 0
     namespaces: tuple[str, ...] = ("default", "kube-system", "kube-node-lease")
     extra: dict[str, str] = field(default_factory=dict)
     host_os: HostOs = FOCAL
@@ -364,16 +367,36 @@ NFD_GPU_OPERATOR = Scenario(
 )
 
 
-def scale(nodes: int, pods_per_node: int) -> Scenario:
+# the scale world's VM sizes: its nodes report 16 CPUs / 64 GiB (r1.xlarge) and may grow to r1.2xlarge
+SCALE_FLAVORS: tuple[Flavor, ...] = (*FLAVORS, Flavor("6", "r1.xlarge", 16, 65536, 160),
+                                     Flavor("7", "r1.2xlarge", 32, 131072, 320))
+SCALE_NODES_PER_HOST = 50
+# a host of 50 r1.xlarge nodes (800 of 1024 vCPUs, 3200 of 4096 GiB) with room for some upsizes to r1.2xlarge:
+# by the sum of deltas (+16 vCPUs, +64 GiB each) 14 fit, but a same-host resize claims the whole new flavor
+# (32 vCPUs / 128 GiB) beside the old one, so one after the other 13 do
+SCALE_HOST = ComputeHost("", vcpus=1024, memory_mb=4 * 1024 * 1024)
+
+
+def scale(nodes: int, pods_per_node: int, pending: int = 0) -> Scenario:
+    """The synthetic scale world; `pending` adds that many Pending pods (console/lab/seed.py
+    scale_pending_pods) and makes the nodes Nova servers the planner can size."""
+    hosts: tuple[ComputeHost, ...] = ()
+    if pending:
+        count = -(-nodes // SCALE_NODES_PER_HOST)
+        hosts = tuple(ComputeHost(f"cmp{i:03d}", SCALE_HOST.vcpus, SCALE_HOST.memory_mb) for i in range(count))
+    more = f", {pending} Pending pods" if pending else ""
     return Scenario(
         name="scale",
-        description=f"Synthetic scale world: {nodes} nodes, {pods_per_node} pods per node",
+        description=f"Synthetic scale world: {nodes} nodes, {pods_per_node} pods per node{more}",
         kubernetes_version="v1.32.4",
         nfd_version="v0.18.1",
         nodes=(),
         scale_nodes=nodes,
         scale_pods_per_node=pods_per_node,
+        scale_pending=pending,
         nfd=NfdSetup(workloads=False),
+        flavors=SCALE_FLAVORS if pending else FLAVORS,
+        compute_hosts=hosts,
     )
 
 
@@ -452,7 +475,12 @@ def _planner() -> Scenario:
       - etl: kube-worker05 m1.large → m1.xlarge (+8 cores) has room on cmp003 but no quota after the job; etl plus
         two train pods would need 8 + 12 = 20 > 19 cores, so three pods is the most, and only the job's three.
       Plan: kube-worker01 m1.medium→m1.large (train), kube-worker03 m1.medium→m1.large (train), kube-worker04
-      m1.small→m1.large (train); +19 vCPU, +26 GiB; unplaceable: etl (quota: cores), solver-xl, inference.
+      m1.small→m1.large (train); +19 vCPU, +26 GiB (cost 45 with the default weights); unplaceable: etl (quota:
+      cores), solver-xl, inference.
+    After one node has grown, the first train pod binds there and the others report "node(s) didn't match pod
+    anti-affinity rules" for it (the lab scheduler's InterPodAffinity filter); a deleted train pod is replaced by
+    the Job controller under a new name. On a machine with less RAM than 24 GiB and no swap, QEMU cannot start an
+    m1.xlarge guest (Linux's overcommit heuristic refuses the 24 GiB allocation): the plan needs only m1.large.
     """
     name = "planner"
     hpc = (dict(HPC_TAINT),)
@@ -524,10 +552,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (DEFAULT, SEED_RESIZE, SEED
                                                       NFD_GPU_OPERATOR, PLANNER)}
 
 
-def get(name: str, *, nodes: int | None = None, pods_per_node: int | None = None) -> Scenario:
-    """A scenario by name; `--nodes/--pods-per-node` select the synthetic scale world."""
+def get(name: str, *, nodes: int | None = None, pods_per_node: int | None = None, pending: int = 0) -> Scenario:
+    """A scenario by name; `--nodes/--pods-per-node` (and `pending`) select the synthetic scale world."""
     if nodes is not None or name == "scale":
-        return scale(nodes or 1000, pods_per_node if pods_per_node is not None else 30)
+        return scale(nodes or 1000, pods_per_node if pods_per_node is not None else 30, pending)
     try:
         return SCENARIOS[name]
     except KeyError:

@@ -6,7 +6,9 @@ pass over the nodes, never a pass over the cluster's pods. Unschedulable pods
 wait in a pool and are retried after their backoff (1 s doubling to 10 s) when
 a node is added or changes allocatable, taints, labels or unschedulable, when
 an assigned pod goes away, and at the latest after `flush_interval`
-(shared/reference/scale-up.md 5.6).
+(shared/reference/scale-up.md 5.6). Required inter-pod (anti-)affinity is
+InterPodAffinity's filter (console/lab/podaffinity.py), fed from the cache's
+assigned pods' labels and anti-affinity terms.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 from collections import deque
 from typing import Any
 
-from console.lab import fit
+from console.lab import fit, podaffinity
 from console.lab.recorder import EventRecorder, object_ref
 from console.lab.store import NotFound, Obj, Store, WatchEvent, now_iso
 
@@ -69,6 +71,10 @@ class Scheduler:
         # cache
         self._nodes: dict[str, fit.NodeInfo] = {}
         self._assigned: dict[Key, tuple[str, fit.Resources]] = {}
+        # what InterPodAffinity reads of assigned pods: labels, and their required anti-affinity terms
+        self._labels: dict[Key, dict[str, str]] = {}
+        self._anti: dict[Key, tuple[podaffinity.Term, ...]] = {}
+        self._by_label: dict[tuple[str, str], set[Key]] = {}  # (label, value) → assigned pods carrying it
         self._pending: dict[Key, Obj] = {}
         self._active: deque[Key] = deque()
         self._in_active: set[Key] = set()
@@ -174,6 +180,9 @@ class Scheduler:
         self._list_rv = max(rv, prv)
         self._nodes = {n["metadata"]["name"]: fit.NodeInfo.from_node(n) for n in nodes}
         self._assigned.clear()
+        self._labels.clear()
+        self._anti.clear()
+        self._by_label.clear()
         for pod in pods:
             self._on_pod("ADDED", pod, moving=False)
         self._move_all()
@@ -202,6 +211,9 @@ class Scheduler:
             self._move_all()
 
     def _unassign(self, key: Key) -> bool:
+        for kv in (self._labels.pop(key, None) or {}).items():
+            self._by_label.get(kv, set()).discard(key)
+        self._anti.pop(key, None)
         held = self._assigned.pop(key, None)
         if held is None:
             return False
@@ -226,9 +238,12 @@ class Scheduler:
             self._unassign(key)
             req = fit.pod_requests(pod)
             self._assigned[key] = (node, req)
+            self._remember(key, pod)
             info = self._nodes.get(node)
             if info is not None:
                 info.add(req)
+            if moving and self._waiting_for_affinity():
+                self._move_all()  # a pod that pending pods' required podAffinity may select
             return
         if (pod.get("spec", {}).get("schedulerName") or "default-scheduler") != self.scheduler_name:
             return
@@ -239,6 +254,47 @@ class Scheduler:
         if prev is None or prev["metadata"].get("generation") != pod["metadata"].get("generation"):
             self._unsched.pop(key, None)
             self._activate(key)
+
+    def _remember(self, key: Key, pod: Obj) -> None:
+        labels = dict(pod["metadata"].get("labels") or {})
+        self._labels[key] = labels
+        for kv in labels.items():
+            self._by_label.setdefault(kv, set()).add(key)
+        anti = podaffinity.required_terms(pod, "podAntiAffinity")
+        if anti:
+            self._anti[key] = anti
+
+    def _waiting_for_affinity(self) -> bool:
+        return any(podaffinity.required_terms(self._pending[k], "podAffinity")
+                   for k in self._unsched if k in self._pending)
+
+    def _affinity_check(self, pod: Obj) -> podaffinity.Check | None:
+        """InterPodAffinity's PreFilter: None when neither the pod nor any assigned pod has required terms."""
+        own = podaffinity.has_required_terms(pod)
+        if not own and not self._anti:
+            return None
+        keys = self._candidates(pod) if own else self._anti
+        placed = []
+        for key in keys:
+            node = self._nodes.get(self._assigned[key][0]) if key in self._assigned else None
+            if node is not None:
+                placed.append(podaffinity.Placed(key[0], self._labels.get(key, {}), node.labels,
+                                                 self._anti.get(key, ())))
+        namespaces, _ = self.store.list("namespaces")
+        ns_labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in namespaces}
+        return podaffinity.Check(pod, placed, ns_labels)
+
+    def _candidates(self, pod: Obj) -> set[Key] | dict[Key, Any]:
+        """Assigned pods the pod's terms may select (a term's matchLabels narrow them through the label index),
+        plus every assigned pod with anti-affinity terms of its own."""
+        found: set[Key] = set(self._anti)
+        for kind in ("podAffinity", "podAntiAffinity"):
+            for term in podaffinity.required_terms(pod, kind):
+                match = (term.selector or {}).get("matchLabels") or {}
+                if not match:
+                    return self._assigned  # expressions only, or {}: any pod may match
+                found |= min((self._by_label.get(kv, set()) for kv in match.items()), key=len)
+        return found
 
     def _forget_pending(self, key: Key) -> None:
         self._pending.pop(key, None)
@@ -286,8 +342,12 @@ class Scheduler:
         want = num_feasible_nodes_to_find(len(self._nodes))
         feasible: list[fit.NodeInfo] = []
         rejected: list[list[str]] = []
+        check = self._affinity_check(pod)
         for info in self._nodes.values():
             reasons = fit.filter_node(pod, req, info, self.wording)
+            if not reasons and check is not None:
+                reason = check.reason(info.labels)  # InterPodAffinity filters last in the default profile
+                reasons = [reason] if reason else []
             if reasons:
                 rejected.append(reasons)
             else:
@@ -323,6 +383,7 @@ class Scheduler:
             return
         self._forget_pending(key)
         self._assigned[key] = (node.name, req)  # assume: the cache counts it before the watch event
+        self._remember(key, bound)
         node.add(req)
         self.stats["bound"] += 1
         self.recorder.event(object_ref(bound), "Normal", "Scheduled",

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from console.lab import nfd_deploy
-from console.lab.scenarios import FLAVOR_BY_NAME, MASTER_TAINT, NodeSpec, PodSpec, Scenario
+from console.lab.scenarios import FLAVOR_BY_NAME, MASTER_TAINT, SCALE_NODES_PER_HOST, NodeSpec, PodSpec, Scenario
 from console.lab.vm import VMSpec
 from console.nfd import versions as V
 
@@ -101,14 +101,55 @@ def pod_object(spec: PodSpec) -> Obj:
     return pod
 
 
+def _scale_node_name(i: int) -> str:
+    return f"node-{i:05d}"
+
+
+def scale_vm_specs(scenario: Scenario) -> list[VMSpec]:
+    """The scale world's nodes as Nova servers (r1.xlarge, SCALE_NODES_PER_HOST per compute host) when it has
+    Pending pods: VM sizes the capacity planner reads. No hypervisor runs them."""
+    if not scenario.scale_pending:
+        return []
+    flavor = next(f for f in scenario.flavors if f.name == "r1.xlarge")
+    return [VMSpec(server_id=server_id("scale", _scale_node_name(i)), db_id=FIRST_DB_ID + 2 * i,
+                   node_name=_scale_node_name(i), compute_host=f"cmp{i // SCALE_NODES_PER_HOST:03d}", flavor=flavor)
+            for i in range(scenario.scale_nodes)]
+
+
+def scale_pending_pods(scenario: Scenario) -> list[Obj]:
+    """Pending pods for the planner benchmark, deterministic by index: 17–27 CPUs (more than a node's 16, less
+    than what r1.2xlarge's 32 leave beside 30 pods of 100m), 8–40 GiB; every third selects AVX512F nodes (half
+    the nodes have it); the first three of every ten are a group with required anti-affinity on hostname; every
+    97th wants 40 CPUs (more than any flavor)."""
+    pods = []
+    for i in range(scenario.scale_pending):
+        cpu = 40 if i % 97 == 0 else 17 + (i % 6) * 2
+        labels = {"app": f"batch-{i % 10}"}
+        spec: Obj = {"schedulerName": "default-scheduler", "restartPolicy": "Never",
+                     "containers": [{"name": "work", "image": "registry.lab/app:1", "resources": {
+                         "requests": {"cpu": str(cpu), "memory": f"{8 + (i % 5) * 8}Gi"}}}]}
+        if i % 3 == 0:
+            spec["nodeSelector"] = {"feature.node.kubernetes.io/cpu-cpuid.AVX512F": "true"}
+        if i % 10 < 3:
+            labels["group"] = f"g{i // 10:04d}"
+            spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"group": labels["group"]}},
+                 "topologyKey": "kubernetes.io/hostname"}]}}
+        pods.append({"metadata": {"name": f"pending-{i:05d}", "namespace": "default", "labels": labels},
+                     "spec": spec, "status": {"phase": "Pending"}})
+    return pods
+
+
 def scale_objects(scenario: Scenario) -> tuple[list[Obj], list[Obj]]:
     """Nodes with a posted status and pods already Running on them (no VMs, no kubelets)."""
     nodes: list[Obj] = []
     pods: list[Obj] = []
     flags = ("AVX", "AVX2", "FMA3", "AVX512F", "AVX512BW")
     for i in range(scenario.scale_nodes):
-        name = f"node-{i:05d}"
+        name = _scale_node_name(i)
         labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+        if scenario.scale_pending:
+            labels["node.kubernetes.io/instance-type"] = "r1.xlarge"
         # a spread of CPU generations so label filters have something to find
         for flag in flags[: 2 + i % 4]:
             labels[f"feature.node.kubernetes.io/cpu-cpuid.{flag}"] = "true"
@@ -159,7 +200,7 @@ def scale_objects(scenario: Scenario) -> tuple[list[Obj], list[Obj]]:
                     "status": {"phase": "Running"},
                 }
             )
-    return nodes, pods
+    return nodes, pods + scale_pending_pods(scenario)
 
 
 def nfd_manifest(scenario: Scenario) -> nfd_deploy.Manifest:

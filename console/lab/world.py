@@ -57,6 +57,7 @@ class Lab:
         self.store = Store()
         self.logs = PodLogs()
         self.vms = seed.vm_specs(scenario)
+        self.scale_servers = seed.scale_vm_specs(scenario)  # Nova servers without a hypervisor (scale world)
         self._loop = LoopThread()
         self._stack: list[Callable[[], None]] = []  # undo actions, run in reverse on stop
         self.kube_api: Any = None
@@ -139,7 +140,8 @@ class Lab:
         for spec in sc.nodes:
             self.store.create("nodes", seed.node_object(spec, by_node.get(spec.name)))
         if sc.scale_nodes:
-            progress(f"generating {sc.scale_nodes} nodes and {sc.scale_nodes * sc.scale_pods_per_node} pods")
+            progress(f"generating {sc.scale_nodes} nodes and {sc.scale_nodes * sc.scale_pods_per_node} pods"
+                     + (f", {sc.scale_pending} Pending" if sc.scale_pending else ""))
             nodes, pods = seed.scale_objects(sc)
             self.store.bulk_load("nodes", nodes)
             self.store.bulk_load("pods", pods)
@@ -254,7 +256,9 @@ class Lab:
                              hosts=self.scenario.compute_hosts, quota=self.scenario.quota)
             self._stack.append(self.nova.close)
         else:
-            self.nova = Nova(self.scenario.flavors, [], _NoHypervisor(), self.nova_timing)
+            # the scale world: flavors, and its nodes as servers when it has Pending pods to plan for
+            self.nova = Nova(self.scenario.flavors, self.scale_servers, _NoHypervisor(),
+                             self.nova_timing, hosts=self.scenario.compute_hosts, quota=self.scenario.quota)
         self.openstack_api = self._loop.call(start_openstack(self.nova, password=self._os_password))
         self._stack.append(lambda: self._loop.call(self.openstack_api.stop()))
         # a plain project member, as most cloud users are: Nova's policy hides admin fields and actions
@@ -329,7 +333,8 @@ def _ready(node: dict[str, Any]) -> bool:
 
 
 class _NoHypervisor:
-    """The scale world has no VMs: Nova serves flavors only (it has no server to call the hypervisor for)."""
+    """The scale world has no VMs: Nova serves flavors (and servers to read when it has Pending pods), never an
+    action that would call the hypervisor."""
 
     uri = ""
 

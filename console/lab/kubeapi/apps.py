@@ -1,4 +1,5 @@
-"""apps/v1 workloads and policy/v1 PodDisruptionBudgets: create-time defaults and `kubectl get` Table columns.
+"""apps/v1 workloads, batch/v1 Jobs and policy/v1 PodDisruptionBudgets: create-time defaults and `kubectl get`
+Table columns.
 
 Defaults as pkg/apis/apps/v1/defaults.go sets them (replicas 1, RollingUpdate 25 %/25 %,
 revisionHistoryLimit 10, progressDeadlineSeconds 600, OrderedReady, the pod template's defaults); columns
@@ -111,7 +112,29 @@ def tables(col: Callable[..., Obj], name: Obj, age_col: Obj, age: Callable[[str 
                 str(spec["maxUnavailable"]) if "maxUnavailable" in spec else "N/A",
                 st.get("disruptionsAllowed", 0), created(o, now)]
 
+    def job(o: Obj, now: datetime) -> list[Any]:
+        """printers.go printJob (v1.28+: the Status column)."""
+        spec, st = o.get("spec") or {}, o.get("status") or {}
+        done = st.get("succeeded", 0)
+        if spec.get("completions") is not None:
+            completions = f"{done}/{spec['completions']}"
+        else:
+            parallelism = int(spec.get("parallelism", 0) or 0)
+            completions = f"{done}/1 of {parallelism}" if parallelism > 1 else f"{done}/1"
+        conds = {c.get("type") for c in st.get("conditions") or [] if c.get("status") == "True"}
+        status = next((s for s, c in (("Complete", "Complete"), ("Failed", "Failed")) if c in conds), "")
+        if not status:
+            status = "Terminating" if o["metadata"].get("deletionTimestamp") else next(
+                (c for c in ("Suspended", "FailureTarget") if c in conds), "Running")
+        # HumanDuration(time.Since(startTime)) while it runs; the lab's jobs never record a completionTime
+        duration = age(st["startTime"], now) if st.get("startTime") and not st.get("completionTime") else ""
+        return [o["metadata"]["name"], status, completions, duration, created(o, now), *_containers(o),
+                _selector(o)]
+
     return {
+        "jobs.batch": ([name, col("Status", desc="Status of the job."),
+                        col("Completions", desc="The completion status of the job."),
+                        col("Duration", desc="Time required to complete the job."), age_col, *wide], job),
         "deployments.apps": ([name, col("Ready", desc="Number of the pod with ready state"),
                               col("Up-to-date", "integer", desc="Total number of non-terminated pods targeted by "
                                   "this deployment that have the desired template spec."),

@@ -79,15 +79,16 @@ def _authorize(token: Token, action: str) -> None:
 async def handle(request: web.Request, handler: Handler, keystone: Keystone, request_id: str) -> web.StreamResponse:
     """Run a /placement request: the root needs no token; everything else a scoped one and a microversion."""
     mv: tuple[int, int] | None = None
+    resp: web.StreamResponse
     try:
         mv = _microversion(request)
         request[MICROVERSION] = mv
         if request.path.rstrip("/") != BASE:
             token = keystone.validate(request.headers.get("X-Auth-Token"))
             if token is None or not token.scoped:
-                resp = error(401, "The request you have made requires authentication.", request_id, mv)
-                resp.headers["WWW-Authenticate"] = "Keystone uri=''"
-                return resp
+                denied = error(401, "The request you have made requires authentication.", request_id, mv)
+                denied.headers["WWW-Authenticate"] = "Keystone uri=''"
+                return denied
             request[TOKEN] = token
         resp = await handler(request)
     except PlacementError as exc:

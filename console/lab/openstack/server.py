@@ -31,6 +31,7 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
     request[compute_api.REQUEST_ID] = rid
     headers = {"x-openstack-request-id": rid}
     compute = request.path.startswith("/compute")
+    resp: web.StreamResponse
     try:
         if request.path == placement_api.BASE or request.path.startswith(placement_api.BASE + "/"):
             resp = await placement_api.handle(request, handler, request.app[identity_api.KEYSTONE], rid)
@@ -38,7 +39,7 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
             headers["x-compute-request-id"] = rid
             token = request.app[identity_api.KEYSTONE].validate(request.headers.get("X-Auth-Token"))
             if token is None or not token.scoped:
-                resp: web.StreamResponse = identity_api.unauthorized(request)
+                resp = identity_api.unauthorized(request)
             else:
                 mv = compute_api.requested_microversion(request)
                 request[compute_api.MICROVERSION] = mv

@@ -105,4 +105,4 @@ def test_unknown_scenario_is_a_clear_error(tmp_path):
     )
     assert proc.returncode == 2
     assert ("unknown scenario 'nope'; choose one of: default, seed-resize, seed-live, seed-drain, nfd-configmap, "
-            "nfd-gpu-operator, scale") in proc.stderr
+            "nfd-gpu-operator, planner, scale") in proc.stderr

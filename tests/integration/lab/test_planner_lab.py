@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from labstart import start_lab
@@ -30,8 +31,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 @pytest.fixture(scope="module")
-def env(lab: Lab) -> dict[str, str]:
-    return lab_env(lab)
+def env(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    # kubectl's discovery/OpenAPI cache is per host:port under ~/.kube/cache: another lab that had this port
+    # would answer for this one (kubectl >= 1.27 reads KUBECACHEDIR)
+    return lab_env(lab) | {"KUBECACHEDIR": str(tmp_path_factory.mktemp("kube-cache"))}
 
 
 def kubectl_json(env: dict[str, str], *args: str) -> dict:
@@ -109,3 +112,69 @@ def test_neighbours_run(env: dict[str, str]) -> None:
     pdb = wait_for(lambda: kubectl_json(env, "get", "pdb", "cache-pdb", "-n", "default")["status"].get(
         "currentHealthy") == 1 and kubectl_json(env, "get", "pdb", "cache-pdb", "-n", "default"), what="cache-pdb")
     assert pdb["status"]["disruptionsAllowed"] == 0
+
+
+def _probe(name: str, labels: dict[str, str], anti: dict | None = None) -> dict:
+    spec: dict = {"nodeSelector": {"kubernetes.io/hostname": "kube-worker05"},
+                  "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"],
+                                  "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}
+    if anti:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [anti]}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "labels": labels},
+            "spec": spec}
+
+
+def test_pod_anti_affinity_both_directions(env: dict[str, str], tmp_path: Path) -> None:
+    """kubectl-created pods on kube-worker05 meet InterPodAffinity's two anti-affinity reasons (filtering.go)."""
+    guard = _probe("guard", {"team": "a"}, {"labelSelector": {"matchLabels": {"team": "b"}},
+                                            "topologyKey": "kubernetes.io/hostname"})
+    intruder = _probe("intruder", {"team": "b"})  # the guard's term selects it: existing pods' direction
+    shy = _probe("shy", {"team": "c"}, {"labelSelector": {"matchExpressions": [
+        {"key": "team", "operator": "In", "values": ["a"]}]}, "topologyKey": "kubernetes.io/hostname"})
+    elsewhere = _probe("elsewhere", {"team": "d"}, {"labelSelector": {"matchLabels": {"team": "a"}},
+                                                    "namespaces": ["kube-system"],
+                                                    "topologyKey": "kubernetes.io/hostname"})
+    # --validate=false: the gcloud kubectl dispatcher here sometimes picks a client that wants /openapi/v2
+    path = tmp_path / "guard.json"
+    path.write_text(json.dumps(guard))
+    run(["kubectl", "create", "--validate=false", "-f", str(path)], env)
+    wait_for(lambda: kubectl_json(env, "get", "pod", "guard", "-n", "default")["spec"].get("nodeName"),
+             what="guard bound to kube-worker05")
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [intruder, shy, elsewhere]}))
+    run(["kubectl", "create", "--validate=false", "-f", str(path)], env)
+    taints = f"{MASTER}, 4 node(s) had untolerated taint {{dedicated: hpc}}"
+    want = {"intruder": f"0/6 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules, "
+                        f"{taints}. preemption: 0/6 nodes are available: 1 No preemption victims found for "
+                        "incoming pod, 5 Preemption is not helpful for scheduling..",
+            "shy": f"0/6 nodes are available: 1 node(s) didn't match pod anti-affinity rules, {taints}. "
+                   "preemption: 0/6 nodes are available: 1 No preemption victims found for incoming pod, "
+                   "5 Preemption is not helpful for scheduling.."}
+    got = wait_for(lambda: (m := _unschedulable(env)) and all(m.get(k) == v for k, v in want.items()) and m,
+                   what="the anti-affinity reasons")
+    assert "elsewhere" not in got  # its term looks in kube-system only: it runs beside the guard
+    assert kubectl_json(env, "get", "pod", "elsewhere", "-n", "default")["spec"]["nodeName"] == "kube-worker05"
+    events = kubectl_json(env, "get", "events", "-n", "default", "--field-selector",
+                          "involvedObject.name=shy,reason=FailedScheduling")["items"]
+    assert events and events[-1]["message"] == want["shy"]
+
+
+def test_the_job_replaces_a_deleted_pod(env: dict[str, str]) -> None:
+    """pkg/controller/job: a deleted pod of an unfinished Job is replaced (generateName train-, the job's labels)."""
+    def names() -> set[str]:
+        return {p["metadata"]["name"] for p in kubectl_json(env, "get", "pods", "-n", "default", "-l",
+                                                             "job-name=train")["items"]}
+
+    before = names()
+    gone = sorted(before)[0]
+    run(["kubectl", "delete", "pod", gone, "-n", "default", "--wait=false"], env)
+    after = wait_for(lambda: (n := names()) and gone not in n and len(n) == 3 and n, what="a replacement train pod")
+    (new,) = after - before
+    assert new.startswith("train-")
+    msgs = wait_for(lambda: (m := _unschedulable(env)).get(new) and m, what=f"{new} unschedulable")
+    assert msgs[new].startswith(TRAIN), msgs[new]
+    job = kubectl_json(env, "get", "job", "train", "-n", "default")
+    assert job["status"]["active"] == 3 and job["status"]["startTime"]
+    # printers.go printJob's columns
+    header, row = run(["kubectl", "get", "job", "train", "-n", "default"], env).stdout.splitlines()[:2]
+    assert header.split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
+    assert row.split()[:3] == ["train", "Running", "0/3"]
