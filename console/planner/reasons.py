@@ -17,7 +17,7 @@ from typing import Any
 from console.infra.sizes import fmt_mem
 from console.planner import constraints as c
 from console.planner.model import LIBVIRT, Node, PendingPod, Size
-from console.planner.problem import PNode, PPod, Problem, Solution, _alloc, cheapest_levels
+from console.planner.problem import PNode, PPod, Problem, Solution, _alloc, _sig, cheapest_levels
 from console.runbook.plan import fmt_cpu
 
 
@@ -49,6 +49,19 @@ def _size_text(s: Size) -> str:
 
 
 def reason(prob: Problem, pp: PPod, sol: Solution) -> str:
+    """The most specific reason `pp` has no place in `sol`."""
+    key = _sig(pp.pod.node_selector, pp.pod.affinity_terms, pp.pod.tolerations, pp.pod.namespace, pp.pod.labels,
+               pp.pod.anti_affinity, pp.pod.cpu_m, pp.pod.memory)
+    found = prob.memo.get(key)
+    if found is None:
+        found = prob.memo[key] = _structural(prob, pp)
+    if isinstance(found, str):
+        return found
+    return _competition(prob, pp, pp.pod, found, sol)
+
+
+def _structural(prob: Problem, pp: PPod) -> str | list[PNode]:
+    """The reason no plan at all can place it, or the nodes where it would fit alone."""
     pod = pp.pod
     nodes = [pn.node for pn in prob.nodes]
     if not nodes:
@@ -65,10 +78,10 @@ def reason(prob: Problem, pp: PPod, sol: Solution) -> str:
             terms = " || ".join(_term_text(t) for t in pod.affinity_terms)
             return f"no node matches its required node affinity ({terms})"
         nodes = left
-    return _after_labels(prob, pp, pod, nodes, sol)
+    return _after_labels(prob, pp, pod, nodes)
 
 
-def _after_labels(prob: Problem, pp: PPod, pod: PendingPod, nodes: Sequence[Node], sol: Solution) -> str:
+def _after_labels(prob: Problem, pp: PPod, pod: PendingPod, nodes: Sequence[Node]) -> str | list[PNode]:
     ready = [n for n in nodes if n.ready]
     if not ready:
         return f"every node matching its selector is NotReady ({_names(nodes)})"
@@ -87,7 +100,7 @@ def _after_labels(prob: Problem, pp: PPod, pod: PendingPod, nodes: Sequence[Node
         keys = sorted({t.topology_key for t in pod.anti_affinity}) or ["its labels"]
         return ("anti-affinity: every matching node is in a topology domain (" + ", ".join(keys)
                 + ") holding a pod it must keep apart from, or whose pods' anti-affinity excludes it")
-    return _capacity(prob, pp, pod, cand, sol)
+    return _capacity(prob, pod, cand)
 
 
 def _names(nodes: Sequence[Node], k: int = 3) -> str:
@@ -95,24 +108,29 @@ def _names(nodes: Sequence[Node], k: int = 3) -> str:
     return ", ".join(names[:k]) + (f" and {len(names) - k} more" if len(names) > k else "")
 
 
-def _capacity(prob: Problem, pp: PPod, pod: PendingPod, cand: Sequence[PNode], sol: Solution) -> str:
+def _capacity(prob: Problem, pod: PendingPod, cand: Sequence[PNode]) -> str | list[PNode]:
     need = f"{fmt_cpu(pod.cpu_m)} CPU / {fmt_mem(pod.memory)}"
     full = [pn for pn in cand if pn.room <= 0]
     cand = [pn for pn in cand if pn.room > 0]
     if not cand:
         return f"the matching nodes hold their maximum number of pods ({_names([pn.node for pn in full])})"
     fits_any = []
-    best_txt = ""
+    roomiest: tuple[int, int, PNode, Size] | None = None
     for pn in cand:
-        cur_fit = pn.joint[0].cpu >= pod.cpu_m and pn.joint[0].mem >= pod.memory if pn.joint and not pn.ranged else (
-            pn.cpu_levels[0].cpu >= pod.cpu_m and pn.mem_levels[0].mem >= pod.memory if pn.ranged else False)
-        lg = _largest(pn.node)
-        if cur_fit or (lg is not None and lg[1] >= pod.cpu_m and lg[2] >= pod.memory):
+        base_c = pn.cpu_levels[0].cpu if pn.ranged else pn.joint[0].cpu
+        base_m = pn.mem_levels[0].mem if pn.ranged else pn.joint[0].mem
+        lg = prob.memo.get(("largest", pn.i), False)
+        if lg is False:
+            lg = prob.memo[("largest", pn.i)] = _largest(pn.node)
+        if (base_c >= pod.cpu_m and base_m >= pod.memory) or (lg is not None and lg[1] >= pod.cpu_m
+                                                               and lg[2] >= pod.memory):
             fits_any.append(pn)
-        elif lg is not None and not best_txt:
-            best_txt = (f"; {pn.node.name} at its largest ({_size_text(lg[0])}) leaves {fmt_cpu(max(0, lg[1]))} CPU"
-                        f" / {fmt_mem(max(0, lg[2]))}")
+        elif lg is not None and (roomiest is None or (lg[1], lg[2]) > roomiest[:2]):
+            roomiest = (lg[1], lg[2], pn, lg[0])
     if not fits_any:
+        best_txt = "" if roomiest is None else (
+            f"; the roomiest, {roomiest[2].node.name} at {_size_text(roomiest[3])}, would leave "
+            f"{fmt_cpu(max(0, roomiest[0]))} CPU / {fmt_mem(max(0, roomiest[1]))}")
         return f"needs {need}, more than the largest size any matching node can go to{best_txt}"
     # which of those could take it alone, given the hypervisor, the quota and the admin's drops/pins
     reasons: list[str] = []
@@ -121,7 +139,7 @@ def _capacity(prob: Problem, pp: PPod, pod: PendingPod, cand: Sequence[PNode], s
         if lv is None:
             reasons.append(_limit_text(prob, pn, pod))
             continue
-        return _competition(prob, pp, pod, cand, sol)
+        return list(cand)
     order = ("hypervisor", "project quota", "dropped", "pinned", "the hypervisor allows")
     reasons.sort(key=lambda r: next((i for i, o in enumerate(order) if r.startswith(o)), len(order)))
     return reasons[0]
