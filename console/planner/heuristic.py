@@ -347,8 +347,9 @@ def _tighten(prob: Problem, sol: Solution) -> Solution:
         if trial.node_cost(pn) < sol.node_cost(pn) - 1e-12:
             out.joint[n], out.cpu[n], out.mem[n] = lv
             changed = True
+    used = {n for n in sol.assign.values()}
     for pn in prob.nodes:  # a grown node nothing landed on goes back to its base size
-        if pn.i not in loads(prob, sol.assign) and sol.grown(pn):
+        if pn.i not in used and sol.grown(pn):
             out.joint.pop(pn.i, None)
             out.cpu.pop(pn.i, None)
             out.mem.pop(pn.i, None)
@@ -474,8 +475,9 @@ def _bound(prob: Problem) -> float:
             best = max(best, min(alone[pp.i].values()))
     for members, key in prob.conflicts:
         per_domain: dict[str, float] = {}
-        for j in members:
-            for n, cst in alone.get(j, {}).items():
+        distinct = {id(alone[j]): alone[j] for j in members if j in alone}  # a job's pods share one dict
+        for costs in distinct.values():
+            for n, cst in costs.items():
                 v = prob.domain_of(n, key)
                 if v is not None and cst < per_domain.get(v, float("inf")):
                     per_domain[v] = cst

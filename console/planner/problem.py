@@ -21,7 +21,7 @@ import numpy as np
 
 from console.infra.sizes import MiB, VmSize
 from console.planner import constraints as c
-from console.planner.costs import growth_cost, weighted
+from console.planner.costs import growth_cost
 from console.planner.model import LIBVIRT, OPENSTACK, HostFree, Node, PendingPod, PlanInput, Size, Vm
 from console.runbook.plan import predicted_allocatable
 
@@ -130,21 +130,18 @@ def _levels(inp: PlanInput, node: Node, vm: Vm | None, hf: HostFree | None,
         cpu_lv = [Level(Size(cur.vcpus, 0), free_cpu, 0, 0.0)]
         top_v = vm.max_size.vcpus if hf is None or hf.max_vcpus is None else min(vm.max_size.vcpus, hf.max_vcpus)
         rc, rm, frac = node.reserved_cpu_m, node.reserved_memory, node.overhead_fraction
-        for v in range(cur.vcpus + 1, top_v + 1):
-            a_cpu, _ = predicted_allocatable(VmSize(v, cur.memory_mib), rc, rm, frac)
-            cpu_lv.append(Level(Size(v, 0), a_cpu - node.requested_cpu_m, 0, weighted(inp.cost, v - cur.vcpus, 0),
-                                v - cur.vcpus, 0))
+        req_c, req_m, w_v, w_m = node.requested_cpu_m, node.requested_memory, inp.cost.vcpu, inp.cost.memory_gib
+        pa = predicted_allocatable
+        cpu_lv += [Level(Size(v, 0), pa(VmSize(v, cur.memory_mib), rc, rm, frac)[0] - req_c, 0,
+                         w_v * (v - cur.vcpus), v - cur.vcpus, 0) for v in range(cur.vcpus + 1, top_v + 1)]
         mem_lv = [Level(Size(0, cur.memory_mib), 0, free_mem, 0.0)]
         top_m = vm.max_size.memory_mib
         if hf is not None and hf.max_memory_mib is not None:
             top_m = min(top_m, hf.max_memory_mib)
         step = max(1, vm.memory_step_mib)
-        m = (cur.memory_mib // step + 1) * step
-        while m <= top_m:
-            _, a_mem = predicted_allocatable(VmSize(cur.vcpus, m), rc, rm, frac)
-            mem_lv.append(Level(Size(0, m), 0, a_mem - node.requested_memory, weighted(inp.cost, 0, m - cur.memory_mib),
-                                0, m - cur.memory_mib))
-            m += step
+        mem_lv += [Level(Size(0, m), 0, pa(VmSize(cur.vcpus, m), rc, rm, frac)[1] - req_m,
+                         w_m * (m - cur.memory_mib) / 1024, 0, m - cur.memory_mib)
+                   for m in range((cur.memory_mib // step + 1) * step, top_m + 1, step)]
         return [], cpu_lv, mem_lv
     joint = [current]
     for o in vm.options:

@@ -10,14 +10,14 @@ Pending pods took the room, or their anti-affinity took every domain).
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from console.infra.sizes import fmt_mem
 from console.planner import constraints as c
 from console.planner.model import LIBVIRT, Node, PendingPod, Size
-from console.planner.problem import PNode, PPod, Problem, Solution, _alloc, _sig, cheapest_levels
+from console.planner.problem import PNode, PPod, Problem, Solution, _alloc, _sig, cheapest_levels, loads
 from console.runbook.plan import fmt_cpu
 
 
@@ -162,52 +162,67 @@ def _limit_text(prob: Problem, pn: PNode, pod: PendingPod) -> str:
 
 
 def _competition(prob: Problem, pp: PPod, pod: PendingPod, cand: Sequence[PNode], sol: Solution) -> str:
-    # alone it fits somewhere: the hypervisors, the quota or the other pods stand in the way
-    host_used: dict[str, list[int]] = {}
-    used_q = [0, 0]
-    for pn in prob.nodes:
-        dv, dm = sol.added(pn)
-        if pn.host:
-            hu = host_used.setdefault(pn.host, [0, 0])
-            hu[0] += dv
-            hu[1] += dm
-        if pn.quota:
-            used_q[0] += dv
-            used_q[1] += dm
+    """Alone it would fit somewhere: what stands in the way on each such node, given the plan — another Pending
+    pod's anti-affinity in the node's domain, the hypervisor's or the quota's room left, or the pods already
+    planned there."""
+    cached = prob.memo.get("loads")
+    if cached is None or cached[0] is not sol:
+        host_used: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        used_q = [0, 0]
+        for pn in prob.nodes:
+            dv, dm = sol.added(pn)
+            host_used[pn.host][0] += dv
+            host_used[pn.host][1] += dm
+            if pn.quota:
+                used_q[0] += dv
+                used_q[1] += dm
+        cached = prob.memo["loads"] = (sol, loads(prob, sol.assign), host_used, used_q)
+    _, load, host_used, used_q = cached
     q = prob.inp.limits.quota
-    blockers: list[str] = []
+    cliques = [(members, key) for members, key in prob.conflicts if pp.i in members]
+    kinds: list[tuple[str, str]] = []
     for pn in cand:
-        lv = cheapest_levels(pn, pod.cpu_m, pod.memory)
+        mates = [m for members, key in cliques for m in members if m != pp.i and m in sol.assign
+                 and prob.domain_of(pn.i, key) is not None
+                 and prob.domain_of(sol.assign[m], key) == prob.domain_of(pn.i, key)]
+        if mates:
+            kinds.append(("anti", prob.pods[mates[0]].pod.key))
+            continue
+        have = load.get(pn.i, [0, 0, 0])
+        if have[2] >= pn.room:
+            kinds.append(("room", pn.node.name))
+            continue
+        lv = cheapest_levels(pn, have[0] + pod.cpu_m, have[1] + pod.memory)
         if lv is None:
+            kinds.append(("room", pn.node.name))
             continue
-        probe = Solution({}, {pn.i: lv[0]}, {pn.i: lv[1]}, {pn.i: lv[2]})
-        dv, dm = probe.added(pn)
+        dv, dm = Solution({}, {pn.i: lv[0]}, {pn.i: lv[1]}, {pn.i: lv[2]}).added(pn)
         own_v, own_m = sol.added(pn)
+        more_v, more_m = max(0, dv - own_v), max(0, dm - own_m)
         hf = prob.hosts.get(pn.host)
-        hu = host_used.get(pn.host, [0, 0])
-        free_v = None if hf is None or hf.vcpus is None else hf.vcpus - hu[0] + own_v
-        free_m = None if hf is None or hf.memory_mib is None else hf.memory_mib - hu[1] + own_m
-        if (free_v is not None and dv > free_v) or (free_m is not None and dm > free_m):
-            blockers.append(f"hypervisor {pn.host} has only {_q(free_v)} vCPUs / {_q(free_m)} MiB free (growing "
-                            f"{pn.node.name} to fit it needs +{dv} vCPUs / +{dm} MiB)")
+        hu = host_used[pn.host]
+        left_v = None if hf is None or hf.vcpus is None else hf.vcpus - hu[0]
+        left_m = None if hf is None or hf.memory_mib is None else hf.memory_mib - hu[1]
+        if (left_v is not None and more_v > left_v) or (left_m is not None and more_m > left_m):
+            kinds.append(("hypervisor", f"hypervisor {pn.host} has only {_q(left_v)} vCPUs / {_q(left_m)} MiB free "
+                                        f"(growing {pn.node.name} to fit it needs +{more_v} vCPUs / +{more_m} MiB)"))
             continue
-        left_v = None if q.cores is None else q.cores - used_q[0] + (own_v if pn.quota else 0)
-        left_m = None if q.ram_mib is None else q.ram_mib - used_q[1] + (own_m if pn.quota else 0)
-        if pn.quota and ((left_v is not None and dv > left_v) or (left_m is not None and dm > left_m)):
-            blockers.append(f"project quota: {_q(left_v)} cores / {_q(left_m)} MiB RAM left (growing "
-                            f"{pn.node.name} to fit it needs +{dv} vCPUs / +{dm} MiB)")
+        qv = None if q.cores is None else q.cores - used_q[0]
+        qm = None if q.ram_mib is None else q.ram_mib - used_q[1]
+        if pn.quota and ((qv is not None and more_v > qv) or (qm is not None and more_m > qm)):
+            kinds.append(("quota", f"project quota: {_q(qv)} cores / {_q(qm)} MiB RAM left (growing "
+                                   f"{pn.node.name} to fit it needs +{more_v} vCPUs / +{more_m} MiB)"))
             continue
-        blockers.append("")
-    if blockers and all(blockers):
-        hyp = [b for b in blockers if b.startswith("hypervisor")]
-        return hyp[0] if hyp else blockers[0]
-    mates = [m for members, _ in prob.conflicts if pp.i in members for m in members if m != pp.i and m in sol.assign]
-    if mates:
-        return ("anti-affinity: Pending pods it must keep apart from took the domains it could use ("
-                + ", ".join(sorted(prob.pods[m].pod.key for m in mates)[:3]) + ")")
-    if host_used or used_q != [0, 0]:
-        return "the other pods took the room: what the hypervisors and quota leave went to pods placed first"
-    return "the other pods took the room on the nodes it fits"
+        kinds.append(("room", pn.node.name))  # it would fit, but then another pod would not: the others won
+    if kinds and all(k == "anti" for k, _ in kinds):
+        return ("anti-affinity: Pending pods it must keep apart from took every topology domain it could use ("
+                + ", ".join(sorted({t for _, t in kinds})[:3]) + ")")
+    for kind in ("hypervisor", "quota"):
+        if kinds and all(k in ("hypervisor", "quota", "anti") for k, _ in kinds):
+            texts = [t for k, t in kinds if k == kind]
+            if texts:
+                return texts[0]
+    return "the other pods took the room: the nodes it fits hold other Pending pods of this plan"
 
 
 def _q(v: int | None) -> str:
