@@ -13,7 +13,8 @@ scheduler will accept after the scale-ups:
   k8s.io/apimachinery/pkg/labels/selector.go (Requirement.Matches: Gt/Lt parse int64).
 - taints: only NoSchedule and NoExecute taints filter (TaintToleration plugin, PreferNoSchedule only scores);
   a toleration tolerates a taint when its effect is empty or equal, its key empty (with Exists: every taint)
-  or equal, and Exists, or Equal (the default operator) with the same value.
+  or equal, and Exists, or Equal (the default operator) with the same value, or Lt/Gt comparing the taint's
+  integer value with the toleration's.
   k8s.io/api/core/v1/toleration.go ToleratesTaint.
 - a cordoned node (spec.unschedulable) takes only pods that tolerate the taint
   node.kubernetes.io/unschedulable:NoSchedule (pkg/scheduler/framework/plugins/nodeunschedulable).
@@ -27,6 +28,7 @@ scheduler will accept after the scale-ups:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -36,13 +38,16 @@ NO_SCHEDULE = "NoSchedule"
 NO_EXECUTE = "NoExecute"
 UNSCHEDULABLE_TAINT: Mapping[str, str] = {"key": "node.kubernetes.io/unschedulable", "effect": NO_SCHEDULE}
 FIELD_NODE_NAME = "metadata.name"
+_INT = re.compile(r"[+-]?[0-9]+")
 
 
 def _int(s: Any) -> int | None:
-    try:
-        return int(str(s), 10)
-    except ValueError:
+    """strconv.ParseInt(s, 10, 64): None when not a decimal int64 (Python's int() also takes "1_0" and " 1")."""
+    text = str(s)
+    if not _INT.fullmatch(text):
         return None
+    v = int(text, 10)
+    return v if -(2**63) <= v < 2**63 else None
 
 
 def requirement_matches(req: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
@@ -112,6 +117,11 @@ def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, str]) -> bool:
         return True
     if op == "Equal":
         return (toleration.get("value") or "") == (taint.get("value") or "")
+    if op in ("Lt", "Gt"):  # numeric (TaintTolerationComparisonOperators): the taint's value vs the toleration's
+        want, have = _int(toleration.get("value") or ""), _int(taint.get("value") or "")
+        if want is None or have is None:
+            return False
+        return have < want if op == "Lt" else have > want
     return False
 
 

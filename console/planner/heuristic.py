@@ -11,13 +11,15 @@ growth and re-place its pods elsewhere; the best plan (most pods, then least cos
 
 from __future__ import annotations
 
+import random
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from console.planner.problem import Problem, Solution
+from console.planner.problem import Problem, Solution, cheapest_levels, loads, violations
 
 BIG = 1e18
 
@@ -102,8 +104,44 @@ class _State:
         np.subtract.at(self.hm, ar.host, dm0)
         self.qv -= float(dv0[ar.quota].sum())
         self.qm -= float(dm0[ar.quota].sum())
+        # room left at the chosen size (the base size at first)
+        self.fc = np.where(ar.ranged, ar.rc[rows, 0], ar.jc[rows, 0])
+        self.fm = np.where(ar.ranged, ar.rm[rows, 0], ar.jm[rows, 0])
         self.assign: dict[int, int] = {}
         self.blocked: dict[tuple[int, str], np.ndarray] = {}  # (clique, key) → nodes whose domain is taken
+
+    def adopt(self, sol: Solution, keep: set[int], domains: dict[str, dict[str, np.ndarray]],
+              pod_cliques: dict[int, list[tuple[int, str]]]) -> None:
+        """Start from `sol` on the nodes in `keep`: their sizes and the pods on them."""
+        for n in sorted(keep):
+            pn = self.prob.nodes[n]
+            if sol.grown(pn) or (not pn.ranged and sol.joint.get(n, 0)):
+                self.preset(n, sol.joint.get(n, 0), sol.cpu.get(n, 0), sol.mem.get(n, 0))
+        for j, n in sol.assign.items():
+            if n in keep:
+                pod = self.prob.pods[j].pod
+                self._put(j, n, pod.cpu_m, pod.memory, pod_cliques.get(j, []), domains)
+
+    def preset(self, node: int, j: int, k: int, m: int) -> bool:
+        """Start `node` at the given levels; False when that alone breaks its hypervisor's or the quota's room."""
+        ar = self.ar
+        if ar.ranged[node]:
+            dv, dm = ar.rcdv[node, k], ar.rmdm[node, m]
+            fc, fm = ar.rc[node, k], ar.rm[node, m]
+        else:
+            dv, dm = ar.jdv[node, j] - ar.jdv[node, 0], ar.jdm[node, j] - ar.jdm[node, 0]
+            fc, fm = ar.jc[node, j], ar.jm[node, j]
+        h = ar.host[node]
+        if dv > self.hv[h] or dm > self.hm[h] or (ar.quota[node] and (dv > self.qv or dm > self.qm)):
+            return False
+        self.hv[h] -= dv
+        self.hm[h] -= dm
+        if ar.quota[node]:
+            self.qv -= dv
+            self.qm -= dm
+        self.jl[node], self.kl[node], self.ml[node] = j, k, m
+        self.fc[node], self.fm[node] = fc, fm
+        return True
 
     def place(self, j: int, idx: np.ndarray, domains: dict[str, dict[str, np.ndarray]],
               cliques: list[tuple[int, str]]) -> bool:
@@ -118,6 +156,13 @@ class _State:
         idx = idx[self.ln[idx] < ar.room[idx]]
         if not len(idx):
             return False
+        # fast path: nodes whose chosen size already holds it cost nothing; the tightest fit wins
+        now = idx[(self.fc[idx] >= pod.cpu_m) & (self.fm[idx] >= pod.memory)]
+        if len(now):
+            left = (self.fc[now] - pod.cpu_m) / 1000.0 + (self.fm[now] - pod.memory) / 2**30
+            node = int(now[np.argmin(left)])
+            self._put(j, node, pod.cpu_m, pod.memory, cliques, domains)
+            return True
         need_c = self.lc[idx] + pod.cpu_m
         need_m = self.lm[idx] + pod.memory
         n = len(idx)
@@ -132,6 +177,13 @@ class _State:
             sub = idx[~rg]
             cur = self.jl[sub]
             fit = (ar.jc[sub] >= need_c[~rg, None]) & (ar.jm[sub] >= need_m[~rg, None])
+            # only sizes the hypervisor's and the quota's remaining room allow
+            h = ar.host[sub]
+            adv = ar.jdv[sub] - ar.jdv[sub, cur][:, None]
+            adm = ar.jdm[sub] - ar.jdm[sub, cur][:, None]
+            lim_v = np.where(ar.quota[sub], np.minimum(self.hv[h], self.qv), self.hv[h])[:, None]
+            lim_m = np.where(ar.quota[sub], np.minimum(self.hm[h], self.qm), self.hm[h])[:, None]
+            fit &= (adv <= lim_v + 1e-9) & (adm <= lim_m + 1e-9)
             cost = np.where(fit, ar.jcost[sub], BIG)
             best = np.argmin(cost, axis=1)
             rows = np.arange(len(sub))
@@ -145,8 +197,11 @@ class _State:
         if rg.any():
             sub = idx[rg]
             ck, cm = self.kl[sub], self.ml[sub]
-            fk = ar.rc[sub] >= need_c[rg, None]
-            fm = ar.rm[sub] >= need_m[rg, None]
+            h = ar.host[sub]
+            lim_v = np.where(ar.quota[sub], np.minimum(self.hv[h], self.qv), self.hv[h])[:, None]
+            lim_m = np.where(ar.quota[sub], np.minimum(self.hm[h], self.qm), self.hm[h])[:, None]
+            fk = (ar.rc[sub] >= need_c[rg, None]) & (ar.rcdv[sub] - ar.rcdv[sub, ck][:, None] <= lim_v + 1e-9)
+            fm = (ar.rm[sub] >= need_m[rg, None]) & (ar.rmdm[sub] - ar.rmdm[sub, cm][:, None] <= lim_m + 1e-9)
             bk = np.maximum(np.argmax(fk, axis=1), ck)  # levels rise with the index: the first that holds
             bm = np.maximum(np.argmax(fm, axis=1), cm)
             rows = np.arange(len(sub))
@@ -167,23 +222,34 @@ class _State:
         if best_delta >= BIG / 2:
             return False
         grows = (dv > 0) | (dm > 0)
-        slack = (np.where(rg, 0, 0) + 0.0)
         # ties: equal cost, then no growth / the preferences, then the tightest fit (least CPU left)
         cand = np.flatnonzero(delta <= best_delta + 1e-9 * max(1.0, abs(best_delta)))
         pen = np.where(grows[cand], 1.0 + ar.pref[idx[cand]], 0.0)
         left = self._room_after(idx[cand], new_j[cand], new_k[cand], new_m[cand]) - need_c[cand]
-        order = np.lexsort((left + slack[cand] if np.ndim(slack) else left, pen))
+        order = np.lexsort((left, pen))
         pick = cand[order[0]]
         node = int(idx[pick])
-        self.lc[node] = need_c[pick]
-        self.lm[node] = need_m[pick]
-        self.ln[node] += 1
         self.jl[node], self.kl[node], self.ml[node] = new_j[pick], new_k[pick], new_m[pick]
         self.hv[ar.host[node]] -= dv[pick]
         self.hm[ar.host[node]] -= dm[pick]
         if ar.quota[node]:
             self.qv -= dv[pick]
             self.qm -= dm[pick]
+        self._put(j, node, pod.cpu_m, pod.memory, cliques, domains)
+        return True
+
+    def _put(self, j: int, node: int, cpu: int, mem: int, cliques: list[tuple[int, str]],
+             domains: dict[str, dict[str, np.ndarray]]) -> None:
+        ar = self.ar
+        self.lc[node] += cpu
+        self.lm[node] += mem
+        self.ln[node] += 1
+        if ar.ranged[node]:
+            self.fc[node] = ar.rc[node, self.kl[node]] - self.lc[node]
+            self.fm[node] = ar.rm[node, self.ml[node]] - self.lm[node]
+        else:
+            self.fc[node] = ar.jc[node, self.jl[node]] - self.lc[node]
+            self.fm[node] = ar.jm[node, self.jl[node]] - self.lm[node]
         self.assign[j] = node
         for cid, key in cliques:
             v = self.prob.domain_of(node, key)
@@ -192,7 +258,6 @@ class _State:
                 if b is None:
                     b = self.blocked[cid, key] = np.zeros(len(self.prob.nodes), dtype=bool)
                 b[domains[key][v]] = True
-        return True
 
     def _room_after(self, idx: np.ndarray, j: np.ndarray, k: np.ndarray, m: np.ndarray) -> np.ndarray:
         ar = self.ar
@@ -231,10 +296,15 @@ def _domains(prob: Problem) -> dict[str, dict[str, np.ndarray]]:
 
 def _greedy(prob: Problem, ar: _Arrays, order: list[int], domains: dict[str, dict[str, np.ndarray]],
             pod_cliques: dict[int, list[tuple[int, str]]], idx_of: list[np.ndarray],
-            skip_growth: frozenset[int] = frozenset()) -> Solution:
+            skip_growth: frozenset[int] = frozenset(), preset: tuple[int, int, int, int] | None = None
+            ) -> Solution | None:
+    """One greedy pass in `order`; `skip_growth`: nodes kept at their base size; `preset`: (node, joint, cpu,
+    mem) levels one node starts at (None when that size alone breaks a hypervisor or quota limit)."""
     st = _State(prob, ar)
+    if preset is not None and not st.preset(*preset):
+        return None
     saved = None
-    if skip_growth:  # a node whose growth is being undone: only its base size
+    if skip_growth:
         saved = (ar.jc.copy(), ar.rc.copy(), ar.rm.copy())
         for n in skip_growth:
             ar.jc[n, 1:] = -1
@@ -246,14 +316,67 @@ def _greedy(prob: Problem, ar: _Arrays, order: list[int], domains: dict[str, dic
     finally:
         if saved is not None:
             ar.jc, ar.rc, ar.rm = saved
-    return st.solution()
+    return _tighten(prob, st.solution())
+
+
+def _recreate(prob: Problem, ar: _Arrays, best: Solution, ruin: set[int], order: list[int],
+              domains: dict[str, dict[str, np.ndarray]], pod_cliques: dict[int, list[tuple[int, str]]],
+              idx_of: list[np.ndarray], preset: tuple[int, int, int, int] | None = None) -> Solution:
+    """Large-neighbourhood step: keep `best` except on the `ruin` nodes (back to their base size, or one of them
+    at the `preset` size), then place every pod not kept in `order`."""
+    st = _State(prob, ar)
+    st.adopt(best, {pn.i for pn in prob.nodes} - ruin, domains, pod_cliques)
+    if preset is not None:
+        st.preset(*preset)
+    for j in order:
+        if j not in st.assign:
+            st.place(j, idx_of[j], domains, pod_cliques.get(j, []))
+    return _tighten(prob, st.solution())
+
+
+def _tighten(prob: Problem, sol: Solution) -> Solution:
+    """Each grown node down to the cheapest size that still holds what landed on it (a preset may be larger)."""
+    out = Solution(dict(sol.assign), dict(sol.joint), dict(sol.cpu), dict(sol.mem))
+    changed = False
+    for n, (cpu, mem, _) in loads(prob, sol.assign).items():
+        pn = prob.nodes[n]
+        lv = cheapest_levels(pn, cpu, mem)
+        if lv is None:
+            continue
+        trial = Solution({}, {n: lv[0]}, {n: lv[1]}, {n: lv[2]})
+        if trial.node_cost(pn) < sol.node_cost(pn) - 1e-12:
+            out.joint[n], out.cpu[n], out.mem[n] = lv
+            changed = True
+    used = {n for n in sol.assign.values()}
+    for pn in prob.nodes:  # a grown node nothing landed on goes back to its base size
+        if pn.i not in used and sol.grown(pn):
+            out.joint.pop(pn.i, None)
+            out.cpu.pop(pn.i, None)
+            out.mem.pop(pn.i, None)
+            changed = True
+    if changed and violations(prob, out):
+        return sol
+    return out
 
 
 def _key(prob: Problem, sol: Solution) -> tuple[int, float]:
     return (len(sol.assign), -round(sol.cost(prob), 9))
 
 
-def solve(prob: Problem, time_limit: float = 2.0) -> Solution:
+def _presets(prob: Problem) -> list[tuple[int, int, int, int]]:
+    """Growths to try first: every flavor of each node, the top and middle of each libvirt range."""
+    out = []
+    for pn in prob.nodes:
+        if pn.ranged:
+            k, m = len(pn.cpu_levels) - 1, len(pn.mem_levels) - 1
+            out += sorted({(pn.i, 0, k, m), (pn.i, 0, (k + 1) // 2, (m + 1) // 2), (pn.i, 0, k, 0), (pn.i, 0, 0, m)})
+        else:
+            out += [(pn.i, lv, 0, 0) for lv in range(1, len(pn.joint))]
+    return out
+
+
+def solve(prob: Problem, time_limit: float = 2.0, max_rounds: int = 400) -> Solution:
+    """The best plan found within `time_limit` seconds (80 % of it; a proven optimum stops earlier)."""
     t0 = time.monotonic()
     if not prob.pods:
         return Solution({})
@@ -263,56 +386,136 @@ def solve(prob: Problem, time_limit: float = 2.0) -> Solution:
     for cid, (members, key) in enumerate(prob.conflicts):
         for j in members:
             pod_cliques[j].append((cid, key))
-    idx_of = [np.array(pp.eligible, dtype=int) for pp in prob.pods]
+    shared: dict[int, np.ndarray] = {}  # pods with the same admitting nodes share one index array
+    idx_of = [shared.setdefault(id(pp.eligible), np.array(pp.eligible, dtype=int)) for pp in prob.pods]
     pods = prob.pods
+    hardest = sorted(range(len(pods)), key=lambda j: (len(pods[j].eligible), -pods[j].pod.cpu_m,
+                                                      -pods[j].pod.memory, j))
     orders = [
-        sorted(range(len(pods)), key=lambda j: (len(pods[j].eligible), -pods[j].pod.cpu_m, -pods[j].pod.memory, j)),
+        hardest,
         sorted(range(len(pods)), key=lambda j: (-pods[j].pod.cpu_m, -pods[j].pod.memory, j)),
         sorted(range(len(pods)), key=lambda j: (-pods[j].pod.memory, -pods[j].pod.cpu_m, j)),
         sorted(range(len(pods)), key=lambda j: (-len(pod_cliques.get(j, ())), len(pods[j].eligible), j)),
     ]
-    best = _greedy(prob, ar, orders[0], domains, pod_cliques, idx_of)
-    budget = time_limit * 0.8
-    first = time.monotonic() - t0
-    for order in orders[1:]:
-        if time.monotonic() - t0 + first > budget:
-            break
-        s = _greedy(prob, ar, order, domains, pod_cliques, idx_of)
-        if _key(prob, s) > _key(prob, best):
-            best = s
-    # improvement: undo one grown node's growth at a time and re-place everything; keep what is better
-    improved = True
-    while improved and time.monotonic() - t0 + first < budget:
-        improved = False
-        grown = sorted((pn for pn in prob.nodes if best.grown(pn)), key=lambda pn: -best.node_cost(pn))
-        banned: frozenset[int] = frozenset()
-        for pn in grown:
-            if time.monotonic() - t0 + first > budget:
-                break
-            for order in orders:
-                s = _greedy(prob, ar, order, domains, pod_cliques, idx_of, banned | {pn.i})
-                if _key(prob, s) > _key(prob, best):
-                    best, improved = s, True
+    first_sol = _greedy(prob, ar, hardest, domains, pod_cliques, idx_of)
+    assert first_sol is not None
+    best = first_sol
+    one = time.monotonic() - t0
+    deadline = t0 + time_limit * 0.8
+
+    def proven(sol: Solution) -> bool:  # no plan is cheaper: stop improving
+        lb = lower_bound(prob, sol)
+        return lb is not None and sol.cost(prob) <= lb + 1e-9 * max(1.0, lb)
+
+    presets = _presets(prob)
+
+    def tries() -> Iterator[Solution | None]:
+        for order in orders[1:]:
+            yield _greedy(prob, ar, order, domains, pod_cliques, idx_of)
+        for pre in presets:  # grow one node first, then place everything
+            yield _greedy(prob, ar, hardest, domains, pod_cliques, idx_of, preset=pre)
+        for pn in sorted((pn for pn in prob.nodes if best.grown(pn)), key=lambda pn: -best.node_cost(pn)):
+            for order in orders[:2]:  # undo one growth, re-place everything
+                yield _greedy(prob, ar, order, domains, pod_cliques, idx_of, frozenset({pn.i}))
+        rnd = random.Random(len(pods) * 7919 + len(prob.nodes))  # deterministic: same input, same plan
+        nodes = [pn.i for pn in prob.nodes]
+        while True:
+            w = [rnd.uniform(0.5, 1.5) for _ in pods]
+            order = sorted(range(len(pods)), key=lambda j: (len(pods[j].eligible) * w[j], -pods[j].pod.cpu_m * w[j]))
+            if rnd.random() < 0.25:  # a perturbed order from scratch
+                yield _greedy(prob, ar, order, domains, pod_cliques, idx_of)
+            else:  # ruin one to three nodes of the best plan (grown ones more often) and recreate
+                grown = [pn.i for pn in prob.nodes if best.grown(pn)]
+                pool = grown if grown and rnd.random() < 0.6 else nodes
+                ruin = set(rnd.sample(pool, min(len(pool), rnd.randint(1, 3))))
+                ruin |= set(rnd.sample(nodes, min(len(nodes), rnd.randint(0, 1))))
+                start: tuple[int, int, int, int] | None = None
+                if rnd.random() < 0.5:
+                    n = rnd.choice(sorted(ruin))
+                    options = [p for p in presets if p[0] == n]
+                    start = rnd.choice(options) if options else None
+                yield _recreate(prob, ar, best, ruin, order, domains, pod_cliques, idx_of, start)
+
+    rounds = 0
+    if not proven(best):
+        for s in tries():
+            rounds += 1
+            if s is not None and _key(prob, s) >= _key(prob, best):  # equal: a sideways move, to get unstuck
+                better = _key(prob, s) > _key(prob, best)
+                best = s
+                if better and proven(best):
                     break
-                if time.monotonic() - t0 + first > budget:
-                    break
-            if improved:
+            if rounds >= max_rounds or time.monotonic() + one > deadline:
                 break
     return best
 
 
 def lower_bound(prob: Problem, sol: Solution) -> float | None:
-    """A lower bound on the least cost of placing every pod — only when `sol` places every pod (else the optimum
-    may place another set, which no such bound covers). Per set of pods sharing their admitting nodes (and for
-    all pods together): the CPU and memory they need beyond those nodes' current room, at the cheapest rate any
-    of those nodes grows at."""
-    if len(sol.assign) < len(prob.pods):
+    """A lower bound on the least cost of placing every pod any plan can place.
+
+    Only when `sol` places all of them: then the optimum places the same set (else it may place another set,
+    which no such bound covers). The largest of: per set of pods sharing their admitting nodes (and all pods
+    together), the CPU and memory they need beyond those nodes' current room at the cheapest rate any of those
+    nodes grows at; per pod, the cheapest growth that lets it in alone; per anti-affinity clique, the sum of the
+    cheapest such growth in as many distinct topology domains as it has members. Plus the pins' fixed costs.
+    """
+    if any(pp.eligible and pp.i not in sol.assign for pp in prob.pods):
         return None
+    if "lower_bound" not in prob.memo:
+        prob.memo["lower_bound"] = _bound(prob)
+    return float(prob.memo["lower_bound"])
+
+
+def _bound(prob: Problem) -> float:
     const = sum(pn.joint[0].cost for pn in prob.nodes if pn.joint)
+    best = max(_deficit_bound(prob), 0.0)
+    alone = _alone_costs(prob)
+    for pp in prob.pods:
+        if pp.eligible:
+            best = max(best, min(alone[pp.i].values()))
+    for members, key in prob.conflicts:
+        per_domain: dict[str, float] = {}
+        distinct = {id(alone[j]): alone[j] for j in members if j in alone}  # a job's pods share one dict
+        for costs in distinct.values():
+            for n, cst in costs.items():
+                v = prob.domain_of(n, key)
+                if v is not None and cst < per_domain.get(v, float("inf")):
+                    per_domain[v] = cst
+        k = sum(1 for j in members if prob.pods[j].eligible)
+        cheapest = sorted(per_domain.values())
+        if len(cheapest) >= k:
+            best = max(best, sum(cheapest[:k]))
+    return const + best
+
+
+def _alone_costs(prob: Problem) -> dict[int, dict[int, float]]:
+    """Per pod, per admitting node: the cheapest growth (0: none) that lets the pod in with the node's load."""
+    memo: dict[tuple[int, int, int], dict[int, float]] = {}
+    out: dict[int, dict[int, float]] = {}
+    for pp in prob.pods:
+        key = (id(pp.eligible), pp.pod.cpu_m, pp.pod.memory)
+        got = memo.get(key)
+        if got is None:
+            got = {}
+            for n in pp.eligible:
+                pn = prob.nodes[n]
+                lv = cheapest_levels(pn, pp.pod.cpu_m, pp.pod.memory)
+                if lv is not None:
+                    base = pn.joint[0].cost if pn.joint else 0.0
+                    cost = (pn.cpu_levels[lv[1]].cost + pn.mem_levels[lv[2]].cost) if pn.ranged else \
+                        pn.joint[lv[0]].cost - base
+                    got[n] = max(0.0, cost)
+            memo[key] = got
+        out[pp.i] = got
+    return out
+
+
+def _deficit_bound(prob: Problem) -> float:
     groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
     for pp in prob.pods:
-        groups[tuple(pp.eligible)].append(pp.i)
-    groups[tuple(range(len(prob.nodes)))] = [pp.i for pp in prob.pods]
+        if pp.eligible:
+            groups[tuple(pp.eligible)].append(pp.i)
+    groups[tuple(range(len(prob.nodes)))] = [pp.i for pp in prob.pods if pp.eligible]
     rate_c: list[float] = []
     rate_m: list[float] = []
     room_c: list[float] = []
@@ -334,16 +537,14 @@ def lower_bound(prob: Problem, sol: Solution) -> float | None:
         rate_m.append(min(rm, default=float("inf")))
     best = 0.0
     for nodes, members in groups.items():
-        if not nodes:
+        if not nodes or not members:
             continue
         need_c = sum(prob.pods[j].pod.cpu_m for j in members) - sum(room_c[n] for n in nodes)
         need_m = sum(prob.pods[j].pod.memory for j in members) - sum(room_m[n] for n in nodes)
-        lb = 0.0
         if need_c > 0:
             r = min(rate_c[n] for n in nodes)
-            lb = max(lb, need_c * r if r != float("inf") else 0.0)
+            best = max(best, need_c * r if r != float("inf") else 0.0)
         if need_m > 0:
             r = min(rate_m[n] for n in nodes)
-            lb = max(lb, need_m * r if r != float("inf") else 0.0)
-        best = max(best, lb)
-    return const + best
+            best = max(best, need_m * r if r != float("inf") else 0.0)
+    return best

@@ -17,14 +17,16 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from console.infra.sizes import MiB, VmSize
 from console.planner import constraints as c
-from console.planner.costs import growth_cost, weighted
+from console.planner.costs import growth_cost
 from console.planner.model import LIBVIRT, OPENSTACK, HostFree, Node, PendingPod, PlanInput, Size, Vm
 from console.runbook.plan import predicted_allocatable
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Level:
     """One size a node may end at (or, for a libvirt range, one value of one dimension)."""
 
@@ -85,6 +87,7 @@ class Problem:
     conflicts: list[tuple[tuple[int, ...], str]]
     hosts: Mapping[str, HostFree]
     notes: list[str] = field(default_factory=list)
+    memo: dict = field(default_factory=dict)  # per-problem caches (reasons by pod signature, largest sizes)
 
     def domain_of(self, n: int, key: str) -> str | None:
         return c.domain(self.nodes[n].node, key)
@@ -126,21 +129,19 @@ def _levels(inp: PlanInput, node: Node, vm: Vm | None, hf: HostFree | None,
     if vm.method == LIBVIRT and vm.max_size is not None:
         cpu_lv = [Level(Size(cur.vcpus, 0), free_cpu, 0, 0.0)]
         top_v = vm.max_size.vcpus if hf is None or hf.max_vcpus is None else min(vm.max_size.vcpus, hf.max_vcpus)
-        for v in range(cur.vcpus + 1, top_v + 1):
-            a_cpu, _ = _alloc(node, Size(v, cur.memory_mib))
-            cpu_lv.append(Level(Size(v, 0), a_cpu - node.requested_cpu_m, 0, weighted(inp.cost, v - cur.vcpus, 0),
-                                v - cur.vcpus, 0))
+        rc, rm, frac = node.reserved_cpu_m, node.reserved_memory, node.overhead_fraction
+        req_c, req_m, w_v, w_m = node.requested_cpu_m, node.requested_memory, inp.cost.vcpu, inp.cost.memory_gib
+        pa = predicted_allocatable
+        cpu_lv += [Level(Size(v, 0), pa(VmSize(v, cur.memory_mib), rc, rm, frac)[0] - req_c, 0,
+                         w_v * (v - cur.vcpus), v - cur.vcpus, 0) for v in range(cur.vcpus + 1, top_v + 1)]
         mem_lv = [Level(Size(0, cur.memory_mib), 0, free_mem, 0.0)]
         top_m = vm.max_size.memory_mib
         if hf is not None and hf.max_memory_mib is not None:
             top_m = min(top_m, hf.max_memory_mib)
         step = max(1, vm.memory_step_mib)
-        m = (cur.memory_mib // step + 1) * step
-        while m <= top_m:
-            _, a_mem = _alloc(node, Size(cur.vcpus, m))
-            mem_lv.append(Level(Size(0, m), 0, a_mem - node.requested_memory, weighted(inp.cost, 0, m - cur.memory_mib),
-                                0, m - cur.memory_mib))
-            m += step
+        mem_lv += [Level(Size(0, m), 0, pa(VmSize(cur.vcpus, m), rc, rm, frac)[1] - req_m,
+                         w_m * (m - cur.memory_mib) / 1024, 0, m - cur.memory_mib)
+                   for m in range((cur.memory_mib // step + 1) * step, top_m + 1, step)]
         return [], cpu_lv, mem_lv
     joint = [current]
     for o in vm.options:
@@ -214,6 +215,25 @@ def honoured_pins(inp: PlanInput) -> tuple[dict[str, Size], list[str]]:
     return pins, notes
 
 
+class _Fits:
+    """Which nodes can hold a pod at their largest size, over arrays (5,000 nodes × 1,000 pods stay fast)."""
+
+    def __init__(self, nodes: list[PNode]) -> None:
+        width = max([len(pn.joint) for pn in nodes] + [1])
+        self.cpu = np.full((len(nodes), width), -1.0)
+        self.mem = np.full((len(nodes), width), -1.0)
+        for pn in nodes:
+            if pn.ranged:
+                self.cpu[pn.i, 0], self.mem[pn.i, 0] = pn.max_cpu, pn.max_mem
+            else:
+                for k, lv in enumerate(pn.joint):
+                    self.cpu[pn.i, k], self.mem[pn.i, k] = lv.cpu, lv.mem
+        self.room = np.array([pn.room > 0 for pn in nodes], dtype=bool)
+
+    def admits(self, idx: np.ndarray, cpu: int, mem: int) -> np.ndarray:
+        return self.room[idx] & ((self.cpu[idx] >= cpu) & (self.mem[idx] >= mem)).any(axis=1)
+
+
 def build(inp: PlanInput) -> Problem:
     hosts = inp.limits.hosts
     pins, notes = honoured_pins(inp)
@@ -227,6 +247,9 @@ def build(inp: PlanInput) -> Problem:
     static_cache: dict[str, list[int]] = {}
     bound_cache: dict[str, set[tuple[str, str]]] = {}
     has_bound_terms = any(n.pods for n in inp.nodes)
+    fits = _Fits(nodes)
+    elig_cache: dict[tuple[int, int, int], list[int]] = {}
+    keep: list[list[int]] = []
     pods: list[PPod] = []
     for j, p in enumerate(inp.pods):
         skey = _sig(p.node_selector, p.affinity_terms, p.tolerations)
@@ -241,7 +264,12 @@ def build(inp: PlanInput) -> Problem:
             if forb:
                 static = [i for i in static
                           if not any((k, nodes[i].node.labels.get(k)) in forb for k in {k for k, _ in forb})]
-        eligible = [i for i in static if nodes[i].room > 0 and nodes[i].fits_largest(p.cpu_m, p.memory)]
+        ekey = (id(static), p.cpu_m, p.memory)
+        eligible = elig_cache.get(ekey)
+        if eligible is None:
+            arr = np.array(static, dtype=np.int64)
+            eligible = elig_cache[ekey] = arr[fits.admits(arr, p.cpu_m, p.memory)].tolist() if len(arr) else []
+            keep.append(static)  # id(static) stays unique while cached
         pods.append(PPod(j, p, static, eligible))
     return Problem(inp, nodes, pods, pending_conflicts(inp.pods), hosts, notes)
 

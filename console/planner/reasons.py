@@ -10,14 +10,14 @@ Pending pods took the room, or their anti-affinity took every domain).
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from console.infra.sizes import fmt_mem
 from console.planner import constraints as c
 from console.planner.model import LIBVIRT, Node, PendingPod, Size
-from console.planner.problem import PNode, PPod, Problem, Solution, _alloc, cheapest_levels
+from console.planner.problem import PNode, PPod, Problem, Solution, _alloc, _sig, cheapest_levels, loads
 from console.runbook.plan import fmt_cpu
 
 
@@ -49,6 +49,19 @@ def _size_text(s: Size) -> str:
 
 
 def reason(prob: Problem, pp: PPod, sol: Solution) -> str:
+    """The most specific reason `pp` has no place in `sol`."""
+    key = _sig(pp.pod.node_selector, pp.pod.affinity_terms, pp.pod.tolerations, pp.pod.namespace, pp.pod.labels,
+               pp.pod.anti_affinity, pp.pod.cpu_m, pp.pod.memory)
+    found = prob.memo.get(key)
+    if found is None:
+        found = prob.memo[key] = _structural(prob, pp)
+    if isinstance(found, str):
+        return found
+    return _competition(prob, pp, pp.pod, found, sol)
+
+
+def _structural(prob: Problem, pp: PPod) -> str | list[PNode]:
+    """The reason no plan at all can place it, or the nodes where it would fit alone."""
     pod = pp.pod
     nodes = [pn.node for pn in prob.nodes]
     if not nodes:
@@ -65,10 +78,10 @@ def reason(prob: Problem, pp: PPod, sol: Solution) -> str:
             terms = " || ".join(_term_text(t) for t in pod.affinity_terms)
             return f"no node matches its required node affinity ({terms})"
         nodes = left
-    return _after_labels(prob, pp, pod, nodes, sol)
+    return _after_labels(prob, pp, pod, nodes)
 
 
-def _after_labels(prob: Problem, pp: PPod, pod: PendingPod, nodes: Sequence[Node], sol: Solution) -> str:
+def _after_labels(prob: Problem, pp: PPod, pod: PendingPod, nodes: Sequence[Node]) -> str | list[PNode]:
     ready = [n for n in nodes if n.ready]
     if not ready:
         return f"every node matching its selector is NotReady ({_names(nodes)})"
@@ -87,7 +100,7 @@ def _after_labels(prob: Problem, pp: PPod, pod: PendingPod, nodes: Sequence[Node
         keys = sorted({t.topology_key for t in pod.anti_affinity}) or ["its labels"]
         return ("anti-affinity: every matching node is in a topology domain (" + ", ".join(keys)
                 + ") holding a pod it must keep apart from, or whose pods' anti-affinity excludes it")
-    return _capacity(prob, pp, pod, cand, sol)
+    return _capacity(prob, pod, cand)
 
 
 def _names(nodes: Sequence[Node], k: int = 3) -> str:
@@ -95,24 +108,29 @@ def _names(nodes: Sequence[Node], k: int = 3) -> str:
     return ", ".join(names[:k]) + (f" and {len(names) - k} more" if len(names) > k else "")
 
 
-def _capacity(prob: Problem, pp: PPod, pod: PendingPod, cand: Sequence[PNode], sol: Solution) -> str:
+def _capacity(prob: Problem, pod: PendingPod, cand: Sequence[PNode]) -> str | list[PNode]:
     need = f"{fmt_cpu(pod.cpu_m)} CPU / {fmt_mem(pod.memory)}"
     full = [pn for pn in cand if pn.room <= 0]
     cand = [pn for pn in cand if pn.room > 0]
     if not cand:
         return f"the matching nodes hold their maximum number of pods ({_names([pn.node for pn in full])})"
     fits_any = []
-    best_txt = ""
+    roomiest: tuple[int, int, PNode, Size] | None = None
     for pn in cand:
-        cur_fit = pn.joint[0].cpu >= pod.cpu_m and pn.joint[0].mem >= pod.memory if pn.joint and not pn.ranged else (
-            pn.cpu_levels[0].cpu >= pod.cpu_m and pn.mem_levels[0].mem >= pod.memory if pn.ranged else False)
-        lg = _largest(pn.node)
-        if cur_fit or (lg is not None and lg[1] >= pod.cpu_m and lg[2] >= pod.memory):
+        base_c = pn.cpu_levels[0].cpu if pn.ranged else pn.joint[0].cpu
+        base_m = pn.mem_levels[0].mem if pn.ranged else pn.joint[0].mem
+        lg = prob.memo.get(("largest", pn.i), False)
+        if lg is False:
+            lg = prob.memo[("largest", pn.i)] = _largest(pn.node)
+        if (base_c >= pod.cpu_m and base_m >= pod.memory) or (lg is not None and lg[1] >= pod.cpu_m
+                                                               and lg[2] >= pod.memory):
             fits_any.append(pn)
-        elif lg is not None and not best_txt:
-            best_txt = (f"; {pn.node.name} at its largest ({_size_text(lg[0])}) leaves {fmt_cpu(max(0, lg[1]))} CPU"
-                        f" / {fmt_mem(max(0, lg[2]))}")
+        elif lg is not None and (roomiest is None or (lg[1], lg[2]) > roomiest[:2]):
+            roomiest = (lg[1], lg[2], pn, lg[0])
     if not fits_any:
+        best_txt = "" if roomiest is None else (
+            f"; the roomiest, {roomiest[2].node.name} at {_size_text(roomiest[3])}, would leave "
+            f"{fmt_cpu(max(0, roomiest[0]))} CPU / {fmt_mem(max(0, roomiest[1]))}")
         return f"needs {need}, more than the largest size any matching node can go to{best_txt}"
     # which of those could take it alone, given the hypervisor, the quota and the admin's drops/pins
     reasons: list[str] = []
@@ -121,7 +139,7 @@ def _capacity(prob: Problem, pp: PPod, pod: PendingPod, cand: Sequence[PNode], s
         if lv is None:
             reasons.append(_limit_text(prob, pn, pod))
             continue
-        return _competition(prob, pp, pod, cand, sol)
+        return list(cand)
     order = ("hypervisor", "project quota", "dropped", "pinned", "the hypervisor allows")
     reasons.sort(key=lambda r: next((i for i, o in enumerate(order) if r.startswith(o)), len(order)))
     return reasons[0]
@@ -144,52 +162,67 @@ def _limit_text(prob: Problem, pn: PNode, pod: PendingPod) -> str:
 
 
 def _competition(prob: Problem, pp: PPod, pod: PendingPod, cand: Sequence[PNode], sol: Solution) -> str:
-    # alone it fits somewhere: the hypervisors, the quota or the other pods stand in the way
-    host_used: dict[str, list[int]] = {}
-    used_q = [0, 0]
-    for pn in prob.nodes:
-        dv, dm = sol.added(pn)
-        if pn.host:
-            hu = host_used.setdefault(pn.host, [0, 0])
-            hu[0] += dv
-            hu[1] += dm
-        if pn.quota:
-            used_q[0] += dv
-            used_q[1] += dm
+    """Alone it would fit somewhere: what stands in the way on each such node, given the plan — another Pending
+    pod's anti-affinity in the node's domain, the hypervisor's or the quota's room left, or the pods already
+    planned there."""
+    cached = prob.memo.get("loads")
+    if cached is None or cached[0] is not sol:
+        host_used: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        used_q = [0, 0]
+        for pn in prob.nodes:
+            dv, dm = sol.added(pn)
+            host_used[pn.host][0] += dv
+            host_used[pn.host][1] += dm
+            if pn.quota:
+                used_q[0] += dv
+                used_q[1] += dm
+        cached = prob.memo["loads"] = (sol, loads(prob, sol.assign), host_used, used_q)
+    _, load, host_used, used_q = cached
     q = prob.inp.limits.quota
-    blockers: list[str] = []
+    cliques = [(members, key) for members, key in prob.conflicts if pp.i in members]
+    kinds: list[tuple[str, str]] = []
     for pn in cand:
-        lv = cheapest_levels(pn, pod.cpu_m, pod.memory)
+        mates = [m for members, key in cliques for m in members if m != pp.i and m in sol.assign
+                 and prob.domain_of(pn.i, key) is not None
+                 and prob.domain_of(sol.assign[m], key) == prob.domain_of(pn.i, key)]
+        if mates:
+            kinds.append(("anti", prob.pods[mates[0]].pod.key))
+            continue
+        have = load.get(pn.i, [0, 0, 0])
+        if have[2] >= pn.room:
+            kinds.append(("room", pn.node.name))
+            continue
+        lv = cheapest_levels(pn, have[0] + pod.cpu_m, have[1] + pod.memory)
         if lv is None:
+            kinds.append(("room", pn.node.name))
             continue
-        probe = Solution({}, {pn.i: lv[0]}, {pn.i: lv[1]}, {pn.i: lv[2]})
-        dv, dm = probe.added(pn)
+        dv, dm = Solution({}, {pn.i: lv[0]}, {pn.i: lv[1]}, {pn.i: lv[2]}).added(pn)
         own_v, own_m = sol.added(pn)
+        more_v, more_m = max(0, dv - own_v), max(0, dm - own_m)
         hf = prob.hosts.get(pn.host)
-        hu = host_used.get(pn.host, [0, 0])
-        free_v = None if hf is None or hf.vcpus is None else hf.vcpus - hu[0] + own_v
-        free_m = None if hf is None or hf.memory_mib is None else hf.memory_mib - hu[1] + own_m
-        if (free_v is not None and dv > free_v) or (free_m is not None and dm > free_m):
-            blockers.append(f"hypervisor {pn.host} has only {_q(free_v)} vCPUs / {_q(free_m)} MiB free (growing "
-                            f"{pn.node.name} to fit it needs +{dv} vCPUs / +{dm} MiB)")
+        hu = host_used[pn.host]
+        left_v = None if hf is None or hf.vcpus is None else hf.vcpus - hu[0]
+        left_m = None if hf is None or hf.memory_mib is None else hf.memory_mib - hu[1]
+        if (left_v is not None and more_v > left_v) or (left_m is not None and more_m > left_m):
+            kinds.append(("hypervisor", f"hypervisor {pn.host} has only {_q(left_v)} vCPUs / {_q(left_m)} MiB free "
+                                        f"(growing {pn.node.name} to fit it needs +{more_v} vCPUs / +{more_m} MiB)"))
             continue
-        left_v = None if q.cores is None else q.cores - used_q[0] + (own_v if pn.quota else 0)
-        left_m = None if q.ram_mib is None else q.ram_mib - used_q[1] + (own_m if pn.quota else 0)
-        if pn.quota and ((left_v is not None and dv > left_v) or (left_m is not None and dm > left_m)):
-            blockers.append(f"project quota: {_q(left_v)} cores / {_q(left_m)} MiB RAM left (growing "
-                            f"{pn.node.name} to fit it needs +{dv} vCPUs / +{dm} MiB)")
+        qv = None if q.cores is None else q.cores - used_q[0]
+        qm = None if q.ram_mib is None else q.ram_mib - used_q[1]
+        if pn.quota and ((qv is not None and more_v > qv) or (qm is not None and more_m > qm)):
+            kinds.append(("quota", f"project quota: {_q(qv)} cores / {_q(qm)} MiB RAM left (growing "
+                                   f"{pn.node.name} to fit it needs +{more_v} vCPUs / +{more_m} MiB)"))
             continue
-        blockers.append("")
-    if blockers and all(blockers):
-        hyp = [b for b in blockers if b.startswith("hypervisor")]
-        return hyp[0] if hyp else blockers[0]
-    mates = [m for members, _ in prob.conflicts if pp.i in members for m in members if m != pp.i and m in sol.assign]
-    if mates:
-        return ("anti-affinity: Pending pods it must keep apart from took the domains it could use ("
-                + ", ".join(sorted(prob.pods[m].pod.key for m in mates)[:3]) + ")")
-    if host_used or used_q != [0, 0]:
-        return "the other pods took the room: what the hypervisors and quota leave went to pods placed first"
-    return "the other pods took the room on the nodes it fits"
+        kinds.append(("room", pn.node.name))  # it would fit, but then another pod would not: the others won
+    if kinds and all(k == "anti" for k, _ in kinds):
+        return ("anti-affinity: Pending pods it must keep apart from took every topology domain it could use ("
+                + ", ".join(sorted({t for _, t in kinds})[:3]) + ")")
+    for kind in ("hypervisor", "quota"):
+        if kinds and all(k in ("hypervisor", "quota", "anti") for k, _ in kinds):
+            texts = [t for k, t in kinds if k == kind]
+            if texts:
+                return texts[0]
+    return "the other pods took the room: the nodes it fits hold other Pending pods of this plan"
 
 
 def _q(v: int | None) -> str:

@@ -34,6 +34,7 @@ import json
 import os
 import secrets
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -70,25 +71,32 @@ def bad_journal(path: Path, why: str, node: str | None = None) -> JournalError:
                         path, path.stem, why)
 
 
-def read_doc(path: Path) -> dict[str, Any]:
-    """The validated journal document at `path`: JournalError (naming the file) when it is unusable."""
+def read_json(path: Path, bad: Callable[[Path, str], Exception] | None = None) -> Any:
+    """The JSON document at `path`; `bad(path, why)` (default: bad_journal) is raised when it cannot be read or
+    parsed (FileNotFoundError goes through)."""
+    bad = bad or bad_journal
     try:
         with path.open("rb") as fh:
             raw = fh.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise
     except OSError as e:
-        raise bad_journal(path, f"cannot be read ({e.strerror or e})") from e
+        raise bad(path, f"cannot be read ({e.strerror or e})") from e
     if len(raw) > MAX_BYTES:
-        raise bad_journal(path, f"is larger than {MAX_BYTES // (1024 * 1024)} MiB: not a runbook journal")
+        raise bad(path, f"is larger than {MAX_BYTES // (1024 * 1024)} MiB: not a runbook journal")
     if not raw.strip():
-        raise bad_journal(path, "is empty (truncated)")
+        raise bad(path, "is empty (truncated)")
     try:
-        doc = json.loads(raw)
+        return json.loads(raw)
     except RecursionError as e:
-        raise bad_journal(path, "is not a runbook journal (nested too deeply)") from e
+        raise bad(path, "is not a runbook journal (nested too deeply)") from e
     except ValueError as e:  # UnicodeDecodeError is a ValueError too
-        raise bad_journal(path, f"is not valid JSON, truncated or overwritten ({e})") from e
+        raise bad(path, f"is not valid JSON, truncated or overwritten ({e})") from e
+
+
+def read_doc(path: Path) -> dict[str, Any]:
+    """The validated journal document at `path`: JournalError (naming the file) when it is unusable."""
+    doc = read_json(path)
     why = problem(doc, path.stem)
     if why:
         raise bad_journal(path, f"is not a usable runbook journal: {why}",

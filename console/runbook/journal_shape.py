@@ -40,6 +40,15 @@ def _field(doc: dict[str, Any], key: str, want: tuple[type, ...], where: str = "
     return None
 
 
+def fields_problem(obj: dict[str, Any], checks: tuple[tuple[str, tuple[type, ...]], ...],
+                   where: str = "") -> str | None:
+    """The first of `checks` (key, allowed types) that `obj` fails, in words (None: all hold)."""
+    for key, want in checks:
+        if why := _field(obj, key, want, where):
+            return why
+    return None
+
+
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -97,11 +106,10 @@ def _steps_problem(steps: list[Any]) -> str | None:
             return f"steps[{i}] is {_show(s)}, expected an object"
         if "mutating" in s and not isinstance(s["mutating"], bool):  # plans' step lists do not always say
             return f"{where}mutating is {_show(s['mutating'])}, expected true or false"
-        for key, want in (("id", (str,)), ("title", (str,)), ("status", (str,)),
-                          ("started", (str, type(None))), ("finished", (str, type(None))), ("data", (dict,)),
-                          ("message", (str,))):
-            if why := _field(s, key, want, where):
-                return why
+        if why := fields_problem(s, (("id", (str,)), ("title", (str,)), ("status", (str,)),
+                                     ("started", (str, type(None))), ("finished", (str, type(None))),
+                                     ("data", (dict,)), ("message", (str,))), where):
+            return why
         if s["status"] not in STEP_STATUSES:
             return f"{where}status is {_show(s['status'])}, expected one of {', '.join(STEP_STATUSES)}"
         if s["id"] in seen:

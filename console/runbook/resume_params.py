@@ -18,7 +18,7 @@ TIMEOUTS = ("resize_timeout", "node_timeout", "pods_timeout", "drain_timeout")
 _TYPES: dict[str, tuple[type, ...]] = {
     "node": (str,), "flavor": (str, type(None)), "vcpus": (int, type(None)), "memory_mib": (int, type(None)),
     "method": (str, type(None)), "force": (bool,), "delete_emptydir_data": (bool,),
-    **dict.fromkeys(TIMEOUTS, (int, float)),
+    **dict.fromkeys(TIMEOUTS, (int, float)), "pods": (list, type(None)),
 }
 
 
@@ -68,7 +68,11 @@ def recorded_request(journal: Journal) -> ScaleUpRequest:
     if params.get("node") != journal.doc["node"]:
         raise bad_journal(journal.path, "is not a usable runbook journal: params.node is not its node",
                           journal.doc["node"])
-    return ScaleUpRequest(**params)
+    if any(not isinstance(p, str) for p in params.get("pods") or []):
+        raise bad_journal(journal.path, "is not a usable runbook journal: params.pods holds a non-string",
+                          journal.doc["node"])
+    pods = params.get("pods")
+    return ScaleUpRequest(**{**params, "pods": tuple(pods) if pods is not None else None})
 
 
 def resume_request(journal: Journal, given: ScaleUpRequest) -> ScaleUpRequest:

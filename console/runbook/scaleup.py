@@ -61,6 +61,10 @@ class ScaleUpRequest:
     force: bool = False  # kubectl drain --force: pods without a controller are deleted for good
     delete_emptydir_data: bool = False  # kubectl drain --delete-emptydir-data
     drain_timeout: float = DRAIN_TIMEOUT_S
+    # the Pending pods ("ns/name") this scale-up is for — a fleet node's share of a capacity plan: only they are
+    # counted as made to fit and verified Running (others the target would fit may be planned elsewhere, or held
+    # off by taints or anti-affinity the fit estimate does not model). None: every Pending pod the target fits
+    pods: tuple[str, ...] | None = None
 
     @property
     def chosen_method(self) -> str:
@@ -122,9 +126,11 @@ def parse_memory_mib(text: str) -> int:
 
 
 def prepare(request: ScaleUpRequest, api: Any, openstack: OpenStackBackend | None = None,
-            libvirt: LibvirtBackend | None = None) -> ScaleUpPlan:
+            libvirt: LibvirtBackend | None = None, *, resuming: bool = False) -> ScaleUpPlan:
     """Read everything, decide the target, refuse what cannot work. No mutation. `api`: the kubernetes ApiClient
-    (console/kube/ functions take it); `openstack` / `libvirt`: the backends the session built (None: none)."""
+    (console/kube/ functions take it); `openstack` / `libvirt`: the backends the session built (None: none).
+    `resuming`: the plan of a journaled run being resumed (not refused for making no Pending pod fit: its VM may
+    have grown already, so its pods fit now or run)."""
     try:
         node_raw = nodes_ops.get_node_raw(api, request.node)
     except nodes_ops.NodeOpError as e:
@@ -197,14 +203,23 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: OpenStackBackend | Non
     will_fit: list[str] = []
     still: list[str] = []
     fits_now_count = 0
+    # a fleet node's share (request.pods): other Pending pods are advised on (and recorded: the verification may
+    # count an interchangeable one) but neither promised nor verified here
+    mine = [p for p in pending if request.pods is None or f"{p.namespace}/{p.name}" in request.pods]
+    if request.pods and not mine and not at_target and not resuming:
+        raise PlanRefused(f"none of the pods this scale-up of {node.name} is for ({', '.join(request.pods)}) "
+                          "is Pending any more; nothing was changed")
     for p in pending:
         a = advise(node, pods, p, vm=current, flavors=flavors)
         advice.append(a)
+        if p not in mine:
+            continue
         if a.fits_now:
             fits_now_count += 1
             continue
         (still if check_target(a, target) else will_fit).append(f"{p.namespace}/{p.name}")
-    if pending and not will_fit and fits_now_count < len(pending) and not at_target:
+    # a resumed run is not re-judged: it was planned at its start and may have grown the VM already
+    if mine and not will_fit and fits_now_count < len(mine) and not at_target and not resuming:
         reasons = "; ".join(f"{a.pods[0]}: {check_target(a, target)}" for a in advice if not a.fits_now)
         hint = next((a.target_reason for a in advice if not a.fits_now), "")
         raise PlanRefused(f"{target} does not make any Pending pod fit on {node.name} ({reasons}). {hint}")
@@ -247,7 +262,8 @@ def render_plan(plan: ScaleUpPlan) -> str:
     if plan.still_pending:
         lines.append(f"  still too big: {', '.join(plan.still_pending)}")
     for a in plan.advice:
-        lines.append(f"    {a.pods[0]}: {a.reason}")
+        if plan.request.pods is None or a.pods[0] in plan.request.pods:  # a fleet node: its own share only
+            lines.append(f"    {a.pods[0]}: {a.reason}")
     lines.extend(drain_lines(plan))
     for n in plan.notes:
         lines.append(f"  note: {n}")

@@ -197,7 +197,7 @@ class Session:
                 raise SessionError(str(e), {"journal": str(journal.path), "differences": e.differences}) from e
         self.check_node_free(request.node, journal)
         try:
-            plan = prepare(request, self.api, self.openstack, self.libvirt)
+            plan = prepare(request, self.api, self.openstack, self.libvirt, resuming=journal is not None)
             self.infra(plan.method, plan.vm.ref)  # recorded in the journal: read while planning, not mid-run
         except InfraError as e:
             raise PlanRefused(str(e)) from e

@@ -9,7 +9,8 @@ right after the rename, before it does anything else. That is the exact boundary
 <step> done" (or "<step>:acted": after the action, before verification), with no test hook in product code
 and no race with a poller on a loaded machine.
 
-The awaited record and the signal come from JOURNAL_SIGNAL="<step>[:acted]=<SIGKILL|SIGINT|SIGTERM>".
+The awaited record and the signal come from JOURNAL_SIGNAL="<step>[:acted][@NODE]=<SIGKILL|SIGINT|SIGTERM>"
+(a fleet run writes several node journals: `@NODE` waits for that node's).
 """
 
 from __future__ import annotations
@@ -28,8 +29,14 @@ SCRIPT = Path(__file__)
 
 def reached(doc: dict[str, Any], case: str) -> bool:
     """Does journal `doc` record `case` ("<step>": done or skipped; "<step>:acted": the action returned;
-    "<step>:started": the step began)?"""
+    "<step>:started": the step began)? "...@NODE": only a journal of NODE's run counts. A fleet journal
+    (console/runbook/fleet_journal.py) records "<node>" when that node is done."""
+    case, _, node = case.partition("@")
+    if node and doc.get("node") != node:
+        return False
     step, _, phase = case.partition(":")
+    if doc.get("kind") == "fleet":
+        return any(n.get("node") == step and n.get("status") == "done" for n in doc.get("nodes", []))
     want = {"acted": ("acted", "done", "skipped"), "started": ("started", "acted", "done", "skipped")}.get(
         phase, ("done", "skipped"))
     return any(s["id"] == step and s["status"] in want for s in doc.get("steps", []))

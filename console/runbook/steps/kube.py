@@ -100,9 +100,16 @@ def verify_pods(plan: Any) -> Step:
 
     def act(ctx: Context) -> dict[str, Any]:
         # a resumed run re-plans when some pods may already run: verify what the run planned at its start
-        want = (ctx.facts.get("plan") or {}).get("will_fit", pods)
-        with ctx.waiting(), ctx.breakable():
-            problems = verify.wait_pods_running(_api(ctx), want, timeout)
+        started = ctx.facts.get("plan") or {}
+        want = started.get("will_fit", pods)
+        if plan.request.pods is not None:  # a fleet node's share of a plan: interchangeable pods may swap places
+            candidates = set(started.get("reasons") or {a.pods[0] for a in plan.advice})
+            with ctx.waiting():
+                problems = verify.wait_share_running(_api(ctx), _node(ctx), want, candidates, timeout,
+                                                     sleep=ctx.sleep)
+        else:
+            with ctx.waiting(), ctx.breakable():
+                problems = verify.wait_pods_running(_api(ctx), want, timeout)
         if problems:
             raise StepFailed("; ".join(problems), verify=True)
         return {"running": want}

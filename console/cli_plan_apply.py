@@ -1,0 +1,228 @@
+"""`console plan --apply`: carry a capacity plan out as the fleet runbook (console/runbook/fleet.py).
+
+The preview lists each node of the plan in the order the fleet runs them, its change and the pods it unblocks,
+and what its scale-up run will do (the scale-up's own plan: drain, steps). Then the confirmation (type
+`apply`; --yes skips it; without a terminal and without --yes: exit 5), then progress per node on stderr and
+the result (`-o json`: one object).
+
+An unfinished fleet run (killed, interrupted, stopped needing attention) is continued by the next
+`plan --apply` (or `--resume FLEET_ID`) with the plan it recorded: it is never re-planned, so a plan computed
+now that differs (the grown nodes are bigger now, their pods run) is shown as a note and not used. To drop
+the unfinished fleet instead, move its journal aside (the line printed says how).
+
+Exit codes (the scale-up's):
+  0  every node scaled up and every planned pod Running on its planned node; or the plan grows no node
+     and places every pod
+  1  a node's scale-up failed and was left safe (rolled back); the fleet stopped there
+  2  refused before anything was changed: read-only, the audit log cannot be written, a fleet or node journal
+     that cannot be used, another process runs the fleet, a node's scale-up would be refused (its plan, its
+     drain, missing permissions, another run holds the node)
+  3  some planned pods are not Running on their planned nodes after the fleet (the message says why), or the
+     plan grows no node and leaves pods unplaced
+  4  needs attention: a node's run stopped in a state it could not make safe, a PodDisruptionBudget would
+     block the next node's drain, --max-unavailable nodes are unavailable; or interrupted (Ctrl-C/SIGTERM):
+     the fleet and the node's run are journaled and the same command resumes them
+  5  not confirmed
+  6  a backend could not be used (console/faults.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+from console.guard import GuardRefusal
+from console.runbook.engine import EXIT_ATTENTION, EXIT_DECLINED, EXIT_DONE, EXIT_USAGE, EXIT_VERIFY
+from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
+
+if TYPE_CHECKING:
+    from console.planner.model import Plan, PlanInput
+    from console.runbook.fleet import Fleet, FleetEvent
+
+MARKS = {"run-start": "▶", "step-start": "…", "step-done": "✓", "step-skip": "↷", "step-failed": "✗",
+         "step-progress": " ", "undo-start": "↺", "undo-done": "↺", "run-done": "■", "lease": "·"}
+_PRINT = threading.Lock()
+FLEET_MARKS = {"node-start": "▶▶", "node-done": "✓✓", "node-failed": "✗✗", "verify": "?", "done": "■■"}
+
+
+def _err(msg: str) -> None:
+    print(f"plan: {msg}", file=sys.stderr, flush=True)
+
+
+def _json(args: argparse.Namespace) -> bool:
+    return getattr(args, "output", "") == "json"
+
+
+def _out(args: argparse.Namespace, doc: dict[str, Any], text: str) -> None:
+    from console.cli import stdout_closed
+
+    try:
+        print(json.dumps(doc, indent=1, default=str) if _json(args) else text, flush=True)
+    except BrokenPipeError:
+        stdout_closed()
+
+
+def _refused(args: argparse.Namespace, message: str, code: int = EXIT_USAGE, **details: Any) -> int:
+    _err(message)
+    if _json(args):
+        _out(args, {"status": "refused", "message": message, "exit_code": code, **details}, "")
+    return code
+
+
+def apply(args: argparse.Namespace, inp: PlanInput, plan: Plan) -> int:
+    """Carry `plan` out (or continue the unfinished fleet run); the exit code (module docstring)."""
+    try:
+        return _apply(args, inp, plan)
+    except KeyboardInterrupt:  # Ctrl-C while previewing or at the prompt (the run itself stops via StopFlag)
+        _err("interrupted before anything was changed")
+        return EXIT_DECLINED
+
+
+def _apply(args: argparse.Namespace, inp: PlanInput, plan: Plan) -> int:
+    from console.config import load as load_settings
+    from console.faults import is_fault
+    from console.runbook.fleet import Fleet, FleetError, NothingToDo
+    from console.runbook.session import Session, SessionError
+
+    settings = load_settings({"kubeconfig": getattr(args, "kubeconfig", None),
+                              "context": getattr(args, "context", None),
+                              "read_only": getattr(args, "read_only", None)})  # ConfigError: cli.main, exit 2
+    try:
+        session = Session(settings)
+    except SessionError as e:
+        if is_fault(e):
+            raise
+        return _refused(args, str(e))
+    try:  # read-only refuses before anything is read for the run, journaled or asked
+        session.guard.check("plan --apply (the fleet runbook)")
+    except GuardRefusal as e:
+        return _refused(args, str(e), error=e.kind)
+    max_unavailable = getattr(args, "max_unavailable", None)
+    if max_unavailable is None:
+        max_unavailable = getattr(getattr(settings, "plan", None), "max_unavailable", 1) or 1
+    parallel = getattr(args, "parallel", None) or 1
+    try:
+        fleet = Fleet(session, plan, inp, resume=getattr(args, "resume", None), parallel=parallel,
+                      max_unavailable=max_unavailable,
+                      session_factory=(lambda: Session(settings, guard=session.guard)) if parallel > 1 else None)
+        preview = fleet.preview()
+    except NothingToDo as e:
+        code = EXIT_VERIFY if plan.unplaceable else EXIT_DONE
+        msg = f"{e}" + (f"; {len(plan.unplaceable)} pods no plan can place" if plan.unplaceable else "")
+        _out(args, {"status": "nothing-to-do", "message": msg, "exit_code": code, "plan": plan.to_json()}, msg)
+        return code
+    except FleetError as e:
+        return _refused(args, f"{e}; nothing was changed", **e.details)
+    except SessionError as e:
+        if is_fault(e):
+            raise
+        return _refused(args, str(e), **e.details)
+    print(render_preview(fleet, preview), file=sys.stderr, flush=True)
+    if not getattr(args, "yes", False):
+        if not sys.stdin.isatty():
+            _err("refusing to change anything without --yes when stdin is not a terminal")
+            return EXIT_DECLINED
+        todo = [e["node"] for e, p in preview if p is not None]
+        if input(f"Scale up {len(todo)} nodes ({', '.join(todo)})? Type apply to go on: ").strip() != "apply":
+            _err("not confirmed; nothing changed")
+            return EXIT_DECLINED
+    stop = StopFlag()
+    try:
+        with stop_on_signals(stop):
+            result = fleet.run(on_event=progress, stop=stop)
+    except FleetError as e:
+        return _refused(args, str(e), **e.details)
+    except Interrupted:  # a second signal: stopped at once; the journals are whole (atomic rewrites)
+        return _interrupted(args, fleet.fleet_id, "at once (second signal)")
+    if result.status == "interrupted":
+        return _interrupted(args, result.fleet_id, result.message)
+    doc = {"fleet_id": result.fleet_id, "status": result.status, "exit_code": result.exit_code,
+           "message": result.message, "journal": result.journal_path, "resumed": fleet.resuming,
+           "elapsed_s": round(result.elapsed, 3), "nodes": result.nodes, "verify": result.verify,
+           "plan": fleet.plan_doc}
+    if result.refusal:
+        doc["error"] = result.refusal
+    _out(args, doc, render_result(result))
+    if result.exit_code:
+        _err(f"{result.status}: {result.message}")
+    return result.exit_code
+
+
+def _interrupted(args: argparse.Namespace, fleet_id: str, message: str) -> int:
+    resume = f"python -m console plan --apply --resume {fleet_id}"
+    line = message if resume in message else f"{message}; resume with: {resume}"
+    if _json(args):
+        _out(args, {"fleet_id": fleet_id, "status": "interrupted", "exit_code": EXIT_ATTENTION, "message": line,
+                    "resume": resume}, "")
+    _err(line)
+    return EXIT_ATTENTION
+
+
+def progress(ev: FleetEvent) -> None:
+    """One stderr line per fleet event, the node's scale-up steps as `scale-up` prints them, named by node."""
+    run = ev.run_event
+    if run is not None:
+        if run.kind == "run-done" and run.data.get("status") == "interrupted":
+            return  # said once, by _interrupted
+        text = f"{run.title} {run.message}".strip() if run.title else run.message
+        mark, when = MARKS.get(run.kind, "·"), run.time[11:23]
+    else:
+        from console.runbook.journal import now
+
+        text, when = ev.message, now()[11:23]
+        mark = FLEET_MARKS.get(ev.kind, "·")
+    with _PRINT:  # node runs report from their own threads with --parallel: one whole line at a time
+        sys.stderr.write(f"[{when}] {ev.node or 'fleet'}: {mark} {text}\n")
+        sys.stderr.flush()
+
+
+def _size(s: dict[str, Any]) -> str:
+    return f"{s.get('vcpus')} vCPU / {s.get('memory')}" + (f" ({s['flavor']})" if s.get("flavor") else "")
+
+
+def render_preview(fleet: Fleet, preview: list[tuple[dict[str, Any], Any]]) -> str:
+    from console.runbook.scaleup import render_plan
+
+    doc = fleet.plan_doc
+    changes = {n["node"]: n for n in doc.get("nodes") or []}
+    head = (f"Fleet run {fleet.fleet_id} (resumed: its recorded plan)" if fleet.resuming
+            else f"Fleet run of the plan: {len(preview)} nodes, cost {doc.get('cost')}"
+            + ("" if doc.get("optimal") else f" (not proven optimal, gap {doc.get('gap')})"))
+    pace = "one node at a time" if fleet.parallel <= 1 else \
+        f"up to {fleet.parallel} nodes at a time, never two on one hypervisor"
+    lines = [head, f"  {pace}, at most {fleet.max_unavailable} node(s) unavailable"]
+    if fleet.plan_differs:
+        lines.append(f"  note: the plan computed now differs from the one fleet {fleet.fleet_id} recorded; the "
+                     "recorded plan is carried out (a fleet is never re-planned). To drop it instead: "
+                     f"mv {fleet.journal.path} {fleet.journal.path}.discarded")  # type: ignore[union-attr]
+    for i, (e, plan) in enumerate(preview, 1):
+        c = changes.get(e["node"], {})
+        lines.append(f"{i}. {e['node']} ({e['method']}{' on ' + e['host'] if e['host'] else ''}): "
+                     f"{_size(c.get('from') or {})} → {_size(c.get('to') or {})}, cost {c.get('cost')}"
+                     + (f"; unblocks {', '.join(c['pods'])}" if c.get("pods") else ""))
+        if plan is None:
+            lines.append(f"   done (scale-up run {e['run_id']})")
+            continue
+        if e["status"] != "pending":
+            lines.append(f"   {e['status']}" + (f" (scale-up run {e['run_id']})" if e["run_id"] else "")
+                         + (f": {e['message']}" if e["message"] else ""))
+        lines.extend("   " + line for line in render_plan(plan).splitlines())
+    placements = doc.get("placements") or {}
+    if placements:
+        lines.append("then verified: " + ", ".join(f"{p} on {n}" for p, n in placements.items()))
+    for u in doc.get("unplaceable") or []:
+        lines.append(f"not placed: {u['pod']}: {u['reason']}")
+    return "\n".join(lines)
+
+
+def render_result(result: Any) -> str:
+    lines = [f"{result.status}: {result.message} (fleet run {result.fleet_id})"]
+    for e in result.nodes:
+        lines.append(f"  {e['node']}: {e['status']}" + (f" (scale-up run {e['run_id']})" if e["run_id"] else ""))
+    for c in result.verify:
+        ok = f"{c['instead']} (same controller) runs in its place" if c.get("instead") else "Running"
+        lines.append(f"  {c['pod']} on {c['node']}: {ok if c['ok'] else c['why']}")
+    return "\n".join(lines)
