@@ -21,7 +21,8 @@ from console.infra.inventory import VmListError
 from console.infra.sizes import FlavorInfo
 from console.infra.vms import VmView
 from console.kube.clusterview import build_view
-from console.tui.appbase import ConsoleAppBase
+from console.planner.model import Plan, PlanInput
+from console.tui.appbase import ConsoleAppBase, FleetRunbook
 from console.tui.command_grammar import Command, CommandError, parse_command
 from console.tui.commands import ConsoleCommands
 from console.tui.errors import explain
@@ -409,6 +410,15 @@ class ConsoleApp(ConsoleAppBase):
         why = why_disabled(self, active.binding.action.split("(")[0])
         if why:
             self.notify(why, title=f"{active.binding.description}: not allowed", severity="warning", timeout=8)
+
+    # -- runs the screens start (safety below them) ------------------------
+    def fleet_runbook(self, inp: PlanInput, plan: Plan) -> FleetRunbook:
+        """The fleet runbook carrying out `plan` on this context's gateways (console/runbook/fleet.py): it refuses
+        in read-only mode before anything, and each node is the scale-up Session's run (preflight, drain rules,
+        Lease, journal, audit), as `console plan --apply` runs it. No I/O until its run()."""
+        from console.runbook.fleet import Fleet
+
+        return Fleet(inp, plan, settings=self.settings, session=lambda: self.gateways.scaleup_session(self.settings))
 
     # -- navigation ------------------------------------------------------
     def action_command_bar(self) -> None:

@@ -7,7 +7,7 @@ checked, without importing app.py (which imports the screens).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.app import App
 
@@ -20,7 +20,16 @@ from console.kube.metrics import MetricsReader
 from console.tui.messages import ClusterView
 
 if TYPE_CHECKING:
+    import threading
+
+    from console.planner.model import Plan, PlanInput
     from console.tui.command_grammar import Command
+
+
+class FleetRunbook(Protocol):
+    """console.runbook.fleet.Fleet as a screen uses it: blocking (a thread worker's), events from its thread."""
+
+    def run(self, on_event: Callable[[Any], object], stop: threading.Event) -> Any: ...
 
 
 class ConsoleAppBase(App[None]):
@@ -34,6 +43,7 @@ class ConsoleAppBase(App[None]):
         @property
         def show_vms(self) -> bool: ...
         def run_command(self, cmd: Command) -> None: ...
+        def fleet_runbook(self, inp: PlanInput, plan: Plan) -> FleetRunbook: ...
 
     # -- the gateways of the context in use (console/gateways.py) ---------
     @property
