@@ -26,6 +26,12 @@ REGISTRY: dict[str, frozenset[str]] = {
     # the seed-drain scenario's StatefulSet and DaemonSet
     "docker.io/library/postgres": frozenset({"latest", "16"}),
     "docker.io/prom/node-exporter": frozenset({"latest", "v1.8.2"}),
+    # the planner scenario's workloads (console/lab/scenarios.py)
+    "docker.io/library/redis": frozenset({"latest", "7.2"}),
+    "registry.lab/hpc/train": frozenset({"1"}),
+    "registry.lab/hpc/solver": frozenset({"1"}),
+    "registry.lab/ml/inference": frozenset({"1"}),
+    "registry.lab/etl": frozenset({"1"}),
     # the lab's own registry: the seed's app image and an nsenter image (util-linux)
     "registry.lab/app": frozenset({"1"}),
     "registry.lab/util-linux": frozenset({"2.38"}),

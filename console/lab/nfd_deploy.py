@@ -134,7 +134,7 @@ def _worker_volumes(version: V.NfdVersion, features_configmap: str) -> tuple[lis
 
 
 def worker_daemonset(version: V.NfdVersion, namespace: str, *, features_configmap: str = "",
-                     extra_args: Sequence[str] = ()) -> Obj:
+                     extra_args: Sequence[str] = (), tolerations: Sequence[Obj] = ()) -> Obj:
     volumes, mounts = _worker_volumes(version, features_configmap)
     args: list[str] = []
     if not version.at_least(10):
@@ -150,7 +150,8 @@ def worker_daemonset(version: V.NfdVersion, namespace: str, *, features_configma
     if args:
         container["args"] = args
     pod = {"serviceAccountName": WORKER, "dnsPolicy": "ClusterFirstWithHostNet", "containers": [container],
-           "volumes": volumes, "tolerations": [dict(t) for t in CONTROL_PLANE_TOLERATIONS]}
+           "volumes": volumes,
+           "tolerations": [dict(t) for t in (*CONTROL_PLANE_TOLERATIONS, *tolerations)]}
     return {"metadata": {"name": WORKER, "namespace": namespace, "labels": {"app": "nfd"}},
             "spec": {"selector": {"matchLabels": _labels(WORKER)},
                      "template": {"metadata": {"labels": _labels(WORKER)}, "spec": pod}}}
@@ -173,6 +174,7 @@ class Manifest:
     features_configmap: str = ""  # "" = hostPath, as NFD's manifests
     features_files: tuple[tuple[str, str], ...] = ()  # that ConfigMap's data
     workloads: bool = True  # False: only the CRDs (the synthetic scale world has no nodes to run on)
+    worker_tolerations: tuple[Obj, ...] = ()  # beyond the control plane's (Helm value worker.tolerations)
 
 
 def objects(m: Manifest) -> list[tuple[str, Obj]]:
@@ -190,7 +192,7 @@ def objects(m: Manifest) -> list[tuple[str, Obj]]:
         out.append(("configmaps", configmap(m.namespace, m.features_configmap, dict(m.features_files))))
     out.append(("deployments.apps", master_deployment(m.version, m.namespace, m.master_args)))
     out.append(("daemonsets.apps", worker_daemonset(m.version, m.namespace, features_configmap=m.features_configmap,
-                                                    extra_args=m.worker_args)))
+                                                    extra_args=m.worker_args, tolerations=m.worker_tolerations)))
     return out
 
 

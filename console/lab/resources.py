@@ -75,6 +75,8 @@ RESOURCES: dict[str, ResourceType] = {
                      subresources=("status",)),
         ResourceType("daemonsets", "DaemonSet", "apps", "v1", True, ("ds",), singular="daemonset",
                      subresources=("status",)),
+        # an HPC or training job's pods (the capacity planner's scenario; console/lab/controllers.py runs them)
+        ResourceType("jobs", "Job", "batch", "v1", True, (), singular="job", subresources=("status",)),
         ResourceType("poddisruptionbudgets", "PodDisruptionBudget", "policy", "v1", True, ("pdb",),
                      singular="poddisruptionbudget", subresources=("status",)),
         ResourceType("customresourcedefinitions", "CustomResourceDefinition", APIEXTENSIONS_GROUP, "v1", False,

@@ -142,6 +142,9 @@ class NfdSetup:
     features_configmap: str = ""  # features.d from this ConfigMap volume; "" = hostPath, as NFD's manifests
     features_files: tuple[tuple[str, str], ...] = ()  # that ConfigMap's data (file name, content)
     workloads: bool = True  # False: only the CRDs
+    # nfd-worker's tolerations beyond the control plane's (NFD's Helm chart: worker.tolerations), so a tainted
+    # pool is labelled too
+    worker_tolerations: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,40 @@ class NodeSpec:
     pci_devices: tuple[PciDevice, ...] = ()
     # files in the node's filesystem at start (guest path, content): hooks in source.d are made executable
     files: tuple[tuple[str, str], ...] = ()
+    taints: tuple[dict, ...] = ()  # beyond the control plane's
+
+
+@dataclass(frozen=True)
+class ComputeHost:
+    """A Nova compute host as its resource provider reports it to Placement (nova-compute's update_provider_tree):
+    VCPU total = the host's CPUs, reserved = reserved_host_cpus, MEMORY_MB reserved = reserved_host_memory_mb
+    (Nova's default 512); capacity = (total - reserved) * allocation_ratio."""
+
+    name: str
+    vcpus: int
+    memory_mb: int
+    reserved_vcpus: int = 0
+    reserved_memory_mb: int = 512
+    cpu_allocation_ratio: float = 1.0
+    ram_allocation_ratio: float = 1.0
+
+    def capacity(self) -> tuple[int, int]:
+        """(vCPUs, MB) Placement lets instances use."""
+        return (int((self.vcpus - self.reserved_vcpus) * self.cpu_allocation_ratio),
+                int((self.memory_mb - self.reserved_memory_mb) * self.ram_allocation_ratio))
+
+
+# a host nobody filled: scenarios that name no compute hosts never run out of room
+ROOMY_HOST = ComputeHost("", vcpus=128, memory_mb=524288)
+
+
+@dataclass(frozen=True)
+class Quota:
+    """The project's Nova quota (`openstack quota show`); -1 = unlimited, Nova's convention."""
+
+    cores: int = -1
+    ram_mb: int = -1
+    instances: int = -1
 
 
 @dataclass(frozen=True)
@@ -190,6 +227,18 @@ class Scenario:
     nfd: NfdSetup = NfdSetup()
     # further API objects at seed time: (store resource, object), e.g. console/lab/workloads.py's
     objects: tuple[tuple[str, dict], ...] = ()
+    # Nova's compute hosts (Placement resource providers); a host the nodes name but this omits is ROOMY_HOST
+    compute_hosts: tuple[ComputeHost, ...] = ()
+    quota: Quota = Quota()
+
+    def compute_host(self, name: str) -> ComputeHost:
+        found = next((h for h in self.compute_hosts if h.name == name), None)
+        return found or ComputeHost(name, ROOMY_HOST.vcpus, ROOMY_HOST.memory_mb)
+
+    def host_names(self) -> list[str]:
+        """Every compute host: the declared ones, then those only the nodes name, in order."""
+        names = [h.name for h in self.compute_hosts]
+        return names + sorted({n.compute_host for n in self.nodes} - set(names))
 
 
 # Field report 1's example hook: selected sysctl values read from the host's /proc. In the lab the
@@ -369,6 +418,118 @@ def scale(nodes: int, pods_per_node: int) -> Scenario:
     )
 
 
+HPC_TAINT = {"key": "dedicated", "value": "hpc", "effect": "NoSchedule"}
+HPC_TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "hpc", "effect": "NoSchedule"}
+AVX512F = "feature.node.kubernetes.io/cpu-cpuid.AVX512F"
+A100_PRESENT = "feature.node.kubernetes.io/pci-0302_10de.present"  # NFD's pci label of an NVIDIA display controller
+
+
+def _planner_objects(name: str) -> tuple[tuple[str, dict], ...]:
+    from console.lab import workloads as w
+
+    train = w.template("train", image="registry.lab/hpc/train:1", cpu="6", memory="8Gi")
+    train["spec"]["nodeSelector"] = {AVX512F: "true"}
+    train["spec"]["tolerations"] = [dict(HPC_TOLERATION)]
+    train["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"job-name": "train"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    inference = w.template("inference", image="registry.lab/ml/inference:1", cpu="1", memory="2Gi")
+    inference["spec"]["nodeSelector"] = {A100_PRESENT: "true"}
+    return (
+        *w.job(name, "train", train, 3),
+        w.pending_pod(name, "etl", w.template("etl", image="registry.lab/etl:1", cpu="4", memory="4Gi")),
+        w.pending_pod(name, "solver-xl", w.template("solver-xl", image="registry.lab/hpc/solver:1", cpu="20",
+                                                    memory="16Gi")),
+        w.pending_pod(name, "inference", inference),
+        # what the grown nodes' neighbours run: controllers' pods, drainable without --force
+        *w.deployment(name, "api", w.template("api", cpu="5", memory="6Gi"), ["kube-worker05"]),
+        # a cache whose budget allows no disruption: kube-worker02's drain is blocked
+        *w.statefulset(name, "cache", w.template("cache", image="redis:7.2", cpu="500m", memory="512Mi"),
+                       ["kube-worker02"]),
+        *w.pdb("cache-pdb", "cache", min_available=1),
+    )
+
+
+def _planner() -> Scenario:
+    """The capacity planner's world (issue 13): which VMs to grow, to what, so the Pending pods run.
+
+    Nodes (Kubernetes v1.32.4, NFD current; CPU model → NFD's cpu-cpuid labels; AVX512F on Skylake/Ice Lake):
+      node                 flavor     vCPU/MB     host    CPU        taint                 runs (besides NFD)
+      kube-controlplane01  m1.medium  2/4096      cmp003  Haswell    master NoSchedule     nfd-master
+      kube-worker01        m1.medium  2/4096      cmp001  Skylake    dedicated=hpc         -
+      kube-worker02        m1.medium  2/4096      cmp001  Skylake    dedicated=hpc         cache-0 (500m/512Mi,
+                                                                                            PDB minAvailable 1)
+      kube-worker03        m1.medium  2/4096      cmp002  Ice Lake   dedicated=hpc         -
+      kube-worker04        m1.small   1/2048      cmp002  Ice Lake   dedicated=hpc         -
+      kube-worker05        m1.large   8/12288     cmp003  Haswell    -                     api (5 cpu/6Gi)
+    Flavors: m1.tiny 1/512, m1.small 1/2048, m1.medium 2/4096, m1.large 8/12288, m1.xlarge 16/24576.
+    Allocatable: cpu = vCPUs; memory = MemTotal - 100Mi (m1.large ≈ 11.6Gi, m1.xlarge ≈ 23.2Gi). Every node runs
+    nfd-worker (5m/64Mi; it tolerates dedicated=hpc).
+
+    Compute hosts (Placement inventories; capacity = (total - reserved) × allocation_ratio 1.0):
+      cmp001: VCPU 14, reserved 2 → 12; used 4 (worker01, worker02) → 8 free.  MEMORY_MB 32768 - 512; used 8192
+      cmp002: VCPU 32 → 32; used 3 → 29 free.                                      MEMORY_MB 65536 - 512; used 6144
+      cmp003: VCPU 32 → 32; used 10 → 22 free.                                     MEMORY_MB 65536 - 512; used 16384
+    A resize is in place (same host): Nova's Placement holds the old flavor (migration allocation) while it claims
+    the new one, so a resize needs the new flavor's vCPUs/MB free; it fails NoValidHost otherwise.
+    Project quota (GET /limits): cores 17 used of 36 (19 left), RAM 30720 of 81920 MB, instances 6 of 10.
+
+    Pending pods (namespace default):
+      train-* ×3 (Job train): 6 cpu / 8Gi, nodeSelector AVX512F=true, tolerates dedicated=hpc, required pod
+        anti-affinity on kubernetes.io/hostname against job-name=train (one per node);
+      etl: 4 cpu / 4Gi, no selector or tolerations (only kube-worker05 admits it);
+      solver-xl: 20 cpu / 16Gi (more than m1.xlarge's 16 vCPUs);
+      inference: 1 cpu / 2Gi, nodeSelector pci-0302_10de.present=true (no node has an NVIDIA GPU).
+    FailedScheduling now: train "0/6 nodes are available: 1 node(s) didn't match Pod's node affinity/selector,
+    1 node(s) had untolerated taint {node-role.kubernetes.io/master: }, 4 Insufficient cpu, 4 Insufficient memory."
+
+    Expected optimum (by hand):
+      - solver-xl: unplaceable, needs more than the largest flavor (m1.xlarge, 16 vCPUs).
+      - inference: unplaceable, no node matches its nodeSelector.
+      - train ×3 need three different AVX512F nodes grown to m1.large (m1.medium is too small, m1.large fits even
+        beside cache-0): candidates worker01/02 (cmp001) and worker03/04 (cmp002). cmp001's 8 free vCPUs take one
+        upsize to m1.large, not two (+6 +6 > 8). So {worker01 or worker02, worker03, worker04}: +6 +6 +7 = 19
+        cores, exactly the quota left; +8192 +8192 +10240 MB. worker01 and worker02 cost the same; worker02's
+        cache-0 is PDB-blocked, so the preference picks worker01.
+      - etl: kube-worker05 m1.large → m1.xlarge (+8 cores) has room on cmp003 but no quota after the job; etl plus
+        two train pods would need 8 + 12 = 20 > 19 cores, so three pods is the most, and only the job's three.
+      Plan: kube-worker01 m1.medium→m1.large (train), kube-worker03 m1.medium→m1.large (train), kube-worker04
+      m1.small→m1.large (train); +19 vCPU, +26 GiB; unplaceable: etl (quota: cores), solver-xl, inference.
+    """
+    name = "planner"
+    hpc = (dict(HPC_TAINT),)
+    return Scenario(
+        name=name,
+        description="Capacity planner: a 3-pod AVX512F job for a tainted pool with anti-affinity, a nearly full "
+                    "hypervisor, a project quota, a pod too big for any flavor and one no node matches",
+        kubernetes_version="v1.32.4",
+        nfd_version=str(NFD_CURRENT),
+        nodes=(
+            NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL, compute_host="cmp003"),
+            NodeSpec("kube-worker01", "m1.medium", cpu=SKYLAKE, compute_host="cmp001", taints=hpc,
+                     labels=(("pool", "hpc"),)),
+            NodeSpec("kube-worker02", "m1.medium", cpu=SKYLAKE, compute_host="cmp001", taints=hpc,
+                     labels=(("pool", "hpc"),)),
+            NodeSpec("kube-worker03", "m1.medium", cpu=ICELAKE, compute_host="cmp002", taints=hpc,
+                     labels=(("pool", "hpc"),)),
+            NodeSpec("kube-worker04", "m1.small", cpu=ICELAKE, compute_host="cmp002", taints=hpc,
+                     labels=(("pool", "hpc"),)),
+            NodeSpec("kube-worker05", "m1.large", cpu=HASWELL, compute_host="cmp003"),
+        ),
+        host_os=JAMMY_HWE,
+        nfd=NfdSetup(worker_tolerations=(dict(HPC_TOLERATION),)),
+        objects=_planner_objects(name),
+        compute_hosts=(
+            ComputeHost("cmp001", vcpus=14, memory_mb=32768, reserved_vcpus=2),
+            ComputeHost("cmp002", vcpus=32, memory_mb=65536),
+            ComputeHost("cmp003", vcpus=32, memory_mb=65536),
+        ),
+        quota=Quota(cores=36, ram_mb=81920, instances=10),
+    )
+
+
+PLANNER = _planner()
+
+
 def _drain_objects() -> tuple[tuple[str, dict], ...]:
     from console.lab import workloads as w
 
@@ -401,7 +562,7 @@ SEED_DRAIN = Scenario(
 )
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (DEFAULT, SEED_RESIZE, SEED_LIVE, SEED_DRAIN, NFD_CONFIGMAP,
-                                                      NFD_GPU_OPERATOR)}
+                                                      NFD_GPU_OPERATOR, PLANNER)}
 
 
 def get(name: str, *, nodes: int | None = None, pods_per_node: int | None = None) -> Scenario:

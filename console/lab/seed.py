@@ -59,6 +59,8 @@ def node_object(spec: NodeSpec, vm: VMSpec | None) -> Obj:
         labels["node-role.kubernetes.io/master"] = ""
         labels["node-role.kubernetes.io/control-plane"] = ""
         node_spec["taints"] = [dict(MASTER_TAINT)]
+    if spec.taints:
+        node_spec["taints"] = [*node_spec.get("taints", []), *(dict(t) for t in spec.taints)]
     if vm is not None:
         node_spec["providerID"] = f"openstack:///{vm.server_id}"
         labels["node.kubernetes.io/instance-type"] = vm.flavor.name
@@ -166,7 +168,8 @@ def nfd_manifest(scenario: Scenario) -> nfd_deploy.Manifest:
     return nfd_deploy.Manifest(
         version=V.parse_version(scenario.nfd_version), namespace=n.namespace, master_args=n.master_args,
         worker_config=n.worker_config, master_config=n.master_config, features_configmap=n.features_configmap,
-        features_files=n.features_files, workloads=n.workloads)
+        features_files=n.features_files, workloads=n.workloads,
+        worker_tolerations=n.worker_tolerations)
 
 
 def write_guest_files(spec: NodeSpec, root: Any) -> None:

@@ -113,3 +113,40 @@ def pdb(name: str, app: str, *, min_available: int | str | None = None, max_unav
     return [("poddisruptionbudgets.policy", {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                                              "metadata": {"name": name, "namespace": namespace}, "spec": spec,
                                              "status": {}})]
+
+
+def job(scenario: str, name: str, tmpl: Obj, parallelism: int, namespace: str = "default") -> list[tuple[str, Obj]]:
+    """A batch/v1 Job and the `parallelism` Pending pods its controller made (pkg/controller/job): pods named by
+    generateName `<job>-`, labelled with the job's controller-uid and job-name (both the batch.kubernetes.io/
+    forms and the legacy ones, as v1.27+ write them), restartPolicy Never, a controller ownerReference."""
+    job_uid = uid(scenario, "job", namespace, name)
+    labels = {"batch.kubernetes.io/controller-uid": job_uid, "batch.kubernetes.io/job-name": name,
+              "controller-uid": job_uid, "job-name": name}
+    tmpl = copy.deepcopy(tmpl)
+    tmpl["metadata"]["labels"] = {**tmpl["metadata"]["labels"], **labels}
+    tmpl["spec"]["restartPolicy"] = "Never"
+    obj = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": name, "namespace": namespace, "uid": job_uid,
+                        "labels": dict(tmpl["metadata"]["labels"])},
+           "spec": {"parallelism": parallelism, "completions": parallelism, "backoffLimit": 6,
+                    "completionMode": "NonIndexed", "suspend": False, "manualSelector": False,
+                    "podReplacementPolicy": "TerminatingOrFailed",
+                    "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": job_uid}}, "template": tmpl},
+           "status": {"active": parallelism, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}}}
+    pods = []
+    for i in range(parallelism):
+        spec = copy.deepcopy(tmpl["spec"])
+        pod_name = f"{name}-{_suffix(name, i)}"
+        meta = {"name": pod_name, "namespace": namespace, "generateName": f"{name}-",
+                "uid": uid("pod", namespace, pod_name), "labels": dict(tmpl["metadata"]["labels"]),
+                "ownerReferences": [owner_ref(obj)]}
+        pods.append(("pods", {"metadata": meta, "spec": spec,
+                              "status": {"phase": "Pending", "qosClass": "Burstable"}}))
+    return [("jobs.batch", obj), *pods]
+
+
+def pending_pod(scenario: str, name: str, tmpl: Obj, namespace: str = "default") -> tuple[str, Obj]:
+    """A bare Pending pod from a template (nodeSelector, tolerations, affinity as the template has them)."""
+    return ("pods", {"metadata": {"name": name, "namespace": namespace, "uid": uid(scenario, "pod", namespace, name),
+                                  "labels": dict(tmpl["metadata"]["labels"])},
+                     "spec": copy.deepcopy(tmpl["spec"]), "status": {"phase": "Pending", "qosClass": "Burstable"}})
