@@ -105,12 +105,17 @@ class FleetEvent:
 
 @dataclass
 class FleetResult:
+    """The contract's FleetResult; `nodes` as the fleet journal has them (status pending/running/done/failed/
+    attention: a node interrupted mid-run stays "running", to be resumed)."""
+
     fleet_id: str
     status: str
     exit_code: int
     message: str
+    nodes: list[dict[str, Any]]
 
 
+FLEET_ID = "fleet-20261202T001500-ab12"
 STEPS = [{"id": "preflight", "title": "Preflight"}, {"id": "drain", "title": "Drain"},
          {"id": "resize", "title": "Resize"}]
 
@@ -119,13 +124,21 @@ class ScriptedFleet:
     """Runs the plan's nodes in order with the scale-up engine's events; waits at `gate` inside the second
     node's drain (a run in progress), and stops before the next step when `stop` is set, as the engine does."""
 
-    def __init__(self, plan: Any, gate: threading.Event, fail: str = "") -> None:
+    def __init__(self, plan: Any, gate: threading.Event, fail: str = "", started: list[Any] | None = None) -> None:
         self.plan, self.gate, self.fail = plan, gate, fail
+        self.started = started if started is not None else []
 
     def run(self, on_event: Callable[[Any], object], stop: threading.Event) -> FleetResult:
-        fid = "fleet-20261202T001500-ab12"
+        self.started.append(self.plan)
+        fid = FLEET_ID
+        journal = {c.node: "pending" for c in self.plan.nodes}
+
+        def result(status: str, code: int, message: str) -> FleetResult:
+            return FleetResult(fid, status, code, message, [{"node": n, "status": s} for n, s in journal.items()])
+
         for i, change in enumerate(self.plan.nodes):
             node, rid = change.node, f"run-{i}"
+            journal[node] = "running"
 
             def send(kind: str, step: str = "", message: str = "", **data: Any) -> None:
                 title = next((s["title"] for s in STEPS if s["id"] == step), "")
@@ -138,34 +151,41 @@ class ScriptedFleet:
                 if stop.is_set():
                     send("run-done", message="interrupted", status="interrupted")
                     on_event(FleetEvent(fid, "node-failed", node, "interrupted: needs attention"))
-                    return FleetResult(fid, "interrupted", 4, f"stopped before {s['title']} of {node}")
+                    return result("interrupted", 4, f"stopped before {s['title']} of {node}")
                 send("step-start", s["id"])
                 if i == 1 and s["id"] == "drain":
                     self.gate.wait(30)
                 if node == self.fail and s["id"] == "drain":
                     send("step-failed", s["id"], "PDB train/pdb blocks the eviction of train/db-0")
                     send("run-done", message="needs attention", status="needs-attention")
+                    journal[node] = "attention"
                     on_event(FleetEvent(fid, "node-failed", node, "needs attention: drain blocked"))
-                    return FleetResult(fid, "needs-attention", 4, f"{node} needs attention: drain blocked")
+                    return result("needs-attention", 4, f"{node} needs attention: drain blocked")
                 send("step-done", s["id"])
             send("run-done", message="done", status="done")
+            journal[node] = "done"
             on_event(FleetEvent(fid, "node-done", node))
         on_event(FleetEvent(fid, "done", "", "every planned pod Running where planned"))
-        return FleetResult(fid, "done", 0, "every planned pod Running where planned")
+        return result("done", 0, "every planned pod Running where planned")
 
 
 class FleetHost(Host):
-    """A bare App with the ConsoleApp's fleet_runbook (console/tui/app.py): here the scripted fleet."""
+    """A bare App with the ConsoleApp's prepare_fleet (console/tui/app.py): here the scripted fleet."""
 
     def __init__(self, screen: Any, settings: Settings, gateways: Any, fail: str = "") -> None:
         super().__init__(screen, settings, gateways)
         self.gate = threading.Event()
         self.fail = fail
-        self.runs: list[Any] = []
+        self.runs: list[Any] = []  # plans prepared (the confirmation follows)
+        self.started: list[Any] = []  # plans run
 
-    def fleet_runbook(self, inp: PlanInput, plan: Any) -> ScriptedFleet:
+    def prepare_fleet(self, inp: PlanInput, plan: Any) -> Any:
+        from console.tui.appbase import PreparedFleet
+        from console.tui.screens.fleet_view import preview
+
         self.runs.append(plan)
-        return ScriptedFleet(plan, self.gate, self.fail)
+        fleet = ScriptedFleet(plan, self.gate, self.fail, self.started)
+        return PreparedFleet(fleet, FLEET_ID, tuple(c.node for c in plan.nodes), preview(plan))
 
     def request_quit(self) -> None:
         """As ConsoleApp.request_quit: a screen with a run in progress asks first."""
@@ -293,7 +313,7 @@ async def test_run_confirms_then_shows_progress_per_node_to_the_end() -> None:
         assert all(n in dialog for n in nodes) and "one node at a time" in dialog
         await pilot.press("n")
         await pilot.pause()
-        assert app.screen is screen and not app.runs
+        assert app.screen is screen and app.runs and not app.started
         await pilot.press("enter")  # enter on the table: the same confirmation
         await wait_until(pilot, lambda: isinstance(app.screen, _confirm_type()), what="the confirmation")
         await pilot.press("y")

@@ -1,11 +1,12 @@
 """"Plan all" (P on the Pending screen): the fleet plan for every Pending pod, changed by dropping or pinning nodes,
 and run one node at a time with progress per node, on the scale-up screen's model.
 
-The plan is `console.planner.solve.solve` over `app.gateways.plan_input(...)` (read in a thread worker); the run is
-the App's fleet runbook (`app.fleet_runbook`: console/runbook/fleet.py), whose `run(on_event, stop)` runs in a
-thread worker and only posts FleetProgress. Read-only mode, the confirmation's audit and each node's scale-up
-safety (preflight, drain rules, Lease, journal) are below this screen; here the run is confirmed first and
-offered only where it is allowed.
+The plan is `console.planner.solve.solve` over `app.gateways.plan_input(...)` (read in a thread worker). The run is
+the App's (`app.prepare_fleet`: console/runbook/fleet.py's Fleet on the App's gateways, as `console plan --apply`
+builds it), prepared in a worker (each node's scale-up plan, the preview), confirmed (ConfirmDanger), then run in
+a worker whose events only post FleetProgress. Read-only mode, the audit and each node's scale-up safety
+(preflight, drain rules, Lease, journal) are below this screen; here the run is confirmed first and offered only
+where it is allowed.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from textual.worker import Worker, WorkerState
 
 from console.planner.model import Plan, PlanInput, Preferences
 from console.runbook.interrupt import StopFlag
+from console.tui.appbase import FleetRunbook, PreparedFleet
 from console.tui.safety import ConfirmDanger, allow_action, dangerous, is_read_only
 from console.tui.screens import fleet_view as fv
 from console.tui.screens.base import ConsoleScreen
-from console.tui.screens.fleet_messages import FleetFinished, FleetPlanned, FleetProgress, FleetRun
+from console.tui.screens.fleet_messages import FleetFinished, FleetPlanned, FleetPrepared, FleetProgress, FleetRun
 from console.tui.screens.scaleup import LOG_ICONS
 from console.tui.screens.scaleup_quit import GuardsItsRun
 from console.tui.widgets.cells import theme_colors
@@ -64,6 +66,7 @@ class FleetScreen(GuardsItsRun, ConsoleScreen):
         self.marks = fv.Marks()  # the admin's drops and pins (r plans with them)
         self.plan_error = ""
         self.planning = False
+        self.preparing = False  # a pressed: the fleet runbook is being built (its confirmation follows)
         self._seq = 0
         self.run = FleetRun()
         self.node_steps: dict[str, RunbookSteps] = {}  # per node: its steps' state (unmounted: the state only)
@@ -209,18 +212,49 @@ class FleetScreen(GuardsItsRun, ConsoleScreen):
             self.notify(why, severity="warning")
             return
         assert self.plan is not None and self.inp is not None
-        plan, inp = self.plan, self.inp
+        self.preparing = True
+        self._log("preparing the fleet: each node's scale-up plan (preflight, drain rules)…")
+        self.prepare_worker(self.inp, self.plan)
+        self._render_status()
+
+    @work(thread=True, exclusive=True, group="fleet-prepare", exit_on_error=False)
+    def prepare_worker(self, inp: PlanInput, plan: Plan) -> None:
+        from console.tui.appbase import FleetRefused
+
+        try:
+            prepared = self.app.prepare_fleet(inp, plan)
+        except FleetRefused as e:
+            self.post_message(FleetPrepared(None, plan, str(e)))
+            return
+        self.post_message(FleetPrepared(prepared, plan))
+
+    def on_fleet_prepared(self, msg: FleetPrepared) -> None:
+        self.preparing = False
+        prepared = msg.prepared
+        if prepared is None:
+            self._log(f"✗ the fleet cannot start: {msg.error}")
+            self.notify(msg.error, title="Fleet: not started", severity="warning", timeout=15)
+            self._render_all()
+            return
+        if msg.plan is not self.plan or self.marks_pending:
+            return  # re-planned or changed while it was prepared: a press of a asks again
 
         def confirmed(yes: bool | None) -> None:
-            if yes and self.plan is plan:
-                self._start_run(inp, plan)
+            if yes and self.plan is msg.plan and not self.run.began:
+                self._start_run(prepared)
 
-        self.app.push_screen(ConfirmDanger("run fleet plan", fv.run_target(plan), fv.preview(plan)), confirmed)
+        verb = "resume fleet run" if prepared.resuming else "run fleet plan"
+        target = f"{prepared.fleet_id}: " if prepared.resuming else ""
+        self.app.push_screen(ConfirmDanger(verb, target + fv.nodes_target(prepared.nodes), prepared.preview),
+                             confirmed)
+        self._render_status()
 
     def run_refusal(self) -> str:
         """Why the plan shown cannot run now ("" when it can)."""
         if self.run.running:
             return "the fleet run is in progress"
+        if self.preparing:
+            return "the fleet is being prepared: the confirmation follows"
         if self.run.began:
             return "the plan has run: reopen plan all (P) to plan again"
         if self.plan is None or self.planning:
@@ -231,29 +265,25 @@ class FleetScreen(GuardsItsRun, ConsoleScreen):
             return "the plan grows no node: nothing to run"
         return ""
 
-    def _start_run(self, inp: PlanInput, plan: Plan) -> None:
+    def _start_run(self, prepared: PreparedFleet) -> None:
         self.stop_flag = StopFlag()
-        self.run = FleetRun(running=True, started=time.monotonic(), states={c.node: "pending" for c in plan.nodes})
-        self.node_steps = {c.node: RunbookSteps() for c in plan.nodes}
+        self.run = FleetRun(running=True, fleet_id=prepared.fleet_id, started=time.monotonic(),
+                            states={n: "pending" for n in prepared.nodes})
+        self.node_steps = {n: RunbookSteps() for n in prepared.nodes}
         self.table.set_columns(fv.plan_columns(True))
         self.query_one("#fleet-steps").display = True
-        self._log(f"starting the fleet: {fv.run_target(plan)}")
-        self.run_worker_fleet(inp, plan)
+        self._log(("resuming" if prepared.resuming else "starting") + f" fleet run {prepared.fleet_id}: "
+                  + fv.nodes_target(prepared.nodes))
+        self.run_fleet(prepared.runbook)
         self.set_interval(1.0, self._tick_running)
         self.refresh_bindings()
         self._render_all()
 
     @work(thread=True, exclusive=True, group="fleet-run", exit_on_error=False)
-    def run_worker_fleet(self, inp: PlanInput, plan: Plan) -> None:
-        from console.guard import GuardRefusal
-        from console.runbook.session import SessionError
-
-        try:
-            result = self.app.fleet_runbook(inp, plan).run(lambda ev: self.post_message(FleetProgress(ev)),
-                                                           self.stop_flag)
-        except (SessionError, GuardRefusal) as e:  # held by another run; read-only (below the hidden action)
-            self.post_message(FleetFinished(None, str(e)))
-            return
+    def run_fleet(self, runbook: FleetRunbook) -> None:
+        # read-only and an unwritable audit log come back as a "refused" result; another process owning the fleet
+        # (FleetError) or a backend fault end the worker: on_worker_state_changed says so
+        result = runbook.run(lambda ev: self.post_message(FleetProgress(ev)), self.stop_flag)
         self.post_message(FleetFinished(result))
 
     def on_fleet_progress(self, msg: FleetProgress) -> None:
@@ -284,6 +314,9 @@ class FleetScreen(GuardsItsRun, ConsoleScreen):
         self.run.result, self.run.error = msg.result, msg.error
         if msg.result is not None:
             r = msg.result
+            for entry in getattr(r, "nodes", None) or []:  # the fleet journal's word on each node
+                if entry.get("node") in self.run.states:
+                    self.run.states[entry["node"]] = fv.final_state(entry.get("status", ""))
             self._log(f"fleet {getattr(r, 'fleet_id', self.run.fleet_id)}: {getattr(r, 'status', '')} "
                       f"(exit {getattr(r, 'exit_code', '?')}) {getattr(r, 'message', '')}".rstrip())
         else:

@@ -8,6 +8,7 @@ from typing import Any
 from textual.message import Message
 
 from console.planner.model import Plan, PlanInput
+from console.tui.appbase import PreparedFleet
 from console.tui.screens.fleet_view import Marks
 
 
@@ -17,6 +18,14 @@ class FleetPlanned(Message):
     def __init__(self, inp: PlanInput | None, plan: Plan | None, marks: Marks, seq: int, error: str = "") -> None:
         super().__init__()
         self.inp, self.plan, self.marks, self.seq, self.error = inp, plan, marks, seq, error
+
+
+class FleetPrepared(Message):
+    """The fleet runbook built and its nodes' scale-ups planned (console/tui/appbase.PreparedFleet), or why not."""
+
+    def __init__(self, prepared: PreparedFleet | None, plan: Plan, error: str = "") -> None:
+        super().__init__()
+        self.prepared, self.plan, self.error = prepared, plan, error
 
 
 class FleetProgress(Message):

@@ -107,14 +107,16 @@ def plan_state(change: NodeChange | None, node: str, marks: Marks, planned: Mark
 
 def node_rows(plan: Plan, marks: Marks, planned: Marks, progress: Mapping[str, tuple[str, str]] | None = None,
               colors: Mapping[str, str] | None = None) -> tuple[list[str], list[tuple[str | Text, ...]]]:
-    """The table's keys and cells. `progress`: node → (run state, progress line) once a run started."""
+    """The table's keys and cells. `progress`: node → (run state, progress line) once a run started, in the
+    fleet's order (a resumed fleet run carries out its recorded plan: its nodes are the rows)."""
     colors = colors or {}
     by_node = {c.node: c for c in plan.nodes}
-    keys = row_keys(plan, marks)
+    keys = list(progress) if progress is not None else row_keys(plan, marks)
     cells: list[tuple[str | Text, ...]] = []
     for node in keys:
         c = by_node.get(node)
-        change = f"{size_short(c.from_size)} → {size_short(c.to_size)}" if c else "not grown"
+        change = f"{size_short(c.from_size)} → {size_short(c.to_size)}" if c else \
+            ("its recorded plan" if progress is not None else "not grown")
         cost = fmt_cost(c.cost) if c else "—"
         pods = pods_cell(c.pods) if c else "—"
         if progress is not None:
@@ -188,9 +190,15 @@ def preview(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def run_target(plan: Plan) -> str:
+def nodes_target(nodes: tuple[str, ...] | list[str]) -> str:
     """The confirmation's title names every node it touches."""
-    return f"{len(plan.nodes)} node{'' if len(plan.nodes) == 1 else 's'} ({', '.join(c.node for c in plan.nodes)})"
+    return f"{len(nodes)} node{'' if len(nodes) == 1 else 's'} ({', '.join(nodes)})"
+
+
+def final_state(journal_status: str) -> str:
+    """A node's state from the fleet journal once the run ended: "running" there is a node stopped mid-run
+    (interrupted: resumable), which is the admin's to look at."""
+    return "attention" if journal_status == "running" else journal_status
 
 
 def state_after(kind: str, previous: str, status: str = "", message: str = "") -> str:
