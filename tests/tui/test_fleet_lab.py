@@ -55,7 +55,7 @@ def flat(app: Any) -> str:
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
-async def test_P_on_pending_shows_the_labs_optimum_from_the_apps_gateways(planner_lab: Lab, size: tuple[int, int]) -> None:
+async def test_plan_all_shows_the_labs_optimum_from_the_apps_gateways(planner_lab: Lab, size: tuple[int, int]) -> None:
     app = make_app(planner_lab)
     try:
         async with app.run_test(size=size) as pilot:
