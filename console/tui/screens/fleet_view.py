@@ -145,7 +145,9 @@ def node_detail(plan: Plan, node: str | None, marks: Marks) -> Text:
         return out
     out.append(f"{c.node}: {size_long(c.from_size)} → {size_long(c.to_size)}", style="bold")
     out.append(f" · {method_text(c.method)} · cost {fmt_cost(c.cost)}")
-    if node in marks.pins:
+    if node in marks.dropped:
+        out.append(" · dropped: r re-plans without it", style="bold")
+    elif node in marks.pins:
         out.append(" · pinned")
     out.append(f"\nunblocks {len(c.pods)}: {', '.join(c.pods) or 'no pod (pinned)'}")
     for note in c.notes:
