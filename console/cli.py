@@ -1,4 +1,4 @@
-"""Entry points: the TUI (default), `lab`, `nfd`, `scale-up`.
+"""Entry points: the TUI (default), `lab`, `nfd`, `scale-up`, `config`, `get`, `plan`.
 
 Each subcommand lives in its own module (`cli_lab.py`, `cli_nfd.py`) exposing
 `add_parser(subparsers)` and `run(args) -> int`; they are imported lazily so
@@ -29,6 +29,7 @@ SUBCOMMANDS = {
     "scale-up": "console.cli_scaleup",
     "config": "console.cli_config",
     "get": "console.cli_get",
+    "plan": "console.cli_plan",
 }
 
 

@@ -22,6 +22,14 @@ The config file (YAML):
     kubelet_unit: kubelet          # the kubelet's systemd unit; default: from node info (kubeadm kubelet,
                                    # k3s server k3s / agent k3s-agent, RKE2 rke2-server / rke2-agent)
     key_overrides: {nodes-filter: f}   # remap keys by binding id (press ? in the console to see ids)
+    plan:                          # the capacity planner (`console plan`): costs and preferences
+      vcpu_weight: 1.0             # cost of a vCPU added (a size without a price)
+      memory_gib_weight: 1.0       # cost of a GiB of memory added
+      flavor_prices: {m1.large: 0.25, m1.xlarge: 0.5}   # a growth costs price(new) − price(current)
+      price_extra_spec: console:price   # or: a flavor extra_spec holding its price
+      avoid_pdb_blocked: true      # grow a node whose pods a PDB holds only when nothing else does
+      prefer_live: true            # between equal costs, a live libvirt scale-up before a Nova resize
+      max_unavailable: 1           # plan --apply: nodes unavailable at once
     contexts:                      # per kube context overrides of any key above, for the context in use:
       prod: {read_only: true, theme: high-contrast}   # --context, else the kubeconfig's current-context
 
@@ -59,6 +67,19 @@ DEFAULT_NODE_DEBUG_IMAGE = "busybox:1.37.0"
 
 
 @dataclass(frozen=True)
+class PlanSettings:
+    """`plan:` in the config file (console/config_schema.PlanKeys): the capacity planner's costs and preferences."""
+
+    vcpu_weight: float = 1.0
+    memory_gib_weight: float = 1.0
+    flavor_prices: Mapping[str, float] = field(default_factory=dict)
+    price_extra_spec: str | None = None
+    avoid_pdb_blocked: bool = True
+    prefer_live: bool = True
+    max_unavailable: int = 1
+
+
+@dataclass(frozen=True)
 class Settings:
     kubeconfig: str | None = None
     context: str | None = None
@@ -80,6 +101,7 @@ class Settings:
     node_debug_tolerations: tuple[dict[str, Any], ...] = ()
     kubelet_unit: str | None = None
     key_overrides: dict[str, str] = field(default_factory=dict)  # binding id -> key(s)
+    plan: PlanSettings = field(default_factory=PlanSettings)
     # what load() was given (flags, file, env), so a context switch resolves again the same way; None when
     # the settings were built in code (they are kept as they are)
     resolved_from: tuple[dict[str, Any], Path, Mapping[str, str] | None] | None = field(
@@ -165,7 +187,7 @@ def _env_settings(env: Mapping[str, str]) -> dict[str, Any]:
         names["cloud"], values["cloud"] = "OS_CLOUD", env["OS_CLOUD"]
     if "read_only" in values:
         values["read_only"] = schema.env_bool(values["read_only"])
-    for key in ("node_debug_tolerations", "key_overrides"):  # YAML (or JSON) text
+    for key in ("node_debug_tolerations", "key_overrides", "plan"):  # YAML (or JSON) text
         if key in values:
             values[key], _ = schema.parse_yaml(values[key], f"environment {names[key]}")
     return schema.validate(schema.FileSettings, values, _Where("environment", names=names))
@@ -241,6 +263,9 @@ def load(
     context = chosen.get("context") or kubeconfig_current_context(chosen.get("kubeconfig"), env_map)
     block = per_context.get(context, {}) if context else {}
     values = {**file_values, **block, **env_values, **flag_values}
+    # `plan` keys override one by one (a context's flavor_prices do not drop the top level's weights)
+    plan = {k: v for src in (file_values, block, env_values, flag_values) for k, v in (src.get("plan") or {}).items()}
+    values["plan"] = PlanSettings(**plan)
     for key in ("libvirt_uris", "image_pull_secrets", "node_debug_tolerations"):
         if key in values:
             values[key] = tuple(values[key])

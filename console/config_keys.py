@@ -28,12 +28,22 @@ def _value(annotation: Any) -> str:
         return "list of tolerations" if item is config_schema.Toleration else "list of strings"
     if origin is dict:
         (_, item) = typing.get_args(annotation)
+        if item is float:
+            return "mapping of name to number"
         return "mapping of context name to keys" if item is not config_schema.StrictStr else "mapping"
+    if annotation is config_schema.PlanKeys:
+        return "mapping"
+    if annotation is float:
+        return "number"
+    if annotation is config_schema.StrictInt:
+        return "whole number"
     return "string"
 
 
 def _default(name: str, defaults: dict[str, Any]) -> str:
     value = defaults.get(name)
+    if dataclasses.is_dataclass(value):
+        return "–"  # a mapping of keys: each has its own row
     if value is None or value in ((), {}):
         return "–"
     if isinstance(value, bool):
@@ -50,8 +60,13 @@ def keys_markdown() -> str:
     for name, field in config_schema.FileSettings.model_fields.items():
         meaning = (field.description or "").replace("|", "\\|")
         rows.append(f"| `{name}` | {_value(field.annotation)} | {_default(name, defaults)} | {meaning} |")
+        if name == "plan":  # its keys, one row each
+            plan = {f.name: getattr(config.PlanSettings(), f.name) for f in dataclasses.fields(config.PlanSettings)}
+            for key, sub in config_schema.PlanKeys.model_fields.items():
+                text = (sub.description or "").replace("|", "\\|")
+                rows.append(f"| `plan.{key}` | {_value(sub.annotation)} | {_default(key, plan)} | {text} |")
     tail = (f"Every key but {', '.join(f'`{k}`' for k in top_only)} can be set per context under "
             "`contexts: {NAME: {...}}`; every key but `contexts` also as the environment variable "
-            "`CONSOLE_<KEY>` (upper case, e.g. `CONSOLE_READ_ONLY=true`; lists as `a,b`, node_debug_tolerations "
-            "and key_overrides as YAML).")
+            "`CONSOLE_<KEY>` (upper case, e.g. `CONSOLE_READ_ONLY=true`; lists as `a,b`, node_debug_tolerations, "
+            "key_overrides and plan as YAML).")
     return "\n".join(rows) + "\n\n" + tail + "\n"

@@ -49,6 +49,13 @@ EXPECTED = {
     "key_overrides": "a mapping of binding id to keys, e.g. {nodes-filter: f}",
     "contexts": "a mapping of kube context name to settings, e.g. {prod: {read_only: true}}",
     "tolerationSeconds": "a whole number of seconds",
+    "plan": "a mapping of planner settings, e.g. {max_unavailable: 2, flavor_prices: {m1.large: 0.25}}",
+    "vcpu_weight": "a number (the cost of one vCPU added)",
+    "memory_gib_weight": "a number (the cost of one GiB of memory added)",
+    "flavor_prices": "a mapping of flavor name to price, e.g. {m1.large: 0.25}",
+    "avoid_pdb_blocked": "true or false",
+    "prefer_live": "true or false",
+    "max_unavailable": "a whole number, at least 1",
     **{k: "one of " + ", ".join(v) for k, v in CHOICES.items()},
 }
 _WORDS_TRUE = ("true", "yes", "on", "1")
@@ -78,6 +85,26 @@ class Toleration(_Strict):
         if self.operator == "Exists" and self.value:
             raise ValueError("value must be empty when operator is Exists")
         return self
+
+
+class PlanKeys(_Strict):
+    """`plan:` — the capacity planner's cost model and preferences (`console plan`, the TUI's "plan all")."""
+
+    vcpu_weight: float | None = Field(None, ge=0, description=(
+        "cost of one vCPU added, for a size without a price"))
+    memory_gib_weight: float | None = Field(None, ge=0, description=(
+        "cost of one GiB of memory added, for a size without a price"))
+    flavor_prices: dict[StrictStr, float] | None = Field(None, description=(
+        "price per flavor name, e.g. `{m1.large: 0.25}`; a growth costs the new flavor's price minus the "
+        "current one's (both priced), else the weights"))
+    price_extra_spec: StrictStr | None = Field(None, description=(
+        "a flavor extra_spec holding its price (e.g. `console:price`), read where `flavor_prices` has none"))
+    avoid_pdb_blocked: StrictBool | None = Field(None, description=(
+        "grow a node whose pods a PodDisruptionBudget will not let go only when no other node does"))
+    prefer_live: StrictBool | None = Field(None, description=(
+        "between equal costs, a live (no-reboot) libvirt scale-up before a Nova resize"))
+    max_unavailable: StrictInt | None = Field(None, ge=1, description=(
+        "`plan --apply`: nodes that may be unavailable at once (the fleet stops at this many)"))
 
 
 def _words(value: Any) -> Any:
@@ -136,6 +163,9 @@ class ContextSettings(_Strict):
         "`k3s`/`k3s-agent`, `rke2-server`/`rke2-agent`)"))
     key_overrides: dict[StrictStr, StrictStr] | None = Field(None, description=(
         "remap keys by binding id, e.g. `{nodes-filter: f}` (`?` in the console shows the ids)"))
+    plan: PlanKeys | None = Field(None, description=(
+        "the capacity planner's costs and preferences (`console plan`): the keys `plan.*` below; a context's "
+        "`plan` keys override the top level's one by one"))
 
     @field_validator("read_only", mode="before")
     @classmethod
@@ -359,6 +389,8 @@ def _problem(err: Mapping[str, Any]) -> str:
     if kind == "extra_forbidden":
         if "node_debug_tolerations" in loc:
             return f"unknown field (a toleration has {', '.join(Toleration.model_fields)})"
+        if "plan" in loc[:3] and loc[-1] != "plan":
+            return f"unknown planner setting; known: {', '.join(PlanKeys.model_fields)}"
         in_block = "contexts" in loc[:1] and len(loc) > 2
         if in_block and name in FileSettings.model_fields:
             return "cannot be set per context (it chooses the context); set it at the top level"
@@ -376,6 +408,8 @@ def _problem(err: Mapping[str, Any]) -> str:
         return str(err["msg"]).removeprefix("Value error, ")
     if nested:
         expected = "a string"
+    elif "flavor_prices" in loc[:-1]:
+        expected = "a number (the flavor's price)"
     elif "node_debug_tolerations" in loc and isinstance(loc[-1], int):
         expected = f"a toleration (a mapping), e.g. {_TOLERATION_EXAMPLE[1:-1]}"
     elif "contexts" in loc[:1] and len(loc) == 2:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from console.kube.nfdfiles import FileTarget
     from console.kube.nfdstore import RuleStore
     from console.nfd.deployment import FileKind, NfdDeployment
+    from console.planner.model import PlanInput, Preferences
     from console.runbook.session import Session
 
 NOT_REVIEWED = "not reviewed yet"
@@ -236,6 +237,14 @@ class Gateways:
         permissions = None if self.access.unknown else self.access
         return Session(settings or self.settings, guard=guard, connection=(self.api_client, self.cluster.target),
                        permissions=permissions)
+
+
+    def plan_input(self, pods: Sequence[str] | None = None, prefs: Preferences | None = None) -> PlanInput:
+        """The capacity planner's input for this context (console/planner/inputs.read_plan_input): the cluster
+        through this bundle's connection, the VMs of its settings. Blocking: a worker's."""
+        from console.planner.inputs import read_plan_input
+
+        return read_plan_input(self.api_client, self.settings, pods=pods, prefs=prefs)
 
 
 def vm_inventory_for(settings: Settings) -> VmGateway | None:
