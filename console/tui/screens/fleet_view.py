@@ -172,7 +172,7 @@ def rest_text(plan: Plan, colors: Mapping[str, str], notes: tuple[str, ...] = ()
         for u in plan.unplaceable:
             out.append(f"\n  {u.pod}: ", style="bold")
             out.append(u.reason)
-    for note in (*plan.notes, *notes):
+    for note in dict.fromkeys((*plan.notes, *notes)):  # the planner repeats the inputs' notes: each once
         out.append(("\n" if out else "") + f"note: {note}", style="dim")
     return out
 
