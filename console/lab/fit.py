@@ -1,8 +1,8 @@
 """Pure scheduling predicates and the FailedScheduling text, per Kubernetes version.
 
 Mirrors the default profile's filter order (NodeUnschedulable, TaintToleration,
-NodeAffinity, NodeResourcesFit): a node reports the reasons of the first
-filter that rejects it; NodeResourcesFit reports every insufficient resource.
+NodeAffinity, NodeResourcesFit; InterPodAffinity last, console/lab/podaffinity.py):
+a node reports the reasons of the first filter that rejects it; NodeResourcesFit reports every insufficient resource.
 `FitError.Error()` (shared/reference/scale-up.md 5.6): "0/N nodes are
 available: " + "<count> <reason>" strings sorted as strings, joined by ", ",
 then "."; since v1.24 a preemption message follows.
@@ -26,6 +26,10 @@ RESOURCE_REASONS = ("Too many pods",)  # plus every "Insufficient <name>"
 NO_NODES = "no nodes available to schedule pods"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
+# InterPodAffinity's Unschedulable reasons (console/lab/podaffinity.py): preemption is tried, unlike for the
+# UnschedulableAndUnresolvable ones (taints, node affinity, pod affinity)
+ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 
 
 @lru_cache(maxsize=4096)
@@ -253,8 +257,10 @@ def _histogram(counts: Counter[str]) -> str:
 
 
 def preemption_reason(reasons: Sequence[str]) -> str:
-    """Without lower-priority pods, resource-only failures have no victims; the rest cannot be helped."""
-    if all(r == "Too many pods" or r.startswith("Insufficient ") for r in reasons):
+    """Without lower-priority pods, failures preemption might resolve (resources, anti-affinity) have no victims;
+    the rest cannot be helped (pkg/scheduler/framework/preemption nodesWherePreemptionMightHelp)."""
+    if all(r in ("Too many pods", ANTI_AFFINITY, EXISTING_ANTI_AFFINITY) or r.startswith("Insufficient ")
+           for r in reasons):
         return NO_VICTIMS
     return NOT_HELPFUL
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from console.lab.vm import Flavor
+from console.lab.vm import ComputeHost, Flavor, Quota
 from console.nfd.versions import CURRENT as NFD_CURRENT
 
 FLAVORS: tuple[Flavor, ...] = (
@@ -166,39 +166,6 @@ class NodeSpec:
 
 
 @dataclass(frozen=True)
-class ComputeHost:
-    """A Nova compute host as its resource provider reports it to Placement (nova-compute's update_provider_tree):
-    VCPU total = the host's CPUs, reserved = reserved_host_cpus, MEMORY_MB reserved = reserved_host_memory_mb
-    (Nova's default 512); capacity = (total - reserved) * allocation_ratio."""
-
-    name: str
-    vcpus: int
-    memory_mb: int
-    reserved_vcpus: int = 0
-    reserved_memory_mb: int = 512
-    cpu_allocation_ratio: float = 1.0
-    ram_allocation_ratio: float = 1.0
-
-    def capacity(self) -> tuple[int, int]:
-        """(vCPUs, MB) Placement lets instances use."""
-        return (int((self.vcpus - self.reserved_vcpus) * self.cpu_allocation_ratio),
-                int((self.memory_mb - self.reserved_memory_mb) * self.ram_allocation_ratio))
-
-
-# a host nobody filled: scenarios that name no compute hosts never run out of room
-ROOMY_HOST = ComputeHost("", vcpus=128, memory_mb=524288)
-
-
-@dataclass(frozen=True)
-class Quota:
-    """The project's Nova quota (`openstack quota show`); -1 = unlimited, Nova's convention."""
-
-    cores: int = -1
-    ram_mb: int = -1
-    instances: int = -1
-
-
-@dataclass(frozen=True)
 class PodSpec:
     name: str
     cpu: str
@@ -227,18 +194,10 @@ class Scenario:
     nfd: NfdSetup = NfdSetup()
     # further API objects at seed time: (store resource, object), e.g. console/lab/workloads.py's
     objects: tuple[tuple[str, dict], ...] = ()
-    # Nova's compute hosts (Placement resource providers); a host the nodes name but this omits is ROOMY_HOST
+    # Nova's compute hosts (Placement resource providers); a host the nodes name but this omits is
+    # console.lab.vm.ROOMY_HOST
     compute_hosts: tuple[ComputeHost, ...] = ()
-    quota: Quota = Quota()
-
-    def compute_host(self, name: str) -> ComputeHost:
-        found = next((h for h in self.compute_hosts if h.name == name), None)
-        return found or ComputeHost(name, ROOMY_HOST.vcpus, ROOMY_HOST.memory_mb)
-
-    def host_names(self) -> list[str]:
-        """Every compute host: the declared ones, then those only the nodes name, in order."""
-        names = [h.name for h in self.compute_hosts]
-        return names + sorted({n.compute_host for n in self.nodes} - set(names))
+    quota: Quota = field(default_factory=Quota)
 
 
 # Field report 1's example hook: selected sysctl values read from the host's /proc. In the lab the

@@ -19,7 +19,7 @@ import time
 from collections import deque
 from typing import Any
 
-from console.lab import fit
+from console.lab import fit, podaffinity
 from console.lab.recorder import EventRecorder, object_ref
 from console.lab.store import NotFound, Obj, Store, WatchEvent, now_iso
 
@@ -69,6 +69,9 @@ class Scheduler:
         # cache
         self._nodes: dict[str, fit.NodeInfo] = {}
         self._assigned: dict[Key, tuple[str, fit.Resources]] = {}
+        # what InterPodAffinity reads of assigned pods: labels, and their required anti-affinity terms
+        self._labels: dict[Key, dict[str, str]] = {}
+        self._anti: dict[Key, tuple[podaffinity.Term, ...]] = {}
         self._pending: dict[Key, Obj] = {}
         self._active: deque[Key] = deque()
         self._in_active: set[Key] = set()
@@ -174,6 +177,8 @@ class Scheduler:
         self._list_rv = max(rv, prv)
         self._nodes = {n["metadata"]["name"]: fit.NodeInfo.from_node(n) for n in nodes}
         self._assigned.clear()
+        self._labels.clear()
+        self._anti.clear()
         for pod in pods:
             self._on_pod("ADDED", pod, moving=False)
         self._move_all()
@@ -202,6 +207,8 @@ class Scheduler:
             self._move_all()
 
     def _unassign(self, key: Key) -> bool:
+        self._labels.pop(key, None)
+        self._anti.pop(key, None)
         held = self._assigned.pop(key, None)
         if held is None:
             return False
@@ -226,9 +233,12 @@ class Scheduler:
             self._unassign(key)
             req = fit.pod_requests(pod)
             self._assigned[key] = (node, req)
+            self._remember(key, pod)
             info = self._nodes.get(node)
             if info is not None:
                 info.add(req)
+            if moving and self._waiting_for_affinity():
+                self._move_all()  # a pod that pending pods' required podAffinity may select
             return
         if (pod.get("spec", {}).get("schedulerName") or "default-scheduler") != self.scheduler_name:
             return
@@ -239,6 +249,32 @@ class Scheduler:
         if prev is None or prev["metadata"].get("generation") != pod["metadata"].get("generation"):
             self._unsched.pop(key, None)
             self._activate(key)
+
+    def _remember(self, key: Key, pod: Obj) -> None:
+        self._labels[key] = dict(pod["metadata"].get("labels") or {})
+        anti = podaffinity.required_terms(pod, "podAntiAffinity")
+        if anti:
+            self._anti[key] = anti
+
+    def _waiting_for_affinity(self) -> bool:
+        return any(podaffinity.required_terms(self._pending[k], "podAffinity")
+                   for k in self._unsched if k in self._pending)
+
+    def _affinity_check(self, pod: Obj) -> podaffinity.Check | None:
+        """InterPodAffinity's PreFilter: None when neither the pod nor any assigned pod has required terms."""
+        own = podaffinity.has_required_terms(pod)
+        if not own and not self._anti:
+            return None
+        keys = self._assigned if own else self._anti
+        placed = []
+        for key in keys:
+            node = self._nodes.get(self._assigned[key][0]) if key in self._assigned else None
+            if node is not None:
+                placed.append(podaffinity.Placed(key[0], self._labels.get(key, {}), node.labels,
+                                                 self._anti.get(key, ())))
+        namespaces, _ = self.store.list("namespaces")
+        ns_labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in namespaces}
+        return podaffinity.Check(pod, placed, ns_labels)
 
     def _forget_pending(self, key: Key) -> None:
         self._pending.pop(key, None)
@@ -286,8 +322,12 @@ class Scheduler:
         want = num_feasible_nodes_to_find(len(self._nodes))
         feasible: list[fit.NodeInfo] = []
         rejected: list[list[str]] = []
+        check = self._affinity_check(pod)
         for info in self._nodes.values():
             reasons = fit.filter_node(pod, req, info, self.wording)
+            if not reasons and check is not None:
+                reason = check.reason(info.labels)  # InterPodAffinity filters last in the default profile
+                reasons = [reason] if reason else []
             if reasons:
                 rejected.append(reasons)
             else:
@@ -323,6 +363,7 @@ class Scheduler:
             return
         self._forget_pending(key)
         self._assigned[key] = (node.name, req)  # assume: the cache counts it before the watch event
+        self._remember(key, bound)
         node.add(req)
         self.stats["bound"] += 1
         self.recorder.event(object_ref(bound), "Normal", "Scheduled",

@@ -23,6 +23,40 @@ class Flavor:
     disk_gb: int = 20
 
 
+@dataclass(frozen=True)
+class ComputeHost:
+    """A Nova compute host as its resource provider reports it to Placement (nova-compute's update_provider_tree):
+    VCPU total = the host's CPUs, reserved = reserved_host_cpus, MEMORY_MB reserved = reserved_host_memory_mb
+    (Nova's default 512); capacity = (total - reserved) * allocation_ratio."""
+
+    name: str
+    vcpus: int
+    memory_mb: int
+    reserved_vcpus: int = 0
+    reserved_memory_mb: int = 512
+    cpu_allocation_ratio: float = 1.0
+    ram_allocation_ratio: float = 1.0
+    disk_gb: int = 2000
+
+    def capacity(self) -> tuple[int, int]:
+        """(vCPUs, MB) Placement lets instances use."""
+        return (int((self.vcpus - self.reserved_vcpus) * self.cpu_allocation_ratio),
+                int((self.memory_mb - self.reserved_memory_mb) * self.ram_allocation_ratio))
+
+
+# a host nobody filled: scenarios that name no compute hosts never run out of room
+ROOMY_HOST = ComputeHost("", vcpus=128, memory_mb=524288)
+
+
+@dataclass(frozen=True)
+class Quota:
+    """The project's Nova quota (`openstack quota show`); -1 = unlimited, Nova's convention."""
+
+    cores: int = -1
+    ram_mb: int = -1
+    instances: int = -1
+
+
 @dataclass
 class VMSpec:
     """One worker VM: a Nova server, a libvirt domain and a Kubernetes node."""

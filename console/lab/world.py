@@ -250,7 +250,8 @@ class Lab:
         add_contexts(self.state.kubeconfig, {ctx: (user, token) for ctx, (user, token) in self.rbac_users.items()})
         self._add_exec_context()
         if self.vms:
-            self.nova = Nova(self.scenario.flavors, self.vms, self.hypervisor, self.nova_timing)
+            self.nova = Nova(self.scenario.flavors, self.vms, self.hypervisor, self.nova_timing,
+                             hosts=self.scenario.compute_hosts, quota=self.scenario.quota)
             self._stack.append(self.nova.close)
         else:
             self.nova = Nova(self.scenario.flavors, [], _NoHypervisor(), self.nova_timing)

@@ -1,4 +1,4 @@
-"""Nova v2.1 routes: version documents, flavors, servers, server actions, instance actions.
+"""Nova v2.1 routes: version documents, flavors, servers, server actions, instance actions, limits.
 
 Bodies follow Nova's views for the microversion the client asks for (max 2.96).
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from console.lab.openstack import policy
+from console.lab.openstack import microversion, policy
 from console.lab.openstack.faults import BadRequest, NotFound, NovaError
 from console.lab.openstack.identity_api import origin
 from console.lab.openstack.keystone import Token
@@ -49,24 +49,16 @@ def _fmt(version: Microversion) -> str:
 
 def requested_microversion(request: web.Request) -> Microversion:
     """OpenStack-API-Version: compute 2.NN (or the legacy X-OpenStack-Nova-API-Version); none means 2.1."""
-    value = None
-    for part in request.headers.get("OpenStack-API-Version", "").split(","):
-        service, _, ver = part.strip().partition(" ")
-        if service.lower() == "compute" and ver.strip():
-            value = ver.strip()
-    value = value or request.headers.get("X-OpenStack-Nova-API-Version", "").strip() or None
-    if value is None:
-        return MIN_VERSION
-    if value.lower() == "latest":
-        return MAX_VERSION
-    m = re.fullmatch(r"(\d+)\.(\d+)", value)
-    if not m:
-        raise BadRequest(f"API Version String {value} is of invalid format. Must be of format MajorNum.MinorNum.")
-    version = (int(m.group(1)), int(m.group(2)))
-    if not MIN_VERSION <= version <= MAX_VERSION:
+    legacy = request.headers.get("X-OpenStack-Nova-API-Version", "").strip()
+    value = microversion.requested(request, "compute") or legacy or None
+    try:
+        return microversion.resolve(value, MIN_VERSION, MAX_VERSION)
+    except microversion.InvalidVersion:
+        raise BadRequest(f"API Version String {value} is of invalid format. "
+                         "Must be of format MajorNum.MinorNum.") from None
+    except microversion.UnacceptableVersion:
         raise VersionNotAcceptable(f"Version {value} is not supported by the API. "
-                                   f"Minimum is {_fmt(MIN_VERSION)} and maximum is {_fmt(MAX_VERSION)}.")
-    return version
+                                   f"Minimum is {_fmt(MIN_VERSION)} and maximum is {_fmt(MAX_VERSION)}.") from None
 
 
 def _version_doc(request: web.Request) -> dict[str, Any]:
@@ -355,6 +347,17 @@ async def show_instance_action(request: web.Request) -> web.Response:
     return web.json_response({"instanceAction": action_body(a, _mv(request), events=True, admin=_admin(request))})
 
 
+async def show_limits(request: web.Request) -> web.Response:
+    """GET /limits (nova/api/openstack/compute/limits.py): the caller's project; another project's (tenant_id)
+    needs os_compute_api:limits:other_project, admin only."""
+    nova, token = _nova(request), request[TOKEN]
+    tenant = request.query.get("tenant_id")
+    if tenant and tenant != token.project_id:
+        policy.authorize(policy.LIMITS_OTHER_PROJECT, admin=_admin(request))
+        raise NotFound(f"Project {tenant} could not be found.")  # the lab cloud has one project
+    return web.json_response({"limits": {"rate": [], "absolute": nova.limits(_mv(request))}})
+
+
 async def not_found(request: web.Request) -> web.Response:
     raise NotFound("The resource could not be found.")
 
@@ -375,6 +378,7 @@ def add_routes(app: web.Application) -> None:
     r.add_post(f"{base}/servers/{{server_id}}/action", server_action)
     r.add_get(f"{base}/servers/{{server_id}}/os-instance-actions", list_instance_actions)
     r.add_get(f"{base}/servers/{{server_id}}/os-instance-actions/{{request_id}}", show_instance_action)
+    r.add_get(f"{base}/limits", show_limits)
     r.add_route("*", f"{base}/{{tail:.*}}", not_found)
 
 

@@ -57,7 +57,8 @@ def catalog(request: web.Request) -> list[dict[str, Any]]:
             {"id": f"{name}-{iface}", "interface": iface, "region": region, "region_id": region, "url": url}
             for iface in ("public", "internal", "admin")]}
 
-    return [service("compute", "nova", f"{base}/compute/v2.1"), service("identity", "keystone", f"{base}/identity")]
+    return [service("compute", "nova", f"{base}/compute/v2.1"), service("identity", "keystone", f"{base}/identity"),
+            service("placement", "placement", f"{base}/placement")]
 
 
 def token_body(request: web.Request, token: Token, *, with_catalog: bool = True) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from console.lab.openstack.model import (
     ServerView,
     status_of,
 )
+from console.lab.openstack.nova_capacity import NovaCapacity
 from console.lab.openstack.nova_records import (
     POWER_RUNNING,
     POWER_SHUTDOWN,
@@ -43,7 +44,7 @@ from console.lab.openstack.nova_records import (
     now,
 )
 from console.lab.openstack.nova_transitions import SYNC_STOP_MESSAGE, NovaTransitions
-from console.lab.vm import Flavor, Hypervisor, VMSpec
+from console.lab.vm import ComputeHost, Flavor, Hypervisor, Quota, VMSpec
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ __all__ = [
 ]
 
 
-class Nova(NovaTransitions):
+class Nova(NovaTransitions, NovaCapacity):
     """Servers, flavors and instance actions of the lab cloud.
 
     Public methods validate synchronously (raising BadRequest / NotFound /
@@ -86,6 +87,8 @@ class Nova(NovaTransitions):
         project_id: str = "0d3c1f6a8b2e4c7d9e5f1a2b3c4d5e6f",
         user_id: str = "5a1e2b3c4d6f47a8b9c0d1e2f3a4b5c6",
         addresses: Mapping[str, str] | None = None,
+        hosts: Iterable[ComputeHost] = (),
+        quota: Quota | None = None,
     ) -> None:
         self.timing = timing or NovaTiming()
         self.project_id, self.user_id = project_id, user_id
@@ -100,6 +103,7 @@ class Nova(NovaTransitions):
         self._faults: dict[str, FaultKind] = {}
         self._confirm_races: set[str] = set()  # servers whose next user confirm loses to the auto-confirm
         self._flavors: dict[str, Flavor] = {f.id: f for f in flavors}
+        self._init_capacity(list(hosts), quota or Quota())
         self._servers: dict[str, ServerRecord] = {}
         for vm in servers:
             s = ServerRecord(vm, project_id, user_id, (addresses or {}).get(vm.server_id))
@@ -201,7 +205,11 @@ class Nova(NovaTransitions):
             if flavor.disk_gb == 0:
                 raise BadRequest("Server disk was unable to be resized because: "
                                  "Resize to zero disk flavor is not allowed.")
+            self._check_quota_for_upsize(s, flavor)  # the API's check: 403 before anything changes
             fault = self._faults.pop(server_id, None)
+            if fault is None and not self._host_has_room(s, flavor):
+                fault = "no-valid-host"  # the scheduler finds no host (the lab's only candidate is its own)
+            s.resize_claim = flavor
             if fault == "auto-confirm":
                 self._confirm_races.add(server_id)
                 fault = None

@@ -48,6 +48,7 @@ class ServerRecord:
         self.power_state = POWER_RUNNING
         self.flavor = vm.flavor
         self.old_flavor: Flavor | None = None
+        self.resize_claim: Flavor | None = None  # the flavor an in-flight resize claimed on the host
         self.old_vm_state = "active"
         self.migration_status: str | None = None
         self.migration_seq = 0

@@ -20,6 +20,7 @@ from console.lab.openstack.faults import Forbidden
 RESET_STATE = "os_compute_api:os-admin-actions:reset_state"
 EXTENDED_ATTRIBUTES = "os_compute_api:os-extended-server-attributes"
 INSTANCE_ACTION_EVENTS = "os_compute_api:os-instance-actions:events"
+LIMITS_OTHER_PROJECT = "os_compute_api:limits:other_project"  # limits.py: GET /limits?tenant_id= is admin only
 
 # list filters a non-admin may use (`_get_server_search_options` in nova/api/openstack/compute/servers.py)
 MEMBER_SERVER_FILTERS = ("reservation_id", "name", "status", "image", "flavor", "ip", "changes-since")

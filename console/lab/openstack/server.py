@@ -1,4 +1,4 @@
-"""Serve the lab's Keystone + Nova on loopback with aiohttp.
+"""Serve the lab's Keystone + Nova + Placement on loopback with aiohttp.
 
     api = await start_openstack(nova, password=secret)
     write_clouds_yaml(path, auth_url=api.auth_url, username="admin", password=secret, project="admin")
@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from console.lab.openstack import compute_api, identity_api
+from console.lab.openstack import compute_api, identity_api, placement_api
 from console.lab.openstack.faults import NovaError
 from console.lab.openstack.keystone import Keystone
 from console.lab.openstack.nova import Nova, new_request_id
@@ -32,7 +32,9 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
     headers = {"x-openstack-request-id": rid}
     compute = request.path.startswith("/compute")
     try:
-        if compute_api.is_versioned_compute(request.path):
+        if request.path == placement_api.BASE or request.path.startswith(placement_api.BASE + "/"):
+            resp = await placement_api.handle(request, handler, request.app[identity_api.KEYSTONE], rid)
+        elif compute_api.is_versioned_compute(request.path):
             headers["x-compute-request-id"] = rid
             token = request.app[identity_api.KEYSTONE].validate(request.headers.get("X-Auth-Token"))
             if token is None or not token.scoped:
@@ -66,6 +68,7 @@ def build_app(nova: Nova, keystone: Keystone, *, region: str = "RegionOne") -> w
     app[identity_api.REGION] = region
     identity_api.add_routes(app)
     compute_api.add_routes(app)
+    placement_api.add_routes(app, nova)
     return app
 
 

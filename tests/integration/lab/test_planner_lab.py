@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from labstart import start_lab
@@ -30,8 +31,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 @pytest.fixture(scope="module")
-def env(lab: Lab) -> dict[str, str]:
-    return lab_env(lab)
+def env(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    # kubectl's discovery/OpenAPI cache is per host:port under ~/.kube/cache: another lab that had this port
+    # would answer for this one (kubectl >= 1.27 reads KUBECACHEDIR)
+    return lab_env(lab) | {"KUBECACHEDIR": str(tmp_path_factory.mktemp("kube-cache"))}
 
 
 def kubectl_json(env: dict[str, str], *args: str) -> dict:
@@ -60,20 +63,27 @@ def test_nodes_labels_and_taints(env: dict[str, str]) -> None:
         "kube-worker03": "m1.medium", "kube-worker04": "m1.small", "kube-worker05": "m1.large"}
 
 
+TRAIN = ("0/6 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
+         f"{MASTER}, 4 Insufficient cpu, 4 Insufficient memory.")
+HPC = "4 node(s) had untolerated taint {dedicated: hpc}"
+EXPECTED = {
+    "etl": f"0/6 nodes are available: 1 Insufficient cpu, {MASTER}, {HPC}.",
+    "solver-xl": f"0/6 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, {MASTER}, {HPC}.",
+    "inference": f"0/6 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, {MASTER}, {HPC}.",
+}
+
+
+def _as_expected(msgs: dict[str, str]) -> bool:
+    train = [m for n, m in msgs.items() if n.startswith("train-")]
+    return len(train) == 3 and all(m.startswith(TRAIN) for m in train) and all(
+        msgs.get(name, "").startswith(want) for name, want in EXPECTED.items())
+
+
 def test_pending_pods_and_reasons(env: dict[str, str]) -> None:
-    msgs = wait_for(lambda: (m := _unschedulable(env)) and len(m) == 6 and m, what="six unschedulable pods")
-    train = {n: m for n, m in msgs.items() if n.startswith("train-")}
-    assert len(train) == 3
-    for m in train.values():
-        assert m.startswith("0/6 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
-                            f"{MASTER}, 4 Insufficient cpu, 4 Insufficient memory."), m
-    hpc = "4 node(s) had untolerated taint {dedicated: hpc}"
-    assert msgs["etl"].startswith(f"0/6 nodes are available: 1 Insufficient cpu, {MASTER}, {hpc}."), msgs["etl"]
-    assert msgs["solver-xl"].startswith(
-        f"0/6 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, {MASTER}, {hpc}."), msgs["solver-xl"]
-    assert msgs["inference"].startswith(
-        f"0/6 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, {MASTER}, {hpc}."
-    ), msgs["inference"]
+    # the scheduler's first attempts may predate NFD's labels; a label change retries them (as kube-scheduler's
+    # queue does on a node update), so the reasons settle on these
+    msgs = wait_for(lambda: (m := _unschedulable(env)) and _as_expected(m) and m, what="the planner reasons")
+    assert len(msgs) == 6, msgs
 
 
 def test_train_pods_belong_to_a_job(env: dict[str, str]) -> None:
@@ -102,3 +112,47 @@ def test_neighbours_run(env: dict[str, str]) -> None:
     pdb = wait_for(lambda: kubectl_json(env, "get", "pdb", "cache-pdb", "-n", "default")["status"].get(
         "currentHealthy") == 1 and kubectl_json(env, "get", "pdb", "cache-pdb", "-n", "default"), what="cache-pdb")
     assert pdb["status"]["disruptionsAllowed"] == 0
+
+
+def _probe(name: str, labels: dict[str, str], anti: dict | None = None) -> dict:
+    spec: dict = {"nodeSelector": {"kubernetes.io/hostname": "kube-worker05"},
+                  "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"],
+                                  "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}
+    if anti:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [anti]}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "labels": labels},
+            "spec": spec}
+
+
+def test_pod_anti_affinity_both_directions(env: dict[str, str], tmp_path: Path) -> None:
+    """kubectl-created pods on kube-worker05 meet InterPodAffinity's two anti-affinity reasons (filtering.go)."""
+    guard = _probe("guard", {"team": "a"}, {"labelSelector": {"matchLabels": {"team": "b"}},
+                                            "topologyKey": "kubernetes.io/hostname"})
+    intruder = _probe("intruder", {"team": "b"})  # the guard's term selects it: existing pods' direction
+    shy = _probe("shy", {"team": "c"}, {"labelSelector": {"matchExpressions": [
+        {"key": "team", "operator": "In", "values": ["a"]}]}, "topologyKey": "kubernetes.io/hostname"})
+    elsewhere = _probe("elsewhere", {"team": "d"}, {"labelSelector": {"matchLabels": {"team": "a"}},
+                                                    "namespaces": ["kube-system"],
+                                                    "topologyKey": "kubernetes.io/hostname"})
+    # --validate=false: the gcloud kubectl dispatcher here sometimes picks a client that wants /openapi/v2
+    path = tmp_path / "guard.json"
+    path.write_text(json.dumps(guard))
+    run(["kubectl", "create", "--validate=false", "-f", str(path)], env)
+    wait_for(lambda: kubectl_json(env, "get", "pod", "guard", "-n", "default")["spec"].get("nodeName"),
+             what="guard bound to kube-worker05")
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [intruder, shy, elsewhere]}))
+    run(["kubectl", "create", "--validate=false", "-f", str(path)], env)
+    taints = f"{MASTER}, 4 node(s) had untolerated taint {{dedicated: hpc}}"
+    want = {"intruder": f"0/6 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules, "
+                        f"{taints}. preemption: 0/6 nodes are available: 1 No preemption victims found for "
+                        "incoming pod, 5 Preemption is not helpful for scheduling..",
+            "shy": f"0/6 nodes are available: 1 node(s) didn't match pod anti-affinity rules, {taints}. "
+                   "preemption: 0/6 nodes are available: 1 No preemption victims found for incoming pod, "
+                   "5 Preemption is not helpful for scheduling.."}
+    got = wait_for(lambda: (m := _unschedulable(env)) and all(m.get(k) == v for k, v in want.items()) and m,
+                   what="the anti-affinity reasons")
+    assert "elsewhere" not in got  # its term looks in kube-system only: it runs beside the guard
+    assert kubectl_json(env, "get", "pod", "elsewhere", "-n", "default")["spec"]["nodeName"] == "kube-worker05"
+    events = kubectl_json(env, "get", "events", "-n", "default", "--field-selector",
+                          "involvedObject.name=shy,reason=FailedScheduling")["items"]
+    assert events and events[-1]["message"] == want["shy"]

@@ -265,7 +265,7 @@ def test_keystone_tokens(api: OpenStackAPI, password: str) -> None:
     assert resp.status_code == 201
     token = resp.headers["X-Subject-Token"]
     types = {s["type"] for s in resp.json()["token"]["catalog"]}
-    assert types == {"compute", "identity"}
+    assert types == {"compute", "identity", "placement"}
     check = requests.get(f"{api.auth_url}/auth/tokens", timeout=5,
                          headers={"X-Auth-Token": token, "X-Subject-Token": token})
     assert check.status_code == 200 and check.json()["token"]["project"]["name"] == "admin"
