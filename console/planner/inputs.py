@@ -117,7 +117,10 @@ def _pages(api_client: Any, path: str, **options: Any) -> Iterator[list[dict[str
     lister = Lister(api_client, path)
     token = ""
     while True:
-        data = json.loads(lister(limit=PAGE, **({"_continue": token} if token else {}), **options).data)
+        page: dict[str, Any] = {"limit": PAGE, **options}
+        if token:
+            page["_continue"] = token
+        data = json.loads(lister(**page).data)
         yield data.get("items") or []
         token = (data.get("metadata") or {}).get("continue") or ""
         if not token:
@@ -267,7 +270,7 @@ def _node(n: Any, t: _NodeTally, vm: Vm | None, budgets: list[dict[str, Any]],
     from console.infra.sizes import VmSize
     from console.runbook.plan import overhead_fraction
 
-    bound = ()
+    bound: tuple[BoundPod, ...] = ()
     if anti_in_play:
         bound = tuple(BoundPod(namespace=p["metadata"].get("namespace") or "default", name=p["metadata"]["name"],
                                labels=dict(p["metadata"].get("labels") or {}), anti_affinity=anti_affinity_terms(p))

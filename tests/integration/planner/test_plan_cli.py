@@ -12,9 +12,11 @@ Nova's quota (`GET /limits`) and Placement's free room per compute host where th
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,6 +176,7 @@ class World:
     ram_left: int | None
     host_free: dict[str, tuple[int, int]]  # compute host → (vCPUs, MB) free
     sizes: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
+    prices: dict[str, float] = field(default_factory=dict)  # plan.flavor_prices, when the test sets some
 
 
 @pytest.fixture(scope="module")
@@ -293,21 +296,23 @@ def cheapest(w: World, on: dict[str, list[Any]]) -> float | None:
         need_mem = sum(_requests(p)[1] for p in [*w.bound.get(node, []), *pods])
         options = []
         now = w.nodes[node].status.allocatable
-        for i, (_f, vcpus, ram) in enumerate(sizes(w, node) or [("", 0, 0)]):
+        for i, (flavor, vcpus, ram) in enumerate(sizes(w, node) or [("", 0, 0)]):
             cpu, mem = allocatable(w, node, vcpus, ram) if i else (_cpu(now["cpu"]), _mem(now["memory"]))
             if cpu >= need_cpu and mem >= need_mem:
                 cur = sizes(w, node)[0] if sizes(w, node) else ("", 0, 0)
-                options.append((vcpus - cur[1], ram - cur[2], node))
+                priced = flavor in w.prices and cur[0] in w.prices
+                cost = w.prices[flavor] - w.prices[cur[0]] if priced else (vcpus - cur[1]) + (ram - cur[2]) / 1024
+                options.append((vcpus - cur[1], ram - cur[2], node, cost))
         if not options:
             return None
         per_node.append(options)
     best = None
     for combo in itertools.product(*per_node):
-        cores, ram = sum(c for c, _, _ in combo), sum(r for _, r, _ in combo)
+        cores, ram = sum(o[0] for o in combo), sum(o[1] for o in combo)
         if (w.cores_left is not None and cores > w.cores_left) or (w.ram_left is not None and ram > w.ram_left):
             continue
         by_host: dict[str, list[int]] = {}
-        for c, r, node in combo:
+        for c, r, node, _cost in combo:
             host = getattr(w.server_of[node], "hypervisor_hostname", None) if node in w.server_of else None
             if host and (c or r):
                 by_host.setdefault(host, [0, 0])
@@ -315,13 +320,22 @@ def cheapest(w: World, on: dict[str, list[Any]]) -> float | None:
                 by_host[host][1] += r
         if any(h in w.host_free and (c > w.host_free[h][0] or r > w.host_free[h][1]) for h, (c, r) in by_host.items()):
             continue
-        cost = cores + ram / 1024
+        cost = sum(o[3] for o in combo)
         best = cost if best is None or cost < best else best
     return best
 
 
 # -- the tests -----------------------------------------------------------------------------------------------------
-def test_plan_json_places_every_placeable_pod_at_the_optimum_cost(console: Callable[..., Result], world: World):
+@pytest.mark.parametrize("prices", [None, {"m1.small": 0, "m1.medium": 5, "m1.large": 6, "m1.xlarge": 7}],
+                         ids=["weights", "flavor-prices"])
+def test_plan_json_places_every_placeable_pod_at_the_optimum_cost(console: Callable[..., Result], world: World,
+                                                                   prices: dict[str, float] | None):
+    """Without prices a growth costs the vCPUs plus GiB added; with `plan.flavor_prices` the price difference."""
+    if prices:
+        config = Path(os.environ["XDG_CONFIG_HOME"]) / "console" / "config.yaml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(json.dumps({"plan": {"flavor_prices": prices}}))  # JSON is YAML
+        world = dataclasses.replace(world, prices=prices)
     res = console("-o", "json")
     plan = json.loads(res.stdout)
     assert res.returncode == (3 if plan["unplaceable"] else 0), res.stderr
@@ -342,6 +356,8 @@ def test_plan_json_places_every_placeable_pod_at_the_optimum_cost(console: Calla
             a = world.nodes[node].status.allocatable
             have = (_cpu(a["cpu"]), _mem(a["memory"]))
         assert need[0] <= have[0] and need[1] <= have[1], f"{node} too small for {[p.metadata.name for p in pods]}"
+    # the scenario's cloud serves both (its docstring): the optimum below is bounded by them
+    assert world.cores_left is not None and {"cmp001", "cmp002", "cmp003"} <= set(world.host_free)
     most, cost = optimum(world)
     assert len(plan["placements"]) == most
     assert math.isclose(plan["cost"], cost, abs_tol=1e-6), (plan["cost"], cost, plan)
