@@ -1,12 +1,13 @@
 """`P` on the Pending screen on the lab's `planner` scenario: the plan comes from the App's gateways
-(Gateways.plan_input: the kubernetes client, openstacksdk against the lab's Kubernetes and Nova) and
-console.planner.solve, and the screen shows it whole at 80×24 and 120×40. One lab for the module.
+(Gateways.plan_input: the kubernetes client, openstacksdk against the lab's Kubernetes, Nova limits and Placement)
+and console.planner.solve, and the screen shows it whole at 80×24 and 120×40. One lab for the module.
 
-The plan the screen shows must be the one the test computes itself from the same cluster (read_plan_input with the
-real clients, then solve). The scenario's facts that hold whatever the cloud's limits (console/lab/scenarios.py
-`_planner` docstring): the three `train` pods (AVX512F nodeSelector, dedicated=hpc toleration, hostname
-anti-affinity) each on its own AVX512F worker (kube-worker01..04); solver-xl (more than m1.xlarge) and inference
-(no node matches its nodeSelector) unplaceable, with those reasons.
+The plan shown must be the one the test computes itself from the same cluster (read_plan_input with the real
+clients, then solve), and the scenario's hand-computed optimum (console/lab/scenarios.py `_planner` docstring):
+the three `train` pods (AVX512F nodeSelector, dedicated=hpc toleration, hostname anti-affinity) on kube-worker01,
+kube-worker03 and kube-worker04 grown to m1.large (cmp001's free vCPUs take one m1.large upsize; worker02 ties
+with worker01 but holds a PDB-blocked pod); solver-xl (more than m1.xlarge), inference (no node matches its
+nodeSelector) and etl (the project's cores quota is spent by the job) unplaceable.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from screenshots import loaded, make_app, wait_until
 pytestmark = pytest.mark.lab
 
 AVX512F_WORKERS = {"kube-worker01", "kube-worker02", "kube-worker03", "kube-worker04"}
+GROWN = {"kube-worker01": "m1.large", "kube-worker03": "m1.large", "kube-worker04": "m1.large"}
+UNPLACEABLE = {"default/solver-xl", "default/inference", "default/etl"}
 
 
 def train_nodes(plan: Any) -> list[str]:
@@ -86,6 +89,8 @@ async def test_plan_all_shows_the_labs_optimum_from_the_apps_gateways(planner_la
             screen = await open_plan_all(pilot)
             plan = screen.plan
             assert plan.to_json() == expected_plan(planner_lab)
+            assert {c.node: c.to_size.flavor for c in plan.nodes} == GROWN, plan.to_json()
+            assert {u.pod for u in plan.unplaceable} == UNPLACEABLE, plan.to_json()
             placed = train_nodes(plan)
             assert set(placed) <= AVX512F_WORKERS and len(set(placed)) == len(placed) == 3, plan.placements
             reasons = {u.pod: u.reason for u in plan.unplaceable}
@@ -105,25 +110,26 @@ async def test_plan_all_shows_the_labs_optimum_from_the_apps_gateways(planner_la
         app.gateways.stop()
 
 
-async def test_dropping_a_train_node_replans_the_pod_onto_another_avx512f_worker(planner_lab: Lab) -> None:
-    """d on a node that takes a train pod, then r: that node is not grown (a row saying "dropped"), and the three
-    train pods still land on three AVX512F workers (there are four), the plan costing no less."""
+async def test_dropping_worker01_replans_its_train_pod_onto_worker02(planner_lab: Lab) -> None:
+    """d on kube-worker01, then r: it is not grown (a row saying "dropped"), and kube-worker02 — the other AVX512F
+    worker on cmp001, the same upsize — takes its train pod at the same cost (the PDB-blocked pod is a preference,
+    never a cost)."""
     app = make_app(planner_lab)
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             screen = await open_plan_all(pilot)
             first = screen.plan
-            node = train_nodes(first)[0]
-            assert screen.table.move_to(node)
+            assert screen.table.move_to("kube-worker01")
             await pilot.press("d", "r")
-            await wait_until(pilot, lambda: not screen.planning and node in screen.planned.dropped,
+            await wait_until(pilot, lambda: not screen.planning and "kube-worker01" in screen.planned.dropped,
                              timeout=60, what="the re-plan")
             plan = screen.plan
-            assert node not in {c.node for c in plan.nodes} and node not in plan.placements.values()
+            assert {c.node: c.to_size.flavor for c in plan.nodes} == {
+                "kube-worker02": "m1.large", "kube-worker03": "m1.large", "kube-worker04": "m1.large"}, plan.to_json()
             placed = train_nodes(plan)
-            assert set(placed) <= AVX512F_WORKERS - {node} and len(set(placed)) == len(placed) == 3, plan.placements
-            assert plan.cost >= first.cost
-            assert node in screen.table.keys and "dropped" in screen_text(app)
+            assert sorted(placed) == ["kube-worker02", "kube-worker03", "kube-worker04"], plan.placements
+            assert plan.cost == first.cost
+            assert screen.table.keys[-1] == "kube-worker01" and "dropped" in screen_text(app)
     finally:
         app.gateways.stop()
 
