@@ -80,12 +80,14 @@ def hand_built() -> PlanInput:
 class PlanGateways:
     """The App's gateways as the fleet screen uses them (console/gateways.py: plan_input, settings, why_not)."""
 
-    def __init__(self, settings: Settings, inp: PlanInput) -> None:
-        self.settings, self.inp = settings, inp
+    def __init__(self, settings: Settings, inp: PlanInput, fault: Exception | None = None) -> None:
+        self.settings, self.inp, self.fault = settings, inp, fault
         self.asked: list[Preferences | None] = []
 
     def plan_input(self, pods: Any = None, prefs: Preferences | None = None) -> PlanInput:
         self.asked.append(prefs)
+        if self.fault is not None:
+            raise self.fault
         return replace(self.inp, prefs=prefs) if prefs is not None else self.inp
 
     def why_not(self, action: str) -> str:
@@ -370,3 +372,23 @@ async def test_leaving_mid_run_is_refused_and_quitting_asks_then_stops_before_th
         await wait_until(pilot, lambda: screen.run.result is not None, what="the stopped fleet")
     assert screen.run.result.status == "interrupted"
     assert screen.run.states[second] == "attention"
+
+
+async def test_a_refused_read_says_what_failed_and_offers_nothing_to_run() -> None:
+    """The API's 403 on the plan input's reads (console/faults.py's wording, as every screen): the status line and
+    the table say it, no traceback, and a/enter run nothing."""
+    from kubernetes.client.exceptions import ApiException
+
+    from console.tui.screens.fleet import FleetScreen
+
+    settings = Settings()
+    app = FleetHost(FleetScreen(), settings, PlanGateways(settings, hand_built(), ApiException(403, "Forbidden")))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await wait_until(pilot, lambda: screen.plan_error, what="the failed read")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "cannot plan:" in text and "403" in text and "Traceback" not in text
+        await pilot.press("a", "enter")
+        await pilot.pause()
+        assert app.screen is screen and not app.runs

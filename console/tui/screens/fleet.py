@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -102,7 +103,7 @@ class FleetScreen(GuardsItsRun, ConsoleScreen):
     # -- planning -------------------------------------------------------------------------------------------
     def replan(self) -> None:
         self._seq += 1
-        self.planning = True
+        self.planning, self.plan_error = True, ""
         prefs = None
         if self.inp is not None:  # the settings' preferences (PDBs, live first) stay; the marks are the admin's
             prefs = replace(self.inp.prefs, dropped=self.marks.dropped, pinned=dict(self.marks.pins))
@@ -257,8 +258,10 @@ class FleetScreen(GuardsItsRun, ConsoleScreen):
             return "the fleet is being prepared: the confirmation follows"
         if self.run.began:
             return "the plan has run: reopen plan all (P) to plan again"
+        if self.plan_error:
+            return f"cannot plan: {self.plan_error} (r tries again)"
         if self.plan is None or self.planning:
-            return self.plan_error or "the plan is still being made"
+            return "the plan is still being made"
         if self.marks_pending:
             return "the drops/pins are not planned yet: r re-plans, then run"
         if not self.plan.nodes:
@@ -394,7 +397,7 @@ class FleetScreen(GuardsItsRun, ConsoleScreen):
 
     def _render_status(self) -> None:
         if self.plan_error:
-            status = f"✗ cannot plan: {self.plan_error}"
+            status = "✗ cannot plan (why below; r tries again)"
         elif self.plan is None:
             status = "Reading the cluster and planning every Pending pod…"
         else:
@@ -417,6 +420,8 @@ class FleetScreen(GuardsItsRun, ConsoleScreen):
         if self.run.began:
             verdict = getattr(self.run.result, "message", "") or self.run.error
             return f"the fleet run ended: {verdict}" if verdict else "the fleet run ended"
+        if self.plan_error:
+            return "r reads the cluster and plans again"
         if self.marks_pending:
             return "changed: r re-plans with the drops/pins (a runs only the plan shown)"
         why = self.run_refusal()
@@ -424,7 +429,7 @@ class FleetScreen(GuardsItsRun, ConsoleScreen):
 
     def _render_nodes(self) -> None:
         if self.plan is None:
-            self.table.empty_text = f"✗ {self.plan_error}" if self.plan_error else "Planning…"
+            self.table.empty_text = "✗ no plan" if self.plan_error else "Planning…"
             self.table.set_rows([], [])
             self._size_table(0)
             return
@@ -452,7 +457,9 @@ class FleetScreen(GuardsItsRun, ConsoleScreen):
         detail = self.query_one("#fleet-detail", Static)
         steps = self.query_one("#fleet-steps", RunbookSteps)
         if self.plan is None:
-            detail.update("")
+            colors = theme_colors(self.app)
+            detail.update(Text(f"✗ cannot plan: {self.plan_error}", style=colors.get("danger", "red"))
+                          if self.plan_error else "")
             return
         node = self.table.cursor_key
         detail.update(fv.node_detail(self.plan, node, self.marks))
