@@ -66,3 +66,12 @@ def test_the_confirmation_names_every_node_and_what_it_unblocks() -> None:
     assert "1. w1: m1.small (2 vCPU, 4Gi) → m1.large (8 vCPU, 16Gi), resize (reboots), cost 6" in text
     assert "unblocks: ns/a, ns/b" in text and "not placed: ns/huge" in text
     assert fv.nodes_target(("w1", "w3")) == "2 nodes (w1, w3)"
+
+
+def test_the_running_steps_line_counts_the_messages_shown_above_it() -> None:
+    from console.tui.widgets.runbook import StepState
+
+    steps = [StepState("a", "A", "done", "ok"), StepState("b", "B", "skipped", "already in place"),
+             StepState("c", "C", "running"), StepState("d", "D")]
+    assert fv.running_step_line(steps) == 3  # A (a done step's message is not shown), B and its message, then C
+    assert fv.running_step_line(steps[:2]) is None

@@ -81,8 +81,9 @@ class FleetScreen(GuardsItsRun, ConsoleScreen):
         yield Static("", id="fleet-mode", markup=False)
         yield VirtualTable(fv.plan_columns(False), empty_text="Planning…", id="fleet-nodes")
         with VerticalScroll(id="fleet-body"):
-            yield Static("", id="fleet-detail")
+            # the steps first: hidden until a run starts, then what the admin follows (80×24: at the top)
             yield RunbookSteps(id="fleet-steps")
+            yield Static("", id="fleet-detail")
             yield Static("", id="fleet-rest")
         yield Static("", id="fleet-log-line")
         yield ReflowLog(id="fleet-log", wrap=True, markup=False, max_lines=2000)
@@ -469,6 +470,17 @@ class FleetScreen(GuardsItsRun, ConsoleScreen):
             steps.run_started, steps.run_finished = src.run_started, src.run_finished
             steps.border_title = f"steps: {node}"
             steps.refresh_steps()
+            line = fv.running_step_line(src.steps)
+            if line is not None:
+                self.call_after_refresh(self._keep_in_view, line)
+
+    def _keep_in_view(self, line: int) -> None:
+        """Scroll the lower panel so the running step's line shows (9 steps do not fit at 80×24)."""
+        body = self.query_one("#fleet-body", VerticalScroll)
+        y = self.query_one("#fleet-steps").virtual_region.y + 1 + line  # + the panel's top border
+        top, height = body.scroll_offset.y, body.scrollable_content_region.height
+        if not top <= y < top + height:
+            body.scroll_to(y=max(0, y - height + 2), animate=False)
 
     def _render_rest(self) -> None:
         rest = self.query_one("#fleet-rest", Static)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from console.planner.model import OPENSTACK, NodeChange, Plan, Size, memory_quantity
+from console.tui.widgets.runbook import StepState
 from console.tui.widgets.table import Column
 
 # the states of a node in a fleet run (console/runbook/fleet.py journal: pending/running/done/failed/attention)
@@ -212,6 +213,17 @@ def state_after(kind: str, previous: str, status: str = "", message: str = "") -
     if kind == "node-failed":
         return "attention" if status in ATTENTION or "attention" in message else "failed"
     return previous
+
+
+def running_step_line(steps: list[StepState]) -> int | None:
+    """The line of the running step in RunbookSteps.render_steps (a step is one line, two with its message shown),
+    None when no step runs."""
+    line = 0
+    for st in steps:
+        if st.status in ("running", "undoing"):
+            return line
+        line += 2 if st.message and st.status != "done" else 1
+    return None
 
 
 FLEET_LOG = {"node-start": ("▶", "scale-up starts"), "node-done": ("■", "done"), "node-failed": ("✗", "stopped"),
