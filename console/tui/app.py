@@ -21,7 +21,8 @@ from console.infra.inventory import VmListError
 from console.infra.sizes import FlavorInfo
 from console.infra.vms import VmView
 from console.kube.clusterview import build_view
-from console.tui.appbase import ConsoleAppBase
+from console.planner.model import Plan, PlanInput
+from console.tui.appbase import ConsoleAppBase, FleetRefused, PreparedFleet
 from console.tui.command_grammar import Command, CommandError, parse_command
 from console.tui.commands import ConsoleCommands
 from console.tui.errors import explain
@@ -409,6 +410,31 @@ class ConsoleApp(ConsoleAppBase):
         why = why_disabled(self, active.binding.action.split("(")[0])
         if why:
             self.notify(why, title=f"{active.binding.description}: not allowed", severity="warning", timeout=8)
+
+    # -- runs the screens start (safety below them) ------------------------
+    def prepare_fleet(self, inp: PlanInput, plan: Plan) -> PreparedFleet:
+        """The fleet runbook for `plan` on this context's gateways (console/runbook/fleet.py), as `console plan
+        --apply` builds it: each node the scale-up Session's run (preflight, drain rules, Lease, journal, audit),
+        an unfinished fleet run continued instead (never re-planned), read-only refused by its run() before
+        anything. Blocking (journals, the cluster's identity, each node's scale-up plan): a worker's.
+        FleetRefused when it cannot start; a backend fault (console/faults.py) is raised as it is."""
+        from console.cli_plan_apply import render_preview
+        from console.faults import is_fault
+        from console.runbook.fleet import Fleet, FleetError
+        from console.runbook.scaleup import PlanRefused
+        from console.runbook.session import SessionError
+
+        settings = self.settings
+        max_unavailable = getattr(getattr(settings, "plan", None), "max_unavailable", 1) or 1
+        try:
+            fleet = Fleet(self.gateways.scaleup_session(settings), plan, inp, max_unavailable=max_unavailable)
+            preview = render_preview(fleet, fleet.preview())
+        except (FleetError, SessionError, PlanRefused) as e:
+            if is_fault(e):
+                raise
+            raise FleetRefused(f"{e}; nothing was changed") from e
+        nodes = tuple(e["node"] for e in fleet.entries if e["status"] != "done")
+        return PreparedFleet(fleet, fleet.fleet_id, nodes, preview, fleet.resuming)
 
     # -- navigation ------------------------------------------------------
     def action_command_bar(self) -> None:

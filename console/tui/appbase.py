@@ -7,7 +7,8 @@ checked, without importing app.py (which imports the screens).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.app import App
 
@@ -20,7 +21,32 @@ from console.kube.metrics import MetricsReader
 from console.tui.messages import ClusterView
 
 if TYPE_CHECKING:
+    import threading
+
+    from console.planner.model import Plan, PlanInput
     from console.tui.command_grammar import Command
+
+
+class FleetRunbook(Protocol):
+    """console.runbook.fleet.Fleet as a screen uses it: run() is blocking (a thread worker's) and calls on_event
+    (FleetEvent) from its thread; it returns a FleetResult (fleet_id, status, exit_code, message, nodes, …)."""
+
+    def run(self, on_event: Callable[[Any], object], stop: threading.Event) -> Any: ...
+
+
+@dataclass(frozen=True)
+class PreparedFleet:
+    """A fleet run ready to be confirmed: what the confirmation shows and which nodes it touches."""
+
+    runbook: FleetRunbook
+    fleet_id: str
+    nodes: tuple[str, ...]  # the nodes still to scale up, in the order the fleet runs them
+    preview: str  # each node's change and its scale-up plan (what `console plan --apply` prints)
+    resuming: bool = False  # an unfinished fleet run is continued (its recorded plan, not the one shown)
+
+
+class FleetRefused(Exception):
+    """The fleet cannot start: nothing was changed; the message says why and what to do."""
 
 
 class ConsoleAppBase(App[None]):
@@ -34,6 +60,7 @@ class ConsoleAppBase(App[None]):
         @property
         def show_vms(self) -> bool: ...
         def run_command(self, cmd: Command) -> None: ...
+        def prepare_fleet(self, inp: PlanInput, plan: Plan) -> PreparedFleet: ...
 
     # -- the gateways of the context in use (console/gateways.py) ---------
     @property

@@ -42,11 +42,13 @@ class PendingScreen(ConsoleScreen):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     HELP = ("Pods without a node. The lower table says, per node, whether the highlighted pod fits now and the "
             "smallest VM size (and flavor, when the cloud is known) that makes it fit. enter on a node shows the "
-            "plan; s, here or in the plan, opens the scale-up runbook for that node and pod.")
+            "plan; s, here or in the plan, opens the scale-up runbook for that node and pod. P plans all: the cheapest "
+            "set of node scale-ups for every Pending pod, run one node at a time.")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("tab", "switch", "Pods/nodes", id="pending-switch"),
         dangerous(Binding("s", "scale_up", "Scale up", id="pending-scale-up"), needs="scale-up"),
         Binding("enter", "plan", "Plan", id="pending-plan"),
+        Binding("P", "plan_all", "Plan all", id="pending-plan-all"),
     ]
 
     def __init__(self) -> None:
@@ -163,6 +165,12 @@ class PendingScreen(ConsoleScreen):
             self.notify("no Pending pod selected", severity="warning")
             return
         self.app.push_screen(PlanModal(node, pod))
+
+    def action_plan_all(self) -> None:
+        """The fleet plan for every Pending pod (console/tui/screens/fleet.py): drop/pin nodes, re-plan, run."""
+        from console.tui.screens.fleet import FleetScreen
+
+        self.app.push_screen(FleetScreen())
 
     def action_scale_up(self) -> None:
         from console.tui.scaleup_start import start_scale_up

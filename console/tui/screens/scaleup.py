@@ -34,6 +34,7 @@ from console.tui.screens.scaleup_messages import (
     RunState,
     TargetsLoaded,
 )
+from console.tui.screens.scaleup_quit import GuardsItsRun
 from console.tui.screens.scaleup_view import WIDE, ScaleUpView
 from console.tui.widgets import runbook_data as data
 from console.tui.widgets.reflow_log import ReflowLog
@@ -44,7 +45,7 @@ LOG_ICONS = {"step-start": "…", "step-done": "✓", "step-skip": "↷", "step-
              "undo-start": "↺", "undo-done": "↺", "run-start": "▶", "run-done": "■"}
 
 
-class ScaleUpScreen(ScaleUpView):
+class ScaleUpScreen(GuardsItsRun, ScaleUpView):
     """Scale a worker's VM up (OpenStack resize or libvirt live) and verify the Pending pods run."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
@@ -90,7 +91,6 @@ class ScaleUpScreen(ScaleUpView):
         self._node_choices: list[tuple[str, str]] = []
         self._plan_seq = 0
         self.stop_flag = StopFlag()  # the running run's: set to stop it before its next step (quit during a run)
-        self.quit_when_stopped = False
         self.log_open: bool | None = None  # `l`: None until pressed (the layout decides), then the admin's choice
 
     # -- layout -------------------------------------------------------------------------------------------
@@ -523,37 +523,18 @@ class ScaleUpScreen(ScaleUpView):
         return (f"the run on {self.node} is in progress; leaving now would hide it (it is journaled and "
                 "resumable): wait for it to finish, or ctrl+c to stop it before its next step")
 
-    def action_back(self) -> None:
-        refusal = self.leave_refusal()
-        if refusal:
-            self.notify(refusal, severity="warning")
-            return
-        if len(self.app.screen_stack) > 1:
-            self.app.pop_screen()
+    def run_in_progress(self) -> bool:
+        return self.run.running
 
-    # -- quitting during a run (the app's quit actions ask this screen first) --------------------------------
-    def confirm_quit(self) -> None:
-        """Ask before quitting mid-run; yes stops the run before its next step, and the app quits once it has."""
-        from console.tui.screens.scaleup_quit import QuitDuringRun, quit_question
+    # -- quitting during a run (the app's quit actions ask this screen first: GuardsItsRun) -------------------
+    def quit_question(self) -> str:
+        from console.tui.screens.scaleup_quit import quit_question
 
-        if self.quit_when_stopped:  # asked and answered already: a second ctrl+c quits now
-            self.app.exit()
-            return
+        return quit_question(self.node or "?")
 
-        def answered(yes: bool | None) -> None:
-            if not yes:
-                return
-            if not self.run.running:  # finished while the question was open
-                self.app.exit()
-                return
-            self.quit_when_stopped = True
-            self.stop_flag.set()
-            self._log(f"stopping the run on {self.node} before its next step, then quitting")
-            self.notify("stopping before the next step, then quitting (ctrl+c again quits now)", timeout=30)
+    def stopping_note(self) -> str:
+        return f"stopping the run on {self.node} before its next step, then quitting"
 
-        self.app.push_screen(QuitDuringRun(quit_question(self.node or "?")), answered)
-
-    def _quit_if_stopped(self) -> None:
-        if self.quit_when_stopped:
-            self.app.exit(message=f"scale-up of {self.node} stopped before its next step; resume it with R on the "
-                          f"nodes screen or :scale-up {self.node}")
+    def stopped_message(self) -> str:
+        return (f"scale-up of {self.node} stopped before its next step; resume it with R on the nodes screen or "
+                f":scale-up {self.node}")

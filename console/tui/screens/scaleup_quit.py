@@ -7,7 +7,7 @@ or `:scale-up NODE` then r) — the same as Ctrl-C on `console scale-up`.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -58,3 +58,67 @@ class QuitDuringRun(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class GuardsItsRun:
+    """For a screen running a journaled runbook (scale-up, revert, a fleet): mid-run, esc/q say why it stays
+    (`leave_refusal`, which the app's `:` navigation asks too), and the app's quit asks (QuitDuringRun); yes stops
+    the run before its next step, and the app quits once the run has stopped (`_quit_if_stopped`)."""
+
+    app: Any
+    stop_flag: Any  # console.runbook.interrupt.StopFlag of the run in progress
+    quit_when_stopped = False
+
+    # -- what the screen says ---------------------------------------------------------------------------
+    def run_in_progress(self) -> bool:
+        raise NotImplementedError
+
+    def leave_refusal(self) -> str:
+        """Why this screen may not be left now ("" when it may): esc, q and `:` navigation all say it."""
+        raise NotImplementedError
+
+    def quit_question(self) -> str:
+        raise NotImplementedError
+
+    def stopping_note(self) -> str:
+        """The log line once the admin said yes."""
+        raise NotImplementedError
+
+    def stopped_message(self) -> str:
+        """What the terminal shows after the app quit: how to resume."""
+        raise NotImplementedError
+
+    def _log(self, text: str, when: str = "") -> None:
+        raise NotImplementedError
+
+    # -- behaviour ----------------------------------------------------------------------------------------
+    def action_back(self) -> None:
+        refusal = self.leave_refusal()
+        if refusal:
+            self.app.notify(refusal, severity="warning")
+            return
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+    def confirm_quit(self) -> None:
+        """Ask before quitting mid-run; yes stops the run before its next step, and the app quits once it has."""
+        if self.quit_when_stopped:  # asked and answered already: a second ctrl+c quits now
+            self.app.exit()
+            return
+
+        def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+            if not self.run_in_progress():  # finished while the question was open
+                self.app.exit()
+                return
+            self.quit_when_stopped = True
+            self.stop_flag.set()
+            self._log(self.stopping_note())
+            self.app.notify("stopping before the next step, then quitting (ctrl+c again quits now)", timeout=30)
+
+        self.app.push_screen(QuitDuringRun(self.quit_question()), answered)
+
+    def _quit_if_stopped(self) -> None:
+        if self.quit_when_stopped:
+            self.app.exit(message=self.stopped_message())
