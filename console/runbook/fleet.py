@@ -100,11 +100,11 @@ def node_request(entry: dict[str, Any], pods: list[str] | None = None) -> ScaleU
     """The scale-up of one fleet node: the flavor for a Nova resize, vCPUs + memory for a libvirt one; it counts
     and verifies only the pods the plan puts on this node (`pods`, default the entry's: the others are other
     nodes' share)."""
-    pods = tuple(entry["pods"] if pods is None else pods)
+    share = tuple(entry["pods"] if pods is None else pods)
     if entry["method"] == "openstack":
-        return ScaleUpRequest(node=entry["node"], flavor=entry["flavor"], method="openstack", pods=pods)
+        return ScaleUpRequest(node=entry["node"], flavor=entry["flavor"], method="openstack", pods=share)
     return ScaleUpRequest(node=entry["node"], vcpus=entry["vcpus"], memory_mib=entry["memory_mib"], method="libvirt",
-                          pods=pods)
+                          pods=share)
 
 
 def resume_decision(entry: dict[str, Any], run_status: str | None) -> str:
@@ -149,6 +149,7 @@ class Fleet:
         try:
             if resume:
                 journal: FleetJournal | None = FleetJournal.load_fleet(resume)
+                assert journal is not None
                 if journal.doc["status"] not in ("running", "needs-attention", "interrupted"):
                     raise FleetJournalError(f"fleet {resume} is {journal.doc['status']}; nothing to resume "
                                             f"(journal {journal.path})", journal.path)
@@ -185,7 +186,7 @@ class Fleet:
         changed."""
         from console.runbook.session import SessionError, plan_action
 
-        out = []
+        out: list[tuple[dict[str, Any], Any]] = []
         for e in self.entries:
             if e["status"] == "done":
                 out.append((e, None))

@@ -104,8 +104,8 @@ def placement_results(placements: Mapping[str, str], pods: Mapping[str, Mapping[
     same controller, itself not on its own planned node, runs on N (`instead` names it)."""
     from console.runbook.verify import controller_uid
 
-    uid = {k: controller_uid(dict(pods[k])) if pods.get(k) else "" for k in placements}
-    out = {k: {"pod": k, "node": n, "ok": False, "why": placement_problem(pods.get(k), n)[1], "instead": ""}
+    uid = {k: controller_uid(dict(pods.get(k) or {})) if pods.get(k) else "" for k in placements}
+    out: dict[str, dict[str, Any]] = {k: {"pod": k, "node": n, "ok": False, "why": placement_problem(pods.get(k), n)[1], "instead": ""}
            for k, n in placements.items()}
     for r in out.values():
         r["ok"] = not r["why"]
@@ -168,7 +168,7 @@ def node_share(planned: list[str], placements: Mapping[str, str], pods: Mapping[
 
     out: list[str] = []
     for k in planned:
-        uid = controller_uid(dict(pods[k])) if pods.get(k) else ""
+        uid = controller_uid(dict(pods.get(k) or {})) if pods.get(k) else ""
         twin = None if pending(k) or not uid else next(
             (q for q, n in placements.items() if q not in planned and q not in out and n in done_nodes and pending(q)
              and controller_uid(dict(pods[q] or {})) == uid), None)

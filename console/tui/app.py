@@ -418,9 +418,9 @@ class ConsoleApp(ConsoleAppBase):
         an unfinished fleet run continued instead (never re-planned), read-only refused by its run() before
         anything. Blocking (journals, the cluster's identity, each node's scale-up plan): a worker's.
         FleetRefused when it cannot start; a backend fault (console/faults.py) is raised as it is."""
-        from console.cli_plan_apply import render_preview
         from console.faults import is_fault
         from console.runbook.fleet import Fleet, FleetError
+        from console.runbook.fleet_preview import render_preview
         from console.runbook.scaleup import PlanRefused
         from console.runbook.session import SessionError
 
