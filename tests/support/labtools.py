@@ -94,5 +94,8 @@ def quick_scheduler_retries(lab: Lab) -> Lab:
     (kubernetes/kubernetes cmd/kube-scheduler/app/server.go: scheduler.WithPodMaxBackoffSeconds); Kubernetes' own
     scheduler integration tests lower it the same way (test/integration/scheduler: WithPodMaxBackoffSeconds(1)).
     Nothing is skipped: the pod still fails while it does not fit and binds on the first retry after it does."""
-    lab.scheduler.max_backoff = lab.scheduler.initial_backoff
+    scheduler = lab.scheduler
+    if not hasattr(scheduler, "max_backoff"):  # an assignment would add the attribute and change nothing
+        raise AttributeError("the lab scheduler has no max_backoff any more: update quick_scheduler_retries")
+    scheduler.max_backoff = scheduler.initial_backoff
     return lab
