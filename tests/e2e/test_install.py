@@ -5,6 +5,10 @@ package console.themes, and `console --lab` says what to install.
 The install is pip's own (https://pip.pypa.io/en/stable/cli/pip_install/), from a copy of the tracked files (pip
 builds in the source tree; the repository stays clean), pinned by constraints.txt as ./dev installs. `pip install
 '.[lab]'` running the lab is tests/e2e/test_stories.py (./dev lab installs `.[lab]`).
+
+The venv is fresh and resolves every dependency itself, but pip's cache is the caller's (`pip cache dir`, the one
+./dev's own install filled; https://pip.pypa.io/en/stable/topics/caching/): downloads come from its HTTP cache and
+libvirt-python's locally built wheel is reused, instead of a download and a C build per run under the test's HOME.
 """
 
 from __future__ import annotations
@@ -19,6 +23,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _pip_cache() -> dict[str, str]:
+    """PIP_CACHE_DIR = the caller's pip cache (none if the caller's pip has its cache off)."""
+    got = subprocess.run([sys.executable, "-m", "pip", "cache", "dir"], capture_output=True, text=True, timeout=120)
+    where = got.stdout.strip()
+    return {"PIP_CACHE_DIR": where} if got.returncode == 0 and where else {}
 
 
 def _copy_tracked(dest: Path) -> None:
@@ -41,6 +52,7 @@ def test_pip_install_dot_is_the_console_without_the_lab(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "cfg"), XDG_STATE_HOME=str(tmp_path / "state"),
                XDG_DATA_HOME=str(tmp_path / "data"), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.update(_pip_cache())
     installed = subprocess.run([str(py), "-m", "pip", "install", "-q", "-c", str(REPO / "constraints.txt"), str(src)],
                                capture_output=True, text=True, env=env, timeout=900)
     assert installed.returncode == 0, installed.stderr[-3000:]

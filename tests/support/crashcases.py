@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from labtools import quick_scheduler_retries
 
 from console.lab.world import Lab
 
@@ -37,11 +38,15 @@ def case_workers(cases: list[str], prefix: str) -> dict[str, str]:
 
 
 def case_lab(name: str, flavor: str, workers: dict[str, str]) -> Callable[..., Iterator[Lab]]:
-    """A module-scoped `lab` fixture: scenario `name` with one worker VM on `flavor` per case."""
+    """A module-scoped `lab` fixture: scenario `name` with one worker VM on `flavor` per case, its scheduler
+    retrying unschedulable pods every second (labtools.quick_scheduler_retries: each case's Pending pod binds
+    right after the uncordon, not after a 10 s backoff)."""
 
     @pytest.fixture(scope="module", name="lab")
     def lab(tmp_path_factory: pytest.TempPathFactory, h: Any) -> Iterator[Lab]:
-        yield from h.start_lab(h.worker_scenario(name, flavor, list(workers.values())), tmp_path_factory.mktemp(name))
+        scenario = h.worker_scenario(name, flavor, list(workers.values()))
+        for started in h.start_lab(scenario, tmp_path_factory.mktemp(name)):
+            yield quick_scheduler_retries(started)
 
     return lab
 

@@ -83,3 +83,19 @@ def resize_to_verify(lab: Lab, server_id: str, flavor: str, timeout: float = 120
         conn.close()
     wait_for(lambda: lab.nova.server(server_id).status == "VERIFY_RESIZE", timeout=timeout,
              what=f"server {server_id} in VERIFY_RESIZE")
+
+
+def quick_scheduler_retries(lab: Lab) -> Lab:
+    """Cap the lab scheduler's unschedulable-pod backoff at its initial 1 s (podMaxBackoffSeconds: 1).
+
+    A Pending pod a scale-up makes fit has failed a scheduling attempt at every node change before it (cordon,
+    drain, resize), so by the uncordon its backoff has doubled to the default 10 s and verify-pods waits that long.
+    kube-scheduler reads the cap from KubeSchedulerConfiguration podMaxBackoffSeconds
+    (kubernetes/kubernetes cmd/kube-scheduler/app/server.go: scheduler.WithPodMaxBackoffSeconds); Kubernetes' own
+    scheduler integration tests lower it the same way (test/integration/scheduler: WithPodMaxBackoffSeconds(1)).
+    Nothing is skipped: the pod still fails while it does not fit and binds on the first retry after it does."""
+    scheduler = lab.scheduler
+    if not hasattr(scheduler, "max_backoff"):  # an assignment would add the attribute and change nothing
+        raise AttributeError("the lab scheduler has no max_backoff any more: update quick_scheduler_retries")
+    scheduler.max_backoff = scheduler.initial_backoff
+    return lab

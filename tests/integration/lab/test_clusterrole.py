@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 from labstart import start_lab
-from labtools import lab_env, resize_to_verify, run
+from labtools import lab_env, quick_scheduler_retries, resize_to_verify, run
 
 from console.lab.world import Lab
 
@@ -62,7 +62,10 @@ spec:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from start_lab("default", tmp_path_factory.mktemp("lab-clusterrole"))
+    """The default lab; its scheduler retries every second, so the Pending nginx the scale-up makes fit binds right
+    after the uncordon (labtools.quick_scheduler_retries), not after a 10 s backoff."""
+    for started in start_lab("default", tmp_path_factory.mktemp("lab-clusterrole")):
+        yield quick_scheduler_retries(started)
 
 
 @pytest.fixture(scope="module")

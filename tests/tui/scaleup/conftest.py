@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from labstart import start_lab
+from labtools import quick_scheduler_retries
 from tuitools import Host
 
 from console.config import Settings
@@ -22,12 +23,17 @@ from console.lab.world import Lab
 
 @pytest.fixture(scope="module")
 def resize_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from start_lab("seed-resize", tmp_path_factory.mktemp("tui-scaleup-resize"), clouds_env=True)
+    """Field report 2's offline lab; its scheduler retries every second (labtools.quick_scheduler_retries), so the
+    Pending nginx a run makes fit binds right after the uncordon, not after a 10 s backoff."""
+    for lab in start_lab("seed-resize", tmp_path_factory.mktemp("tui-scaleup-resize"), clouds_env=True):
+        yield quick_scheduler_retries(lab)
 
 
 @pytest.fixture(scope="module")
 def live_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from start_lab("seed-live", tmp_path_factory.mktemp("tui-scaleup-live"), clouds_env=True)
+    """Field report 2's online lab, its scheduler retrying every second as resize_lab's."""
+    for lab in start_lab("seed-live", tmp_path_factory.mktemp("tui-scaleup-live"), clouds_env=True):
+        yield quick_scheduler_retries(lab)
 
 
 def lab_settings(lab: Lab, **kw: Any) -> Settings:
