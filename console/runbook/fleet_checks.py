@@ -107,7 +107,7 @@ def placement_results(placements: Mapping[str, str], pods: Mapping[str, Mapping[
     uid = {k: controller_uid(dict(pods.get(k) or {})) if pods.get(k) else "" for k in placements}
     out: dict[str, dict[str, Any]] = {
         k: {"pod": k, "node": n, "ok": False, "why": placement_problem(pods.get(k), n)[1], "instead": ""}
-           for k, n in placements.items()}
+        for k, n in placements.items()}
     for r in out.values():
         r["ok"] = not r["why"]
 
