@@ -10,9 +10,14 @@ Three solves, each keeping the previous optimum (priorities of issue 13): 1. mos
 3. preferences (a grown node with PDB-blocked pods weighs more than all reboots together; a reboot weighs 1 when
 live scale-ups are preferred) — so preferences only ever break ties between equally cheap plans.
 
-HiGHS (github:ERGO-Code/HiGHS, MIT) was chosen over scipy.optimize.milp (the same HiGHS, but scipy+numpy
-install 216 MB against highspy+numpy's 81 MB, and no incremental model) and OR-Tools CP-SAT (247 MB with
-pandas/protobuf, integer coefficients only): see benchmarks/plan_bench.py and the commit for the figures.
+HiGHS (github:ERGO-Code/HiGHS, MIT) through highspy, chosen on evidence (same models, two phases, CPU s):
+                 installed        10 small   2 × 20×30   40×40   60×50
+  highspy 1.16   81 MB w/ numpy     0.29       0.70       0.77    7.0
+  scipy 1.17     216 MB             0.37       1.44       1.25    8.9   (the same HiGHS inside milp)
+  OR-Tools 9.15  247 MB (pandas,    0.20       0.28*      0.31    1.6   * phase 2 "infeasible": its linear
+                 protobuf, absl)                                          wrapper scales fractional MiB rows
+OR-Tools was fastest on the largest model but wrong on one (CP-SAT needs integer coefficients) and three times
+the size; highspy is the smallest and exact on the float model, and keeps the model between the phases.
 """
 
 from __future__ import annotations

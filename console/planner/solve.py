@@ -18,6 +18,7 @@ from console.planner.reasons import unplaceable
 
 # the MILP's size (pod×node pairs) up to which the exact solver runs first
 EXACT_MAX_PAIRS = 4000
+EXACT_SURE_PAIRS = 600  # below this the exact solver finishes in well under a second
 
 
 def solve(inp: PlanInput, *, time_limit: float = 2.0) -> Plan:
@@ -27,7 +28,8 @@ def solve(inp: PlanInput, *, time_limit: float = 2.0) -> Plan:
     pairs = sum(len(pp.eligible) for pp in prob.pods)
     notes: list[str] = list(inp.limits.notes) + prob.notes
     if pairs <= EXACT_MAX_PAIRS:
-        res = solve_exact(prob, time_limit)
+        # a big model may not finish: keep some of the time for the heuristic to compete with its incumbent
+        res = solve_exact(prob, time_limit if pairs <= EXACT_SURE_PAIRS else time_limit * 0.7)
         if res.solution is not None and not violations(prob, res.solution):
             sol, optimal, bound, solver = res.solution, res.optimal, res.bound, "exact"
             if not optimal:
