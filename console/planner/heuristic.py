@@ -409,11 +409,24 @@ def solve(prob: Problem, time_limit: float = 2.0, max_rounds: int = 400) -> Solu
 
     presets = _presets(prob)
 
+    def repairs() -> Iterator[Solution | None]:
+        """Per unplaced pod: grow one admitting node to a size that holds it, freeing the hypervisor's and the
+        quota's room the plan's other growths there took, and place that pod first."""
+        for pp in [pp for pp in prob.pods if pp.i not in best.assign and pp.eligible][:20]:
+            first = [pp.i] + [j for j in hardest if j != pp.i]
+            for n in pp.eligible[:12]:
+                pn = prob.nodes[n]
+                ruin = {n} | {o.i for o in prob.nodes
+                              if best.grown(o) and (o.host == pn.host or (pn.quota and o.quota))}
+                for pre in (p for p in presets if p[0] == n):
+                    yield _recreate(prob, ar, best, ruin, first, domains, pod_cliques, idx_of, pre)
+
     def tries() -> Iterator[Solution | None]:
         for order in orders[1:]:
             yield _greedy(prob, ar, order, domains, pod_cliques, idx_of)
         for pre in presets:  # grow one node first, then place everything
             yield _greedy(prob, ar, hardest, domains, pod_cliques, idx_of, preset=pre)
+        yield from repairs()
         for pn in sorted((pn for pn in prob.nodes if best.grown(pn)), key=lambda pn: -best.node_cost(pn)):
             for order in orders[:2]:  # undo one growth, re-place everything
                 yield _greedy(prob, ar, order, domains, pod_cliques, idx_of, frozenset({pn.i}))
