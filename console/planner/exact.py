@@ -88,6 +88,8 @@ def build_milp(prob: Problem) -> tuple[_Milp, _Vars]:
     const = 0.0
     host_rows: dict[str, list[dict[int, float]]] = defaultdict(lambda: [{}, {}])
     host_const: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    hold_const: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # pinned Nova resizes' current sizes
+    holds: dict[str, list[tuple[list[int], int, int]]] = defaultdict(list)  # host → (growth cols, cur vCPUs, MiB)
     quota_rows: list[dict[int, float]] = [{}, {}]
     quota_const = [0.0, 0.0]
     n_nodes = len(prob.nodes)
@@ -128,6 +130,9 @@ def build_milp(prob: Problem) -> tuple[_Milp, _Vars]:
                 if pn.host:
                     host_const[pn.host][0] += base.add_vcpus
                     host_const[pn.host][1] += base.add_mib
+                    if pn.quota:
+                        hold_const[pn.host][0] = max(hold_const[pn.host][0], pn.cur_vcpus)
+                        hold_const[pn.host][1] = max(hold_const[pn.host][1], pn.cur_mib)
                 if pn.quota:
                     quota_const[0] += base.add_vcpus
                     quota_const[1] += base.add_mib
@@ -144,6 +149,8 @@ def build_milp(prob: Problem) -> tuple[_Milp, _Vars]:
                 if w:
                     pref[col] = w
             m.row({col: 1.0 for col in pick}, -INF, 1.0)
+            if pick and pn.quota and pn.host:
+                holds[pn.host].append((pick, pn.cur_vcpus, pn.cur_mib))
         m.row(cpu_row, -INF, cap_c)
         m.row(mem_row, -INF, cap_m)
         if pods_here and len(pods_here) > pn.room:
@@ -154,10 +161,17 @@ def build_milp(prob: Problem) -> tuple[_Milp, _Vars]:
         hf = prob.hosts.get(h)
         if hf is None:
             continue
+        # problem.py's hold rule: Σ added + the largest current size among the host's Nova resizes ≤ free
         if hf.vcpus is not None:
-            m.row(rc, -INF, hf.vcpus - host_const[h][0])
+            free = hf.vcpus - host_const[h][0]
+            m.row(rc, -INF, free - hold_const[h][0])
+            for cols, cur_v, _ in holds.get(h, []):
+                m.row({**rc, **{col: rc.get(col, 0.0) + cur_v for col in cols}}, -INF, free)
         if hf.memory_mib is not None:
-            m.row(rm, -INF, hf.memory_mib - host_const[h][1])
+            free = hf.memory_mib - host_const[h][1]
+            m.row(rm, -INF, free - hold_const[h][1])
+            for cols, _, cur_m in holds.get(h, []):
+                m.row({**rm, **{col: rm.get(col, 0.0) + cur_m for col in cols}}, -INF, free)
     q = prob.inp.limits.quota
     if q.cores is not None:
         m.row(quota_rows[0], -INF, q.cores - quota_const[0])

@@ -44,8 +44,10 @@ class _Arrays:
     ranged: np.ndarray  # bool (N)
     room: np.ndarray  # pods admitted (N)
     host: np.ndarray  # host index (N), -1: none
-    quota: np.ndarray  # bool (N)
+    quota: np.ndarray  # bool (N): a growth is a Nova resize (quota; holds its current size while it runs)
     pref: np.ndarray  # preference penalty of growing (N)
+    curv: np.ndarray  # current vCPUs / MiB (N): what a Nova resize in place holds (problem.py's hold rule)
+    curm: np.ndarray
 
 
 def _arrays(prob: Problem) -> _Arrays:
@@ -77,7 +79,9 @@ def _arrays(prob: Problem) -> _Arrays:
                    np.array([pn.ranged for pn in prob.nodes], dtype=bool),
                    np.array([pn.room for pn in prob.nodes], dtype=float),
                    np.array([hosts.get(pn.host, -1) for pn in prob.nodes], dtype=int),
-                   np.array([pn.quota for pn in prob.nodes], dtype=bool), pref)
+                   np.array([pn.quota for pn in prob.nodes], dtype=bool), pref,
+                   np.array([pn.cur_vcpus for pn in prob.nodes], dtype=float),
+                   np.array([pn.cur_mib for pn in prob.nodes], dtype=float))
 
 
 class _State:
@@ -102,6 +106,13 @@ class _State:
         dm0 = np.where(ar.ranged, 0.0, ar.jdm[rows, 0])
         np.subtract.at(self.hv, ar.host, dv0)
         np.subtract.at(self.hm, ar.host, dm0)
+        # the largest current size among the Nova resizes per host (pins first)
+        self.hhv = np.zeros(len(self.hv))
+        self.hhm = np.zeros(len(self.hm))
+        pinned = ar.quota & ((dv0 > 0) | (dm0 > 0))
+        np.maximum.at(self.hhv, ar.host[pinned], ar.curv[pinned])
+        np.maximum.at(self.hhm, ar.host[pinned], ar.curm[pinned])
+        self.hhv[-1] = self.hhm[-1] = 0.0
         self.qv -= float(dv0[ar.quota].sum())
         self.qm -= float(dm0[ar.quota].sum())
         # room left at the chosen size (the base size at first)
@@ -132,8 +143,13 @@ class _State:
             dv, dm = ar.jdv[node, j] - ar.jdv[node, 0], ar.jdm[node, j] - ar.jdm[node, 0]
             fc, fm = ar.jc[node, j], ar.jm[node, j]
         h = ar.host[node]
-        if dv > self.hv[h] or dm > self.hm[h] or (ar.quota[node] and (dv > self.qv or dm > self.qm)):
+        grows = dv > 0 or dm > 0
+        hold_v = max(self.hhv[h], ar.curv[node]) if ar.quota[node] and grows else self.hhv[h]
+        hold_m = max(self.hhm[h], ar.curm[node]) if ar.quota[node] and grows else self.hhm[h]
+        if grows and (dv > self.hv[h] - hold_v or dm > self.hm[h] - hold_m
+                      or (ar.quota[node] and (dv > self.qv or dm > self.qm))):
             return False
+        self.hhv[h], self.hhm[h] = hold_v, hold_m
         self.hv[h] -= dv
         self.hm[h] -= dm
         if ar.quota[node]:
@@ -181,9 +197,13 @@ class _State:
             h = ar.host[sub]
             adv = ar.jdv[sub] - ar.jdv[sub, cur][:, None]
             adm = ar.jdm[sub] - ar.jdm[sub, cur][:, None]
-            lim_v = np.where(ar.quota[sub], np.minimum(self.hv[h], self.qv), self.hv[h])[:, None]
-            lim_m = np.where(ar.quota[sub], np.minimum(self.hm[h], self.qm), self.hm[h])[:, None]
-            fit &= (adv <= lim_v + 1e-9) & (adm <= lim_m + 1e-9)
+            nova = ar.quota[sub]
+            host_v = self.hv[h] - np.where(nova, np.maximum(self.hhv[h], ar.curv[sub]), self.hhv[h])
+            host_m = self.hm[h] - np.where(nova, np.maximum(self.hhm[h], ar.curm[sub]), self.hhm[h])
+            lim_v = np.where(nova, np.minimum(host_v, self.qv), host_v)[:, None]
+            lim_m = np.where(nova, np.minimum(host_m, self.qm), host_m)[:, None]
+            same = np.arange(ar.jc.shape[1])[None, :] == cur[:, None]  # staying at the chosen size needs nothing
+            fit &= ((adv <= lim_v + 1e-9) & (adm <= lim_m + 1e-9)) | same
             cost = np.where(fit, ar.jcost[sub], BIG)
             best = np.argmin(cost, axis=1)
             rows = np.arange(len(sub))
@@ -198,8 +218,8 @@ class _State:
             sub = idx[rg]
             ck, cm = self.kl[sub], self.ml[sub]
             h = ar.host[sub]
-            lim_v = np.where(ar.quota[sub], np.minimum(self.hv[h], self.qv), self.hv[h])[:, None]
-            lim_m = np.where(ar.quota[sub], np.minimum(self.hm[h], self.qm), self.hm[h])[:, None]
+            lim_v = (self.hv[h] - self.hhv[h])[:, None]  # a live scale-up holds nothing extra
+            lim_m = (self.hm[h] - self.hhm[h])[:, None]
             fk = (ar.rc[sub] >= need_c[rg, None]) & (ar.rcdv[sub] - ar.rcdv[sub, ck][:, None] <= lim_v + 1e-9)
             fm = (ar.rm[sub] >= need_m[rg, None]) & (ar.rmdm[sub] - ar.rmdm[sub, cm][:, None] <= lim_m + 1e-9)
             bk = np.maximum(np.argmax(fk, axis=1), ck)  # levels rise with the index: the first that holds
@@ -214,8 +234,11 @@ class _State:
             new_m[rg] = bm
             del rows
         h = ar.host[idx]
-        ok = (dv <= self.hv[h] + 1e-9) & (dm <= self.hm[h] + 1e-9)
         qn = ar.quota[idx]
+        grows_now = (dv > 0) | (dm > 0)
+        hold_v = np.where(qn & grows_now, np.maximum(self.hhv[h], ar.curv[idx]), self.hhv[h])
+        hold_m = np.where(qn & grows_now, np.maximum(self.hhm[h], ar.curm[idx]), self.hhm[h])
+        ok = ~grows_now | ((dv <= self.hv[h] - hold_v + 1e-9) & (dm <= self.hm[h] - hold_m + 1e-9))
         ok &= ~qn | ((dv <= self.qv + 1e-9) & (dm <= self.qm + 1e-9))
         delta = np.where(ok, delta, BIG)
         best_delta = delta.min()
@@ -232,6 +255,8 @@ class _State:
         self.jl[node], self.kl[node], self.ml[node] = new_j[pick], new_k[pick], new_m[pick]
         self.hv[ar.host[node]] -= dv[pick]
         self.hm[ar.host[node]] -= dm[pick]
+        self.hhv[ar.host[node]] = hold_v[pick]
+        self.hhm[ar.host[node]] = hold_m[pick]
         if ar.quota[node]:
             self.qv -= dv[pick]
             self.qm -= dm[pick]
