@@ -346,13 +346,14 @@ def _greedy(prob: Problem, ar: _Arrays, order: list[int], domains: dict[str, dic
 
 def _recreate(prob: Problem, ar: _Arrays, best: Solution, ruin: set[int], order: list[int],
               domains: dict[str, dict[str, np.ndarray]], pod_cliques: dict[int, list[tuple[int, str]]],
-              idx_of: list[np.ndarray], preset: tuple[int, int, int, int] | None = None) -> Solution:
-    """Large-neighbourhood step: keep `best` except on the `ruin` nodes (back to their base size, or one of them
-    at the `preset` size), then place every pod not kept in `order`."""
+              idx_of: list[np.ndarray], presets: tuple[tuple[int, int, int, int], ...] = ()) -> Solution:
+    """Large-neighbourhood step: keep `best` except on the `ruin` nodes (back to their base size, or some of them
+    at a `presets` size), then place every pod not kept in `order`."""
     st = _State(prob, ar)
     st.adopt(best, {pn.i for pn in prob.nodes} - ruin, domains, pod_cliques)
-    if preset is not None:
-        st.preset(*preset)
+    for pre in presets:
+        if not st.preset(*pre):
+            return Solution({})
     for j in order:
         if j not in st.assign:
             st.place(j, idx_of[j], domains, pod_cliques.get(j, []))
@@ -400,7 +401,7 @@ def _presets(prob: Problem) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def solve(prob: Problem, time_limit: float = 2.0, max_rounds: int = 400) -> Solution:
+def solve(prob: Problem, time_limit: float = 2.0, max_rounds: int = 1000) -> Solution:
     """The best plan found within `time_limit` seconds (80 % of it; a proven optimum stops earlier)."""
     t0 = time.monotonic()
     if not prob.pods:
@@ -444,13 +445,18 @@ def solve(prob: Problem, time_limit: float = 2.0, max_rounds: int = 400) -> Solu
                 ruin = {n} | {o.i for o in prob.nodes
                               if best.grown(o) and (o.host == pn.host or (pn.quota and o.quota))}
                 for pre in (p for p in presets if p[0] == n):
-                    yield _recreate(prob, ar, best, ruin, first, domains, pod_cliques, idx_of, pre)
+                    yield _recreate(prob, ar, best, ruin, first, domains, pod_cliques, idx_of, (pre,))
 
     def tries() -> Iterator[Solution | None]:
         for order in orders[1:]:
             yield _greedy(prob, ar, order, domains, pod_cliques, idx_of)
         for pre in presets:  # grow one node first, then place everything
             yield _greedy(prob, ar, hardest, domains, pod_cliques, idx_of, preset=pre)
+        if len(presets) <= 40:  # small instances: two nodes grown first
+            for a_i, a in enumerate(presets):
+                for b in presets[a_i + 1:]:
+                    if a[0] != b[0]:
+                        yield _recreate(prob, ar, Solution({}), set(), hardest, domains, pod_cliques, idx_of, (a, b))
         yield from repairs()
         for pn in sorted((pn for pn in prob.nodes if best.grown(pn)), key=lambda pn: -best.node_cost(pn)):
             for order in orders[:2]:  # undo one growth, re-place everything
@@ -472,7 +478,8 @@ def solve(prob: Problem, time_limit: float = 2.0, max_rounds: int = 400) -> Solu
                     n = rnd.choice(sorted(ruin))
                     options = [p for p in presets if p[0] == n]
                     start = rnd.choice(options) if options else None
-                yield _recreate(prob, ar, best, ruin, order, domains, pod_cliques, idx_of, start)
+                yield _recreate(prob, ar, best, ruin, order, domains, pod_cliques, idx_of,
+                                (start,) if start else ())
 
     rounds = 0
     if not proven(best):
