@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from console.planner import heuristic
+from console.planner.bounds import lower_bound
 from console.planner.exact import solve_exact
 from console.planner.model import LIBVIRT, NodeChange, Plan, PlanInput, Size, Unplaceable
 from console.planner.problem import Problem, Solution, build, violations
@@ -39,7 +40,7 @@ def solve(inp: PlanInput, *, time_limit: float = 2.0) -> Plan:
                 notes.append(f"the exact solver did not finish in {time_limit:g} s: best plan found, with its gap")
             return _plan(prob, sol, optimal, solver, bound, t0, notes)
     sol = heuristic.solve(prob, max(0.1, time_limit - (time.monotonic() - t0)))
-    bound = heuristic.lower_bound(prob, sol)
+    bound = lower_bound(prob, sol)
     cost = sol.cost(prob)
     optimal = bound is not None and cost - bound <= 1e-9 * max(1.0, cost)
     return _plan(prob, sol, optimal, "heuristic", bound, t0, notes)
