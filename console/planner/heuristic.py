@@ -452,12 +452,15 @@ def solve(prob: Problem, time_limit: float = 2.0, max_rounds: int = 1000) -> Sol
         for order in orders[1:]:
             yield _greedy(prob, ar, order, domains, pod_cliques, idx_of)
         for pre in presets:  # grow one node first, then place everything
-            yield _greedy(prob, ar, hardest, domains, pod_cliques, idx_of, preset=pre)
-        if len(presets) <= 40:  # small instances: two nodes grown first
+            for order in (hardest, orders[2]):
+                yield _greedy(prob, ar, order, domains, pod_cliques, idx_of, preset=pre)
+        if len(presets) <= 40:  # small instances: two nodes grown first, pods by difficulty or by memory
             for a_i, a in enumerate(presets):
                 for b in presets[a_i + 1:]:
                     if a[0] != b[0]:
-                        yield _recreate(prob, ar, Solution({}), set(), hardest, domains, pod_cliques, idx_of, (a, b))
+                        for order in (hardest, orders[2]):
+                            yield _recreate(prob, ar, Solution({}), set(), order, domains, pod_cliques, idx_of,
+                                            (a, b))
         yield from repairs()
         for pn in sorted((pn for pn in prob.nodes if best.grown(pn)), key=lambda pn: -best.node_cost(pn)):
             for order in orders[:2]:  # undo one growth, re-place everything
