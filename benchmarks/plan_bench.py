@@ -125,10 +125,6 @@ def baseline(prob: Problem) -> Solution:
     biggest size fits, grown to that biggest size (host/quota respected)."""
     sol = Solution({})
     load: dict[int, list[int]] = {}
-    host_v: dict[str, int] = {}
-    host_m: dict[str, int] = {}
-    qv = qm = 0
-    q = prob.inp.limits.quota
     taken: dict[tuple[int, str], set[str]] = {}
     for pp in prob.pods:
         for n in pp.eligible:
@@ -146,23 +142,11 @@ def baseline(prob: Problem) -> Solution:
                 big = _biggest(pn)
                 if big is None:
                     continue
-                trial = Solution({}, {n: big[0]}, {n: big[1]}, {n: big[2]})
-                r_c, r_m = trial.room(pn)
-                dv, dm = trial.added(pn)
-                hf = prob.hosts.get(pn.host)
-                if ld[0] + pp.pod.cpu_m > r_c or ld[1] + pp.pod.memory > r_m:
-                    continue
-                if hf and ((hf.vcpus is not None and host_v.get(pn.host, 0) + dv > hf.vcpus)
-                           or (hf.memory_mib is not None and host_m.get(pn.host, 0) + dm > hf.memory_mib)):
-                    continue
-                if pn.quota and ((q.cores is not None and qv + dv > q.cores)
-                                 or (q.ram_mib is not None and qm + dm > q.ram_mib)):
+                trial = Solution({**sol.assign, pp.i: n}, {**sol.joint, n: big[0]}, {**sol.cpu, n: big[1]},
+                                 {**sol.mem, n: big[2]})
+                if violations(prob, trial):  # capacity, hypervisor (with Nova's hold rule), quota
                     continue
                 sol.joint[n], sol.cpu[n], sol.mem[n] = big
-                host_v[pn.host] = host_v.get(pn.host, 0) + dv
-                host_m[pn.host] = host_m.get(pn.host, 0) + dm
-                if pn.quota:
-                    qv, qm = qv + dv, qm + dm
             ld[0] += pp.pod.cpu_m
             ld[1] += pp.pod.memory
             ld[2] += 1

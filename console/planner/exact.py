@@ -10,9 +10,14 @@ Three solves, each keeping the previous optimum (priorities of issue 13): 1. mos
 3. preferences (a grown node with PDB-blocked pods weighs more than all reboots together; a reboot weighs 1 when
 live scale-ups are preferred) — so preferences only ever break ties between equally cheap plans.
 
-HiGHS (github:ERGO-Code/HiGHS, MIT) was chosen over scipy.optimize.milp (the same HiGHS, but scipy+numpy
-install 216 MB against highspy+numpy's 81 MB, and no incremental model) and OR-Tools CP-SAT (247 MB with
-pandas/protobuf, integer coefficients only): see benchmarks/plan_bench.py and the commit for the figures.
+HiGHS (github:ERGO-Code/HiGHS, MIT) through highspy, chosen on evidence (same models, two phases, CPU s):
+                 installed        10 small   2 × 20×30   40×40   60×50
+  highspy 1.16   81 MB w/ numpy     0.29       0.70       0.77    7.0
+  scipy 1.17     216 MB             0.37       1.44       1.25    8.9   (the same HiGHS inside milp)
+  OR-Tools 9.15  247 MB (pandas,    0.20       0.28*      0.31    1.6   * phase 2 "infeasible": its linear
+                 protobuf, absl)                                          wrapper scales fractional MiB rows
+OR-Tools was fastest on the largest model but wrong on one (CP-SAT needs integer coefficients) and three times
+the size; highspy is the smallest and exact on the float model, and keeps the model between the phases.
 """
 
 from __future__ import annotations
@@ -83,6 +88,8 @@ def build_milp(prob: Problem) -> tuple[_Milp, _Vars]:
     const = 0.0
     host_rows: dict[str, list[dict[int, float]]] = defaultdict(lambda: [{}, {}])
     host_const: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    hold_const: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # pinned Nova resizes' current sizes
+    holds: dict[str, list[tuple[list[int], int, int]]] = defaultdict(list)  # host → (growth cols, cur vCPUs, MiB)
     quota_rows: list[dict[int, float]] = [{}, {}]
     quota_const = [0.0, 0.0]
     n_nodes = len(prob.nodes)
@@ -123,6 +130,9 @@ def build_milp(prob: Problem) -> tuple[_Milp, _Vars]:
                 if pn.host:
                     host_const[pn.host][0] += base.add_vcpus
                     host_const[pn.host][1] += base.add_mib
+                    if pn.quota:
+                        hold_const[pn.host][0] = max(hold_const[pn.host][0], pn.cur_vcpus)
+                        hold_const[pn.host][1] = max(hold_const[pn.host][1], pn.cur_mib)
                 if pn.quota:
                     quota_const[0] += base.add_vcpus
                     quota_const[1] += base.add_mib
@@ -139,6 +149,8 @@ def build_milp(prob: Problem) -> tuple[_Milp, _Vars]:
                 if w:
                     pref[col] = w
             m.row({col: 1.0 for col in pick}, -INF, 1.0)
+            if pick and pn.quota and pn.host:
+                holds[pn.host].append((pick, pn.cur_vcpus, pn.cur_mib))
         m.row(cpu_row, -INF, cap_c)
         m.row(mem_row, -INF, cap_m)
         if pods_here and len(pods_here) > pn.room:
@@ -149,10 +161,17 @@ def build_milp(prob: Problem) -> tuple[_Milp, _Vars]:
         hf = prob.hosts.get(h)
         if hf is None:
             continue
+        # problem.py's hold rule: Σ added + the largest current size among the host's Nova resizes ≤ free
         if hf.vcpus is not None:
-            m.row(rc, -INF, hf.vcpus - host_const[h][0])
+            free = hf.vcpus - host_const[h][0]
+            m.row(rc, -INF, free - hold_const[h][0])
+            for cols, cur_v, _ in holds.get(h, []):
+                m.row({**rc, **{col: rc.get(col, 0.0) + cur_v for col in cols}}, -INF, free)
         if hf.memory_mib is not None:
-            m.row(rm, -INF, hf.memory_mib - host_const[h][1])
+            free = hf.memory_mib - host_const[h][1]
+            m.row(rm, -INF, free - hold_const[h][1])
+            for cols, _, cur_m in holds.get(h, []):
+                m.row({**rm, **{col: rm.get(col, 0.0) + cur_m for col in cols}}, -INF, free)
     q = prob.inp.limits.quota
     if q.cores is not None:
         m.row(quota_rows[0], -INF, q.cores - quota_const[0])

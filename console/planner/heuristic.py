@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from console.planner.bounds import lower_bound
 from console.planner.problem import Problem, Solution, cheapest_levels, loads, violations
 
 BIG = 1e18
@@ -44,8 +45,10 @@ class _Arrays:
     ranged: np.ndarray  # bool (N)
     room: np.ndarray  # pods admitted (N)
     host: np.ndarray  # host index (N), -1: none
-    quota: np.ndarray  # bool (N)
+    quota: np.ndarray  # bool (N): a growth is a Nova resize (quota; holds its current size while it runs)
     pref: np.ndarray  # preference penalty of growing (N)
+    curv: np.ndarray  # current vCPUs / MiB (N): what a Nova resize in place holds (problem.py's hold rule)
+    curm: np.ndarray
 
 
 def _arrays(prob: Problem) -> _Arrays:
@@ -77,7 +80,9 @@ def _arrays(prob: Problem) -> _Arrays:
                    np.array([pn.ranged for pn in prob.nodes], dtype=bool),
                    np.array([pn.room for pn in prob.nodes], dtype=float),
                    np.array([hosts.get(pn.host, -1) for pn in prob.nodes], dtype=int),
-                   np.array([pn.quota for pn in prob.nodes], dtype=bool), pref)
+                   np.array([pn.quota for pn in prob.nodes], dtype=bool), pref,
+                   np.array([pn.cur_vcpus for pn in prob.nodes], dtype=float),
+                   np.array([pn.cur_mib for pn in prob.nodes], dtype=float))
 
 
 class _State:
@@ -102,6 +107,13 @@ class _State:
         dm0 = np.where(ar.ranged, 0.0, ar.jdm[rows, 0])
         np.subtract.at(self.hv, ar.host, dv0)
         np.subtract.at(self.hm, ar.host, dm0)
+        # the largest current size among the Nova resizes per host (pins first)
+        self.hhv = np.zeros(len(self.hv))
+        self.hhm = np.zeros(len(self.hm))
+        pinned = ar.quota & ((dv0 > 0) | (dm0 > 0))
+        np.maximum.at(self.hhv, ar.host[pinned], ar.curv[pinned])
+        np.maximum.at(self.hhm, ar.host[pinned], ar.curm[pinned])
+        self.hhv[-1] = self.hhm[-1] = 0.0
         self.qv -= float(dv0[ar.quota].sum())
         self.qm -= float(dm0[ar.quota].sum())
         # room left at the chosen size (the base size at first)
@@ -132,8 +144,13 @@ class _State:
             dv, dm = ar.jdv[node, j] - ar.jdv[node, 0], ar.jdm[node, j] - ar.jdm[node, 0]
             fc, fm = ar.jc[node, j], ar.jm[node, j]
         h = ar.host[node]
-        if dv > self.hv[h] or dm > self.hm[h] or (ar.quota[node] and (dv > self.qv or dm > self.qm)):
+        grows = dv > 0 or dm > 0
+        hold_v = max(self.hhv[h], ar.curv[node]) if ar.quota[node] and grows else self.hhv[h]
+        hold_m = max(self.hhm[h], ar.curm[node]) if ar.quota[node] and grows else self.hhm[h]
+        if grows and (dv > self.hv[h] - hold_v or dm > self.hm[h] - hold_m
+                      or (ar.quota[node] and (dv > self.qv or dm > self.qm))):
             return False
+        self.hhv[h], self.hhm[h] = hold_v, hold_m
         self.hv[h] -= dv
         self.hm[h] -= dm
         if ar.quota[node]:
@@ -181,9 +198,13 @@ class _State:
             h = ar.host[sub]
             adv = ar.jdv[sub] - ar.jdv[sub, cur][:, None]
             adm = ar.jdm[sub] - ar.jdm[sub, cur][:, None]
-            lim_v = np.where(ar.quota[sub], np.minimum(self.hv[h], self.qv), self.hv[h])[:, None]
-            lim_m = np.where(ar.quota[sub], np.minimum(self.hm[h], self.qm), self.hm[h])[:, None]
-            fit &= (adv <= lim_v + 1e-9) & (adm <= lim_m + 1e-9)
+            nova = ar.quota[sub]
+            host_v = self.hv[h] - np.where(nova, np.maximum(self.hhv[h], ar.curv[sub]), self.hhv[h])
+            host_m = self.hm[h] - np.where(nova, np.maximum(self.hhm[h], ar.curm[sub]), self.hhm[h])
+            lim_v = np.where(nova, np.minimum(host_v, self.qv), host_v)[:, None]
+            lim_m = np.where(nova, np.minimum(host_m, self.qm), host_m)[:, None]
+            same = np.arange(ar.jc.shape[1])[None, :] == cur[:, None]  # staying at the chosen size needs nothing
+            fit &= ((adv <= lim_v + 1e-9) & (adm <= lim_m + 1e-9)) | same
             cost = np.where(fit, ar.jcost[sub], BIG)
             best = np.argmin(cost, axis=1)
             rows = np.arange(len(sub))
@@ -198,8 +219,8 @@ class _State:
             sub = idx[rg]
             ck, cm = self.kl[sub], self.ml[sub]
             h = ar.host[sub]
-            lim_v = np.where(ar.quota[sub], np.minimum(self.hv[h], self.qv), self.hv[h])[:, None]
-            lim_m = np.where(ar.quota[sub], np.minimum(self.hm[h], self.qm), self.hm[h])[:, None]
+            lim_v = (self.hv[h] - self.hhv[h])[:, None]  # a live scale-up holds nothing extra
+            lim_m = (self.hm[h] - self.hhm[h])[:, None]
             fk = (ar.rc[sub] >= need_c[rg, None]) & (ar.rcdv[sub] - ar.rcdv[sub, ck][:, None] <= lim_v + 1e-9)
             fm = (ar.rm[sub] >= need_m[rg, None]) & (ar.rmdm[sub] - ar.rmdm[sub, cm][:, None] <= lim_m + 1e-9)
             bk = np.maximum(np.argmax(fk, axis=1), ck)  # levels rise with the index: the first that holds
@@ -214,8 +235,11 @@ class _State:
             new_m[rg] = bm
             del rows
         h = ar.host[idx]
-        ok = (dv <= self.hv[h] + 1e-9) & (dm <= self.hm[h] + 1e-9)
         qn = ar.quota[idx]
+        grows_now = (dv > 0) | (dm > 0)
+        hold_v = np.where(qn & grows_now, np.maximum(self.hhv[h], ar.curv[idx]), self.hhv[h])
+        hold_m = np.where(qn & grows_now, np.maximum(self.hhm[h], ar.curm[idx]), self.hhm[h])
+        ok = ~grows_now | ((dv <= self.hv[h] - hold_v + 1e-9) & (dm <= self.hm[h] - hold_m + 1e-9))
         ok &= ~qn | ((dv <= self.qv + 1e-9) & (dm <= self.qm + 1e-9))
         delta = np.where(ok, delta, BIG)
         best_delta = delta.min()
@@ -232,6 +256,8 @@ class _State:
         self.jl[node], self.kl[node], self.ml[node] = new_j[pick], new_k[pick], new_m[pick]
         self.hv[ar.host[node]] -= dv[pick]
         self.hm[ar.host[node]] -= dm[pick]
+        self.hhv[ar.host[node]] = hold_v[pick]
+        self.hhm[ar.host[node]] = hold_m[pick]
         if ar.quota[node]:
             self.qv -= dv[pick]
             self.qm -= dm[pick]
@@ -321,13 +347,14 @@ def _greedy(prob: Problem, ar: _Arrays, order: list[int], domains: dict[str, dic
 
 def _recreate(prob: Problem, ar: _Arrays, best: Solution, ruin: set[int], order: list[int],
               domains: dict[str, dict[str, np.ndarray]], pod_cliques: dict[int, list[tuple[int, str]]],
-              idx_of: list[np.ndarray], preset: tuple[int, int, int, int] | None = None) -> Solution:
-    """Large-neighbourhood step: keep `best` except on the `ruin` nodes (back to their base size, or one of them
-    at the `preset` size), then place every pod not kept in `order`."""
+              idx_of: list[np.ndarray], presets: tuple[tuple[int, int, int, int], ...] = ()) -> Solution:
+    """Large-neighbourhood step: keep `best` except on the `ruin` nodes (back to their base size, or some of them
+    at a `presets` size), then place every pod not kept in `order`."""
     st = _State(prob, ar)
     st.adopt(best, {pn.i for pn in prob.nodes} - ruin, domains, pod_cliques)
-    if preset is not None:
-        st.preset(*preset)
+    for pre in presets:
+        if not st.preset(*pre):
+            return Solution({})
     for j in order:
         if j not in st.assign:
             st.place(j, idx_of[j], domains, pod_cliques.get(j, []))
@@ -375,7 +402,7 @@ def _presets(prob: Problem) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def solve(prob: Problem, time_limit: float = 2.0, max_rounds: int = 400) -> Solution:
+def solve(prob: Problem, time_limit: float = 2.0, max_rounds: int = 1000) -> Solution:
     """The best plan found within `time_limit` seconds (80 % of it; a proven optimum stops earlier)."""
     t0 = time.monotonic()
     if not prob.pods:
@@ -409,11 +436,32 @@ def solve(prob: Problem, time_limit: float = 2.0, max_rounds: int = 400) -> Solu
 
     presets = _presets(prob)
 
+    def repairs() -> Iterator[Solution | None]:
+        """Per unplaced pod: grow one admitting node to a size that holds it, freeing the hypervisor's and the
+        quota's room the plan's other growths there took, and place that pod first."""
+        for pp in [pp for pp in prob.pods if pp.i not in best.assign and pp.eligible][:20]:
+            first = [pp.i] + [j for j in hardest if j != pp.i]
+            for n in pp.eligible[:12]:
+                pn = prob.nodes[n]
+                ruin = {n} | {o.i for o in prob.nodes
+                              if best.grown(o) and (o.host == pn.host or (pn.quota and o.quota))}
+                for pre in (p for p in presets if p[0] == n):
+                    yield _recreate(prob, ar, best, ruin, first, domains, pod_cliques, idx_of, (pre,))
+
     def tries() -> Iterator[Solution | None]:
         for order in orders[1:]:
             yield _greedy(prob, ar, order, domains, pod_cliques, idx_of)
         for pre in presets:  # grow one node first, then place everything
-            yield _greedy(prob, ar, hardest, domains, pod_cliques, idx_of, preset=pre)
+            for order in (hardest, orders[2]):
+                yield _greedy(prob, ar, order, domains, pod_cliques, idx_of, preset=pre)
+        if len(presets) <= 40:  # small instances: two nodes grown first, pods by difficulty or by memory
+            for a_i, a in enumerate(presets):
+                for b in presets[a_i + 1:]:
+                    if a[0] != b[0]:
+                        for order in (hardest, orders[2]):
+                            yield _recreate(prob, ar, Solution({}), set(), order, domains, pod_cliques, idx_of,
+                                            (a, b))
+        yield from repairs()
         for pn in sorted((pn for pn in prob.nodes if best.grown(pn)), key=lambda pn: -best.node_cost(pn)):
             for order in orders[:2]:  # undo one growth, re-place everything
                 yield _greedy(prob, ar, order, domains, pod_cliques, idx_of, frozenset({pn.i}))
@@ -434,7 +482,8 @@ def solve(prob: Problem, time_limit: float = 2.0, max_rounds: int = 400) -> Solu
                     n = rnd.choice(sorted(ruin))
                     options = [p for p in presets if p[0] == n]
                     start = rnd.choice(options) if options else None
-                yield _recreate(prob, ar, best, ruin, order, domains, pod_cliques, idx_of, start)
+                yield _recreate(prob, ar, best, ruin, order, domains, pod_cliques, idx_of,
+                                (start,) if start else ())
 
     rounds = 0
     if not proven(best):
@@ -447,104 +496,4 @@ def solve(prob: Problem, time_limit: float = 2.0, max_rounds: int = 400) -> Solu
                     break
             if rounds >= max_rounds or time.monotonic() + one > deadline:
                 break
-    return best
-
-
-def lower_bound(prob: Problem, sol: Solution) -> float | None:
-    """A lower bound on the least cost of placing every pod any plan can place.
-
-    Only when `sol` places all of them: then the optimum places the same set (else it may place another set,
-    which no such bound covers). The largest of: per set of pods sharing their admitting nodes (and all pods
-    together), the CPU and memory they need beyond those nodes' current room at the cheapest rate any of those
-    nodes grows at; per pod, the cheapest growth that lets it in alone; per anti-affinity clique, the sum of the
-    cheapest such growth in as many distinct topology domains as it has members. Plus the pins' fixed costs.
-    """
-    if any(pp.eligible and pp.i not in sol.assign for pp in prob.pods):
-        return None
-    if "lower_bound" not in prob.memo:
-        prob.memo["lower_bound"] = _bound(prob)
-    return float(prob.memo["lower_bound"])
-
-
-def _bound(prob: Problem) -> float:
-    const = sum(pn.joint[0].cost for pn in prob.nodes if pn.joint)
-    best = max(_deficit_bound(prob), 0.0)
-    alone = _alone_costs(prob)
-    for pp in prob.pods:
-        if pp.eligible:
-            best = max(best, min(alone[pp.i].values()))
-    for members, key in prob.conflicts:
-        per_domain: dict[str, float] = {}
-        distinct = {id(alone[j]): alone[j] for j in members if j in alone}  # a job's pods share one dict
-        for costs in distinct.values():
-            for n, cst in costs.items():
-                v = prob.domain_of(n, key)
-                if v is not None and cst < per_domain.get(v, float("inf")):
-                    per_domain[v] = cst
-        k = sum(1 for j in members if prob.pods[j].eligible)
-        cheapest = sorted(per_domain.values())
-        if len(cheapest) >= k:
-            best = max(best, sum(cheapest[:k]))
-    return const + best
-
-
-def _alone_costs(prob: Problem) -> dict[int, dict[int, float]]:
-    """Per pod, per admitting node: the cheapest growth (0: none) that lets the pod in with the node's load."""
-    memo: dict[tuple[int, int, int], dict[int, float]] = {}
-    out: dict[int, dict[int, float]] = {}
-    for pp in prob.pods:
-        key = (id(pp.eligible), pp.pod.cpu_m, pp.pod.memory)
-        got = memo.get(key)
-        if got is None:
-            got = {}
-            for n in pp.eligible:
-                pn = prob.nodes[n]
-                lv = cheapest_levels(pn, pp.pod.cpu_m, pp.pod.memory)
-                if lv is not None:
-                    base = pn.joint[0].cost if pn.joint else 0.0
-                    cost = (pn.cpu_levels[lv[1]].cost + pn.mem_levels[lv[2]].cost) if pn.ranged else \
-                        pn.joint[lv[0]].cost - base
-                    got[n] = max(0.0, cost)
-            memo[key] = got
-        out[pp.i] = got
-    return out
-
-
-def _deficit_bound(prob: Problem) -> float:
-    groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
-    for pp in prob.pods:
-        if pp.eligible:
-            groups[tuple(pp.eligible)].append(pp.i)
-    groups[tuple(range(len(prob.nodes)))] = [pp.i for pp in prob.pods if pp.eligible]
-    rate_c: list[float] = []
-    rate_m: list[float] = []
-    room_c: list[float] = []
-    room_m: list[float] = []
-    for pn in prob.nodes:
-        if pn.ranged:
-            b_c, b_m = pn.cpu_levels[0], pn.mem_levels[0]
-            rc = [lv.cost / (lv.cpu - b_c.cpu) for lv in pn.cpu_levels[1:] if lv.cpu > b_c.cpu]
-            rm = [lv.cost / (lv.mem - b_m.mem) for lv in pn.mem_levels[1:] if lv.mem > b_m.mem]
-            room_c.append(max(0, b_c.cpu))
-            room_m.append(max(0, b_m.mem))
-        else:
-            b = pn.joint[0]
-            rc = [(lv.cost - b.cost) / (lv.cpu - b.cpu) for lv in pn.joint[1:] if lv.cpu > b.cpu]
-            rm = [(lv.cost - b.cost) / (lv.mem - b.mem) for lv in pn.joint[1:] if lv.mem > b.mem]
-            room_c.append(max(0, b.cpu))
-            room_m.append(max(0, b.mem))
-        rate_c.append(min(rc, default=float("inf")))
-        rate_m.append(min(rm, default=float("inf")))
-    best = 0.0
-    for nodes, members in groups.items():
-        if not nodes or not members:
-            continue
-        need_c = sum(prob.pods[j].pod.cpu_m for j in members) - sum(room_c[n] for n in nodes)
-        need_m = sum(prob.pods[j].pod.memory for j in members) - sum(room_m[n] for n in nodes)
-        if need_c > 0:
-            r = min(rate_c[n] for n in nodes)
-            best = max(best, need_c * r if r != float("inf") else 0.0)
-        if need_m > 0:
-            r = min(rate_m[n] for n in nodes)
-            best = max(best, need_m * r if r != float("inf") else 0.0)
     return best

@@ -8,6 +8,11 @@ OpenStack VM's sizes are its flavors (joint); a libvirt VM's are a range whose v
 independently (`cpu_levels`, `mem_levels`), each dimension with its own cost. Per pod: the nodes whose
 labels, taints, cordon and already bound pods admit it (console/planner/constraints.py) and where it fits the
 largest size; per pair of Pending pods: the topology keys on which they may not share a domain.
+
+Hypervisor room (hold rule): a Nova resize in place claims the new flavor in full while the migration still
+holds the old one (Placement's migration allocations), so each needs the new size free when it runs; growths
+carried out one after another on a host fit in any order when Σ added + the largest current size among the Nova
+resizes there ≤ the host's free vCPUs (and MiB). A libvirt live scale-up only adds what it adds.
 """
 
 from __future__ import annotations
@@ -50,7 +55,9 @@ class PNode:
     cpu_levels: list[Level] = field(default_factory=list)  # libvirt range: vCPUs (current first)
     mem_levels: list[Level] = field(default_factory=list)  # libvirt range: memory (current first)
     pdb: bool = False
-    quota: bool = False  # a growth counts against the project's Nova quota
+    quota: bool = False  # a growth is a Nova resize: counts against the project's quota, holds its old size
+    cur_vcpus: int = 0  # the VM's current size (a Nova resize in place needs the new size free: see hold_rule)
+    cur_mib: int = 0
 
     @property
     def ranged(self) -> bool:
@@ -185,7 +192,7 @@ def honoured_pins(inp: PlanInput) -> tuple[dict[str, Size], list[str]]:
     they do not (such a node stays at its size: the resize would fail with NoValidHost or a quota error)."""
     pins: dict[str, Size] = {}
     notes: list[str] = []
-    used: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    used: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # added vCPUs, MiB; held vCPUs, MiB
     quota_used = [0, 0]
     q = inp.limits.quota
     for n in inp.nodes:
@@ -195,9 +202,12 @@ def honoured_pins(inp: PlanInput) -> tuple[dict[str, Size], list[str]]:
         dv, dm = max(0, pin.vcpus - n.vm.current.vcpus), max(0, pin.memory_mib - n.vm.current.memory_mib)
         hf = inp.limits.hosts.get(n.vm.host)
         hu = used[n.vm.host]
+        nova = n.vm.method == OPENSTACK
+        hold_v = max(hu[2], n.vm.current.vcpus if nova else 0)
+        hold_m = max(hu[3], n.vm.current.memory_mib if nova else 0)
         why = ""
-        if hf is not None and ((hf.vcpus is not None and hu[0] + dv > hf.vcpus)
-                               or (hf.memory_mib is not None and hu[1] + dm > hf.memory_mib)):
+        if hf is not None and ((hf.vcpus is not None and hu[0] + dv + hold_v > hf.vcpus)
+                               or (hf.memory_mib is not None and hu[1] + dm + hold_m > hf.memory_mib)):
             why = f"hypervisor {n.vm.host} has only {hf.vcpus} vCPUs / {hf.memory_mib} MiB free"
         elif n.vm.method == OPENSTACK and ((q.cores is not None and quota_used[0] + dv > q.cores)
                                            or (q.ram_mib is not None and quota_used[1] + dm > q.ram_mib)):
@@ -209,6 +219,7 @@ def honoured_pins(inp: PlanInput) -> tuple[dict[str, Size], list[str]]:
         pins[n.name] = pin
         hu[0] += dv
         hu[1] += dm
+        hu[2], hu[3] = hold_v, hold_m
         if n.vm.method == OPENSTACK:
             quota_used[0] += dv
             quota_used[1] += dm
@@ -243,7 +254,8 @@ def build(inp: PlanInput) -> Problem:
         joint, cpu_lv, mem_lv = _levels(inp, n, n.vm, hf, pins)
         method = n.vm.method if n.vm else OPENSTACK
         nodes.append(PNode(i, n, max(0, n.allocatable_pods - n.pod_count), n.vm.host if n.vm else "", method, joint,
-                           cpu_lv, mem_lv, pdb=bool(n.pdb_blocked), quota=method == OPENSTACK))
+                           cpu_lv, mem_lv, pdb=bool(n.pdb_blocked), quota=method == OPENSTACK and n.vm is not None,
+                           cur_vcpus=n.vm.current.vcpus if n.vm else 0, cur_mib=n.vm.current.memory_mib if n.vm else 0))
     static_cache: dict[str, list[int]] = {}
     bound_cache: dict[str, set[tuple[str, str]]] = {}
     has_bound_terms = any(n.pods for n in inp.nodes)
@@ -369,20 +381,27 @@ def violations(prob: Problem, sol: Solution) -> list[str]:
         r_cpu, r_mem = sol.room(pn)
         if cpu > r_cpu or mem > r_mem or cnt > pn.room:
             out.append(f"{pn.node.name}: over capacity")
-    by_host: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    by_host: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     quota = [0, 0]
     for pn in prob.nodes:
         dv, dm = sol.added(pn)
         if pn.host:
-            by_host[pn.host][0] += dv
-            by_host[pn.host][1] += dm
+            hu = by_host[pn.host]
+            hu[0] += dv
+            hu[1] += dm
+            if pn.quota and (dv or dm):  # a Nova resize: the old size stays claimed while it runs
+                hu[2] = max(hu[2], pn.cur_vcpus)
+                hu[3] = max(hu[3], pn.cur_mib)
+    for h, (dv, dm, hold_v, hold_m) in by_host.items():
+        hf = prob.hosts.get(h)
+        if hf and ((hf.vcpus is not None and dv + hold_v > hf.vcpus)
+                   or (hf.memory_mib is not None and dm + hold_m > hf.memory_mib)):
+            out.append(f"host {h}: over its free capacity")
+    for pn in prob.nodes:
         if pn.quota:
+            dv, dm = sol.added(pn)
             quota[0] += dv
             quota[1] += dm
-    for h, (dv, dm) in by_host.items():
-        hf = prob.hosts.get(h)
-        if hf and ((hf.vcpus is not None and dv > hf.vcpus) or (hf.memory_mib is not None and dm > hf.memory_mib)):
-            out.append(f"host {h}: over its free capacity")
     q = prob.inp.limits.quota
     if (q.cores is not None and quota[0] > q.cores) or (q.ram_mib is not None and quota[1] > q.ram_mib):
         out.append("project quota exceeded")

@@ -167,12 +167,15 @@ def _competition(prob: Problem, pp: PPod, pod: PendingPod, cand: Sequence[PNode]
     planned there."""
     cached = prob.memo.get("loads")
     if cached is None or cached[0] is not sol:
-        host_used: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        host_used: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # added vCPUs, MiB; held (Nova)
         used_q = [0, 0]
         for pn in prob.nodes:
             dv, dm = sol.added(pn)
-            host_used[pn.host][0] += dv
-            host_used[pn.host][1] += dm
+            hu = host_used[pn.host]
+            hu[0] += dv
+            hu[1] += dm
+            if pn.quota and (dv or dm):
+                hu[2], hu[3] = max(hu[2], pn.cur_vcpus), max(hu[3], pn.cur_mib)
             if pn.quota:
                 used_q[0] += dv
                 used_q[1] += dm
@@ -201,8 +204,11 @@ def _competition(prob: Problem, pp: PPod, pod: PendingPod, cand: Sequence[PNode]
         more_v, more_m = max(0, dv - own_v), max(0, dm - own_m)
         hf = prob.hosts.get(pn.host)
         hu = host_used[pn.host]
-        left_v = None if hf is None or hf.vcpus is None else hf.vcpus - hu[0]
-        left_m = None if hf is None or hf.memory_mib is None else hf.memory_mib - hu[1]
+        # problem.py's hold rule: a Nova resize in place needs its new size free while the old one is held
+        hold_v = max(hu[2], pn.cur_vcpus) if pn.quota else hu[2]
+        hold_m = max(hu[3], pn.cur_mib) if pn.quota else hu[3]
+        left_v = None if hf is None or hf.vcpus is None else hf.vcpus - hu[0] - hold_v
+        left_m = None if hf is None or hf.memory_mib is None else hf.memory_mib - hu[1] - hold_m
         if (left_v is not None and more_v > left_v) or (left_m is not None and more_m > left_m):
             kinds.append(("hypervisor", f"hypervisor {pn.host} has only {_q(left_v)} vCPUs / {_q(left_m)} MiB free "
                                         f"(growing {pn.node.name} to fit it needs +{more_v} vCPUs / +{more_m} MiB)"))

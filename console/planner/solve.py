@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from console.planner import heuristic
+from console.planner.bounds import lower_bound
 from console.planner.exact import solve_exact
 from console.planner.model import LIBVIRT, NodeChange, Plan, PlanInput, Size, Unplaceable
 from console.planner.problem import Problem, Solution, build, violations
@@ -18,6 +19,7 @@ from console.planner.reasons import unplaceable
 
 # the MILP's size (pod×node pairs) up to which the exact solver runs first
 EXACT_MAX_PAIRS = 4000
+EXACT_SURE_PAIRS = 600  # below this the exact solver finishes in well under a second
 
 
 def solve(inp: PlanInput, *, time_limit: float = 2.0) -> Plan:
@@ -27,7 +29,8 @@ def solve(inp: PlanInput, *, time_limit: float = 2.0) -> Plan:
     pairs = sum(len(pp.eligible) for pp in prob.pods)
     notes: list[str] = list(inp.limits.notes) + prob.notes
     if pairs <= EXACT_MAX_PAIRS:
-        res = solve_exact(prob, time_limit)
+        # a big model may not finish: keep some of the time for the heuristic to compete with its incumbent
+        res = solve_exact(prob, time_limit if pairs <= EXACT_SURE_PAIRS else time_limit * 0.7)
         if res.solution is not None and not violations(prob, res.solution):
             sol, optimal, bound, solver = res.solution, res.optimal, res.bound, "exact"
             if not optimal:
@@ -37,7 +40,7 @@ def solve(inp: PlanInput, *, time_limit: float = 2.0) -> Plan:
                 notes.append(f"the exact solver did not finish in {time_limit:g} s: best plan found, with its gap")
             return _plan(prob, sol, optimal, solver, bound, t0, notes)
     sol = heuristic.solve(prob, max(0.1, time_limit - (time.monotonic() - t0)))
-    bound = heuristic.lower_bound(prob, sol)
+    bound = lower_bound(prob, sol)
     cost = sol.cost(prob)
     optimal = bound is not None and cost - bound <= 1e-9 * max(1.0, cost)
     return _plan(prob, sol, optimal, "heuristic", bound, t0, notes)

@@ -195,6 +195,8 @@ def _cheapest(inp: PlanInput, assign: tuple[int | None, ...], per_node: list[lis
         fitting.append(ok)
     best = None
     for combo in itertools.product(*fitting):
+        hold_v: dict[str, int] = {}
+        hold_m: dict[str, int] = {}
         host_v: dict[str, int] = {}
         host_m: dict[str, int] = {}
         qv = qm = 0
@@ -206,6 +208,14 @@ def _cheapest(inp: PlanInput, assign: tuple[int | None, ...], per_node: list[lis
             host_m[n.vm.host] = host_m.get(n.vm.host, 0) + dm
             if n.vm.method == OPENSTACK:
                 qv, qm = qv + dv, qm + dm
+        # a Nova resize in place needs its new size free while the old one is held: one after another on a
+        # host, Σ added + the largest current size among them must fit (console/planner/problem.py)
+        for n, (s, _) in zip(inp.nodes, combo, strict=True):
+            if n.vm is not None and n.vm.method == OPENSTACK and s != n.vm.current:
+                hold_v[n.vm.host] = max(hold_v.get(n.vm.host, 0), n.vm.current.vcpus)
+                hold_m[n.vm.host] = max(hold_m.get(n.vm.host, 0), n.vm.current.memory_mib)
+        host_v = {h: v + hold_v.get(h, 0) for h, v in host_v.items()}
+        host_m = {h: v + hold_m.get(h, 0) for h, v in host_m.items()}
         if any((hf.vcpus is not None and host_v.get(h, 0) > hf.vcpus)
                or (hf.memory_mib is not None and host_m.get(h, 0) > hf.memory_mib)
                for h, hf in inp.limits.hosts.items()):

@@ -10,6 +10,7 @@ HEADLESS = (
     "console.kube",
     "console.infra",
     "console.runbook",
+    "console.planner",
     "console.lab",
     "console.config",
     "console.audit",

@@ -11,6 +11,7 @@ from planner_instances import FLAVORS, brute_force, node, random_instance
 
 from console.infra.sizes import GiB
 from console.planner import heuristic
+from console.planner.bounds import lower_bound
 from console.planner.model import AntiAffinityTerm, HostFree, Limits, PendingPod, PlanInput, Quota
 from console.planner.problem import build, violations
 
@@ -24,7 +25,7 @@ def test_heuristic_is_feasible_and_its_bound_is_below_the_optimum(seed: int) -> 
     assert violations(prob, sol) == []
     placed, cost = brute_force(inp)
     assert len(sol.assign) <= placed
-    lb = heuristic.lower_bound(prob, sol)
+    lb = lower_bound(prob, sol)
     if lb is not None:
         assert len(sol.assign) == placed  # it placed every placeable pod
         assert lb <= cost + 1e-9

@@ -88,8 +88,9 @@ def test_hypervisor_allows_no_larger_vm() -> None:
 
 
 def test_hypervisor_free_capacity() -> None:
-    r = _reason((node("w0", MEDIUM),), pod(cpu_m=5000), Limits({"h1": HostFree(vcpus=3, memory_mib=65536)}))
-    assert r == "hypervisor h1 has only 3 vCPUs / 65536 MiB free (growing w0 to fit it needs +6 vCPUs / +8192 MiB)"
+    r = _reason((node("w0", MEDIUM),), pod(cpu_m=5000), Limits({"h1": HostFree(vcpus=5, memory_mib=65536)}))
+    # the resize holds m1.medium's 2 vCPUs / 4096 MiB while it claims m1.large
+    assert r == "hypervisor h1 has only 3 vCPUs / 61440 MiB free (growing w0 to fit it needs +6 vCPUs / +8192 MiB)"
 
 
 def test_project_quota() -> None:

@@ -82,14 +82,26 @@ def test_live_scale_up_preferred_between_equal_costs() -> None:
 def test_host_capacity_bounds_the_growths_on_it() -> None:
     nodes = (node("w0", MEDIUM, host="cmp1"), node("w1", MEDIUM, host="cmp1"), node("w2", MEDIUM, host="cmp2"))
     pods = (pod("a", 5000), pod("b", 5000), pod("c", 5000))  # one per m1.large
-    # cmp1 has room for one m1.large growth (+6 vCPUs) only; cmp2 for one more
-    limits = Limits({"cmp1": HostFree(vcpus=8, memory_mib=65536), "cmp2": HostFree(vcpus=6, memory_mib=65536)})
+    # a Nova resize in place needs the new flavor free (the old one stays claimed while it runs): cmp1's 10 free
+    # vCPUs take one m1.large resize (+6, holding 2 → 8), not two (+12 + 2); cmp2's 8 take one
+    limits = Limits({"cmp1": HostFree(vcpus=10, memory_mib=65536), "cmp2": HostFree(vcpus=8, memory_mib=65536)})
     plan = solve(PlanInput(nodes, pods, limits))
     assert len(plan.nodes) == 2 and len(plan.placements) == 2
     assert sorted(c.node for c in plan.nodes)[1] == "w2"
     (unplaced,) = plan.unplaceable
     assert unplaced.reason.startswith(("hypervisor cmp1 has only 2 vCPUs", "hypervisor cmp2 has only 0 vCPUs")), \
         unplaced.reason
+
+
+def test_a_nova_resize_needs_the_new_flavor_free_on_its_host() -> None:
+    """Nova's migration allocations: the resize claims m1.large (8 vCPUs) while m1.medium's 2 stay held, so 7 free
+    vCPUs are not enough for +6 (the lab's resize fails NoValidHost); a libvirt live scale-up needs only +6."""
+    grow = (pod("a", 5000),)
+    assert solve(PlanInput((node("w0", MEDIUM),), grow, Limits({"h1": HostFree(vcpus=7)}))).placements == {}
+    assert solve(PlanInput((node("w0", MEDIUM),), grow, Limits({"h1": HostFree(vcpus=8)}))).placements == \
+        {"default/a": "w0"}
+    live = node("lv", Size(2, 4096), method=LIBVIRT, max_size=Size(8, 4096))
+    assert solve(PlanInput((live,), grow, Limits({"h1": HostFree(vcpus=6)}))).placements == {"default/a": "lv"}
 
 
 def test_project_quota_bounds_openstack_growths_not_libvirt() -> None:
