@@ -119,6 +119,16 @@ async def _plan(pilot: Any) -> None:
     await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "PlanModal")
 
 
+async def _plan_all(pilot: Any) -> None:
+    """`P` on the Pending screen: the fleet plan for every Pending pod (issue 13)."""
+    await _pending(pilot)
+    await pilot.press("P")
+    await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "FleetScreen", what="the fleet screen")
+    screen = pilot.app.screen
+    await wait_until(pilot, lambda: not screen.planning and (screen.plan is not None or screen.plan_error), 60,
+                     what="the fleet plan")
+
+
 async def _help(pilot: Any) -> None:
     await loaded(pilot)
     await pilot.press("question_mark")
@@ -203,6 +213,7 @@ SCREENS: dict[str, Steps] = {
     "compare": _compare,
     "pending": _pending,
     "pending-plan": _plan,
+    "plan-all": _plan_all,
     "help": _help,
     "command-bar": _command,
     "hooks": _via_command("hooks", "HooksScreen"),

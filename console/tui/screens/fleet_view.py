@@ -83,8 +83,8 @@ def plan_summary(plan: Plan) -> str:
              f"{placed}/{total} pods placed"]
     if plan.unplaceable:
         parts.append(f"{len(plan.unplaceable)} unplaceable")
-    solver = f"{plan.solver}, {plan.seconds:.1f}s" if plan.solver else f"{plan.seconds:.1f}s"
-    parts += [f"cost {fmt_cost(plan.cost)}", f"{gap_text(plan)} ({solver})"]
+    # the solver's name, not its seconds: a figure that differs run to run belongs in `plan -o json`
+    parts += [f"cost {fmt_cost(plan.cost)}", f"{gap_text(plan)} ({plan.solver})" if plan.solver else gap_text(plan)]
     return " · ".join(parts)
 
 

@@ -248,6 +248,10 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         states = view.node_states(listings, cur.name) if cur else {}
         for x in listings:
             table.add_row("●" if x.node in self.marked else " ", x.node, states.get(x.node, ""), key=x.node)
+        # sized here: DataTable's auto width sometimes kept the label's width after a refill ("differs (" cut)
+        column = table.ordered_columns[2]
+        column.auto_width = False
+        column.width = max([len("this file"), *(len(states.get(x.node, "")) for x in listings)])
         target = self.targets.get(kind)
         reaches_all = target is not None and target.mount.source == "configMap"
         self.query_one("#hooks-selector-input", Input).placeholder = (
