@@ -64,19 +64,9 @@ def flavors(settings: Any) -> list[Any]:
 
 def failed_scheduling(api: Any) -> tuple[dict[tuple[str, str], Any], str]:
     """The latest FailedScheduling event per pod (what the Pending screen's WHY shows), or why none is known."""
-    from kubernetes.client.exceptions import ApiException
+    from console.kube.events import read_failed_scheduling
 
-    from console.faults import redact, status_message
-    from console.kube.events import Events
-
-    events = Events(api)
-    try:
-        events.scheduling.cache.relist()
-    except ApiException as e:
-        if e.status != 403:
-            raise
-        return {}, f"cannot list events: {redact(status_message(e)) or 'forbidden'} (403 Forbidden)"
-    return events.failed_scheduling(), ""
+    return read_failed_scheduling(api)
 
 
 # -- what each view shows ----------------------------------------------------------------------------------------

@@ -126,3 +126,21 @@ class Events:
             if cur is None or _order(e) >= _order(cur):
                 out[key] = e
         return out
+
+
+def read_failed_scheduling(api_client: Any) -> tuple[dict[tuple[str, str], EventInfo], str]:
+    """The latest FailedScheduling event per pod, listed once (headless: `get pending`, `plan`), or why none is known:
+    a user who may not list events (403) still gets the rest, with that said."""
+    from kubernetes.client.exceptions import ApiException
+
+    from console.faults import redact, status_message
+
+    events = Events(api_client)
+    try:
+        events.scheduling.cache.relist()
+    except ApiException as e:
+        if e.status != 403:
+            raise
+        return {}, (f"cannot list events: {redact(status_message(e)) or 'forbidden'} (403 Forbidden): the "
+                    "scheduler's FailedScheduling reasons are not shown")
+    return events.failed_scheduling(), ""

@@ -174,18 +174,10 @@ def _list_pods(api_client: Any) -> tuple[list[dict[str, Any]], dict[str, _NodeTa
 
 
 def _failed_scheduling(api_client: Any) -> tuple[dict[tuple[str, str], str], str]:
-    from kubernetes.client.exceptions import ApiException
+    from console.kube.events import read_failed_scheduling
 
-    from console.kube.events import Events
-
-    events = Events(api_client)
-    try:
-        events.scheduling.cache.relist()
-    except ApiException as e:
-        if e.status != 403:
-            raise
-        return {}, "cannot list events (403 Forbidden): the scheduler's FailedScheduling reasons are not shown"
-    return {k: e.message for k, e in events.failed_scheduling().items()}, ""
+    events, why = read_failed_scheduling(api_client)
+    return {k: e.message for k, e in events.items()}, why
 
 
 def _budgets(api_client: Any) -> tuple[list[dict[str, Any]], str]:
