@@ -206,6 +206,25 @@ def _selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
     return all(_expr_matches(e, labels) for e in selector.get("matchExpressions") or [])
 
 
+def budget_blocks(pods: Iterable[Any], budgets: Iterable[Any]) -> list[tuple[Any, Any]]:
+    """(pod, budget) for each pod a PodDisruptionBudget of its namespace selects while it allows no disruption now
+    (status.disruptionsAllowed ≤ 0: the eviction subresource's check, pkg/registry/core/pod/storage/eviction.go
+    checkAndDecrement) — the pods whose eviction would be refused (429) if tried now. Pure: API-shaped dicts."""
+    stuck: dict[str, list[Any]] = {}
+    for b in budgets:
+        if int((b.get("status") or {}).get("disruptionsAllowed") or 0) <= 0:
+            stuck.setdefault((b.get("metadata") or {}).get("namespace") or "default", []).append(b)
+    out = []
+    for p in pods:
+        meta = p.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        budget = next((b for b in stuck.get(meta.get("namespace") or "default", ())
+                       if _selects((b.get("spec") or {}).get("selector"), labels)), None)
+        if budget is not None:
+            out.append((p, budget))
+    return out
+
+
 def budgets_for(api_client: Any, namespace: str, labels: dict[str, str]) -> list[str]:
     """Names of the PodDisruptionBudgets in `namespace` whose selector matches `labels`."""
     from kubernetes import client

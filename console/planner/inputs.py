@@ -85,20 +85,12 @@ def pdb_blocked(pods: Sequence[Mapping[str, Any]], budgets: Sequence[Mapping[str
     """"ns/name" of the pods (all on one node) a drain would evict but a PodDisruptionBudget refuses now: one in
     the pod's namespace selects it and allows no disruption (status.disruptionsAllowed 0, as the eviction
     subresource checks it: pkg/registry/core/pod/storage/eviction.go checkAndDecrement)."""
-    from console.kube.drain import _selects, classify
+    from console.kube.drain import budget_blocks, classify
 
-    stuck = [b for b in budgets if int((b.get("status") or {}).get("disruptionsAllowed") or 0) <= 0]
-    if not stuck:
-        return ()
-    out = []
-    for p in pods:
-        meta = p.get("metadata") or {}
-        if classify(dict(p), daemonsets=daemonsets).action != "evict":
-            continue  # a DaemonSet or mirror pod is not evicted; a bare pod stops the drain by itself
-        ns, labels = meta.get("namespace") or "default", meta.get("labels") or {}
-        if any((b.get("metadata") or {}).get("namespace") == ns and _selects((b.get("spec") or {}).get("selector"),
-                                                                             labels) for b in stuck):
-            out.append(f"{ns}/{meta.get('name', '')}")
+    evicted = [p for p in pods if classify(dict(p), daemonsets=daemonsets).action == "evict"]  # a DaemonSet or
+    # mirror pod is not evicted; a bare pod stops the drain by itself
+    out = [f"{(p.get('metadata') or {}).get('namespace') or 'default'}/{(p.get('metadata') or {}).get('name', '')}"
+           for p, _ in budget_blocks(evicted, budgets)]
     return tuple(sorted(out))
 
 

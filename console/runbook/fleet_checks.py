@@ -42,20 +42,12 @@ def blocking_budgets(pods: Iterable[Mapping[str, Any]], budgets: Iterable[Mappin
     """"ns/pod (PodDisruptionBudget ns/pdb allows no disruption now)" for each pod a budget with
     disruptionsAllowed 0 selects (pure: `pods` are those the drain evicts, `budgets` the PDB objects)."""
     out = []
-    by_ns: dict[str, list[Mapping[str, Any]]] = {}
-    for b in budgets:
-        by_ns.setdefault((b.get("metadata") or {}).get("namespace", "default"), []).append(b)
-    for p in pods:
-        meta = p.get("metadata") or {}
-        ns, labels = meta.get("namespace", "default"), meta.get("labels") or {}
-        for b in by_ns.get(ns, []):
-            status = b.get("status") or {}
-            if drains._selects((b.get("spec") or {}).get("selector"), labels) and \
-                    int(status.get("disruptionsAllowed") or 0) <= 0:
-                out.append(f"{ns}/{meta.get('name')} (PodDisruptionBudget {ns}/{b['metadata']['name']} allows no "
-                           f"disruption now: {status.get('currentHealthy', '?')} healthy, "
-                           f"{status.get('desiredHealthy', '?')} needed)")
-                break
+    for p, b in drains.budget_blocks(pods, budgets):
+        meta, status = p.get("metadata") or {}, b.get("status") or {}
+        ns = meta.get("namespace") or "default"
+        out.append(f"{ns}/{meta.get('name')} (PodDisruptionBudget {ns}/{b['metadata']['name']} allows no "
+                   f"disruption now: {status.get('currentHealthy', '?')} healthy, "
+                   f"{status.get('desiredHealthy', '?')} needed)")
     return out
 
 
