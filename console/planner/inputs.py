@@ -87,8 +87,8 @@ def pdb_blocked(pods: Sequence[Mapping[str, Any]], budgets: Sequence[Mapping[str
     subresource checks it: pkg/registry/core/pod/storage/eviction.go checkAndDecrement)."""
     from console.kube.drain import budget_blocks, classify
 
-    evicted = [p for p in pods if classify(dict(p), daemonsets=daemonsets).action == "evict"]  # a DaemonSet or
-    # mirror pod is not evicted; a bare pod stops the drain by itself
+    # a DaemonSet or mirror pod is not evicted; a bare pod stops the drain by itself
+    evicted = [p for p in pods if classify(dict(p), daemonsets=daemonsets).action == "evict"]
     out = [f"{(p.get('metadata') or {}).get('namespace') or 'default'}/{(p.get('metadata') or {}).get('name', '')}"
            for p, _ in budget_blocks(evicted, budgets)]
     return tuple(sorted(out))
