@@ -386,6 +386,93 @@ def _tighten(prob: Problem, sol: Solution) -> Solution:
     return out
 
 
+def _repack(prob: Problem, sizes: Solution, pods: list[int], budget: int = 4000) -> Solution | None:
+    """Exchange move at fixed sizes: place all of `pods` on the nodes at the sizes `sizes` chose, by a
+    depth-first search over pod → node (at most `budget` steps); None when it finds no packing.
+
+    Greedy placement puts each pod in the tightest fit it sees and never moves one already placed, so a tight
+    two-resource packing (a set of sizes that would hold every pod, but only with the pods arranged just so)
+    makes it grow one node more; this search re-arranges them. Only for small instances (see `solve`).
+    """
+    free_c = {pn.i: sizes.room(pn)[0] for pn in prob.nodes}
+    free_m = {pn.i: sizes.room(pn)[1] for pn in prob.nodes}
+    free_n = {pn.i: pn.room for pn in prob.nodes}
+    clq: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for cid, (members, key) in enumerate(prob.conflicts):
+        for j in members:
+            clq[j].append((cid, key))
+    taken: dict[tuple[int, str, str], int] = defaultdict(int)  # (clique, key, domain) → pods there
+    # most constrained first: fewest nodes, then the larger share of the room on offer
+    tot_c = max(1.0, float(sum(max(0, v) for v in free_c.values())))
+    tot_m = max(1.0, float(sum(max(0, v) for v in free_m.values())))
+    order = sorted(pods, key=lambda j: (len(prob.pods[j].eligible), -max(prob.pods[j].pod.cpu_m / tot_c,
+                                                                          prob.pods[j].pod.memory / tot_m)))
+    # two nodes with the same room left, admitting the same pods, in no anti-affinity domain apart, are
+    # interchangeable: after one failed the other would too
+    admit: dict[int, list[int]] = defaultdict(list)
+    for j in pods:
+        for n in prob.pods[j].eligible:
+            admit[n].append(j)
+    keys = sorted({key for _, key in prob.conflicts})
+    sig = {pn.i: (tuple(admit[pn.i]), tuple(prob.domain_of(pn.i, k) for k in keys)) for pn in prob.nodes}
+    assign: dict[int, int] = {}
+    steps = 0
+
+    def fits(j: int, n: int) -> bool:
+        pod = prob.pods[j].pod
+        if free_n[n] < 1 or free_c[n] < pod.cpu_m or free_m[n] < pod.memory:
+            return False
+        return all(taken[cid, key, d] == 0 for cid, key in clq[j]
+                   if (d := prob.domain_of(n, key)) is not None)
+
+    def mark(j: int, n: int, sign: int) -> None:
+        pod = prob.pods[j].pod
+        free_n[n] -= sign
+        free_c[n] -= sign * pod.cpu_m
+        free_m[n] -= sign * pod.memory
+        for cid, key in clq[j]:
+            d = prob.domain_of(n, key)
+            if d is not None:
+                taken[cid, key, d] += sign
+
+    def dfs(t: int) -> bool:
+        nonlocal steps
+        if t == len(order):
+            return True
+        j = order[t]
+        seen: set[tuple[object, ...]] = set()
+        for n in prob.pods[j].eligible:
+            steps += 1
+            if steps > budget:
+                return False
+            state = (free_c[n], free_m[n], free_n[n], sig[n])
+            if state in seen or not fits(j, n):
+                continue
+            seen.add(state)
+            mark(j, n, 1)
+            assign[j] = n
+            if dfs(t + 1):
+                return True
+            del assign[j]
+            mark(j, n, -1)
+        return False
+
+    if not dfs(0):
+        return None
+    out = Solution(assign, dict(sizes.joint), dict(sizes.cpu), dict(sizes.mem))
+    return None if violations(prob, out) else _tighten(prob, out)
+
+
+def _sizes(prob: Problem, presets: tuple[tuple[int, int, int, int], ...]) -> Solution:
+    sol = Solution({})
+    for n, j, k, m in presets:
+        if prob.nodes[n].ranged:
+            sol.cpu[n], sol.mem[n] = k, m
+        else:
+            sol.joint[n] = j
+    return sol
+
+
 def _key(prob: Problem, sol: Solution) -> tuple[int, float]:
     return (len(sol.assign), -round(sol.cost(prob), 9))
 
@@ -458,9 +545,16 @@ def solve(prob: Problem, time_limit: float = 2.0, max_rounds: int = 1000) -> Sol
             for a_i, a in enumerate(presets):
                 for b in presets[a_i + 1:]:
                     if a[0] != b[0]:
+                        got = []
                         for order in (hardest, orders[2]):
-                            yield _recreate(prob, ar, Solution({}), set(), order, domains, pod_cliques, idx_of,
-                                            (a, b))
+                            got.append(_recreate(prob, ar, Solution({}), set(), order, domains, pod_cliques,
+                                                 idx_of, (a, b)))
+                            yield got[-1]
+                        # greedy packing grew a third node (or left a pod out): re-arrange at these two sizes
+                        sizes = _sizes(prob, (a, b))
+                        most = max(got, key=lambda s: _key(prob, s))
+                        if most.assign and _key(prob, most) < (len(most.assign), -sizes.cost(prob)):
+                            yield _repack(prob, sizes, sorted(most.assign))
         yield from repairs()
         for pn in sorted((pn for pn in prob.nodes if best.grown(pn)), key=lambda pn: -best.node_cost(pn)):
             for order in orders[:2]:  # undo one growth, re-place everything
