@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -311,9 +312,14 @@ async def generate(out: Path, names: list[str] | None = None) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tests/support/screenshots.py", description=(__doc__ or "").split("\n")[0])
+    # the screens' names listed whole: argparse's own wrapping breaks lines at hyphens (scale-up-/finished)
+    screens = textwrap.fill(", ".join(SCREENS), 100, break_on_hyphens=False, initial_indent="  ",
+                            subsequent_indent="  ")
+    parser = argparse.ArgumentParser(prog="tests/support/screenshots.py", description=(__doc__ or "").split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=f"screens:\n{screens}")
     parser.add_argument("--out", default="screenshots", help="output directory (default: screenshots)")
-    parser.add_argument("names", nargs="*", help=f"only these screens (of: {', '.join(SCREENS)})")
+    parser.add_argument("names", nargs="*", help="only these screens (listed below)")
     args = parser.parse_args(argv)
     os.environ.setdefault("XDG_DATA_HOME", tempfile.mkdtemp(prefix="console-xdg-"))  # no user themes in shots
     asyncio.run(generate(Path(args.out), args.names))
