@@ -93,22 +93,11 @@ def pending_pods(api_client: Any, node: NodeInfo | None = None, *, page: int = L
 
 
 def _expr_matches(expr: dict[str, Any], labels: dict[str, str]) -> bool:
-    key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
-    if op == "In":
-        return labels.get(key) in values
-    if op == "NotIn":
-        return labels.get(key) not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    if op in ("Gt", "Lt") and key in labels and values:
-        try:
-            a, b = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return a > b if op == "Gt" else a < b
-    return False
+    """One nodeSelectorRequirement / LabelSelectorRequirement: the planner's matcher, which follows
+    component-helpers nodeaffinity (Gt/Lt: exactly one value, Go's ParseInt)."""
+    from console.planner.constraints import requirement_matches
+
+    return requirement_matches(expr, labels)
 
 
 def selects_node(pod: dict[str, Any], node: NodeInfo) -> bool:
