@@ -133,9 +133,9 @@ def _unreachable(e: Exception, settings: Any) -> Stop:
     fault = faults.classify(e, faults.Where(settings.kubeconfig or "", settings.context or ""))
     if fault is not None:
         return Stop(EXIT_BACKEND, "error", f"{fault.message}; nothing was changed", fault.kind)
-    return Stop(EXIT_BACKEND, "error", f"the Kubernetes API cannot be used ({type(e).__name__}: "
-                                       f"{str(e).splitlines()[0][:200] if str(e) else ''}); check the kubeconfig's "
-                                       "server, the network and the CA; nothing was changed", "kube-unreachable")
+    return Stop(EXIT_BACKEND, "error", f"the Kubernetes API cannot be used ({faults.describe(e)}); check the "
+                                       "kubeconfig's server, the network and the CA; nothing was changed",
+                "kube-unreachable")
 
 
 def _missing(api: Any, settings: Any, action: str) -> Stop | None:

@@ -56,7 +56,7 @@ def add_parser(sub: Any) -> None:
     ls.add_argument("--kind", choices=KINDS, default=None, help="hooks or feature files only (default: both)")
     _nodes(ls, required=False)
     pu = fs.add_parser("push", help="write one hook or feature file to the chosen nodes (preview, confirm)")
-    pu.add_argument("file", metavar="FILE", help="local file with the content")
+    pu.add_argument("file", metavar="FILE", help="local file with the content (- : standard input, with --name)")
     pu.add_argument("--name", default=None, help="file name on the node (default: FILE's own name)")
     pu.add_argument("--kind", choices=KINDS, required=True)
     pu.add_argument("--dry-run", action="store_true", help="show the plan and the label preview, change nothing")
@@ -388,6 +388,9 @@ def _plan_text(target: Any, verb: str, name: str, rows: Sequence[Mapping[str, An
 def _push(args: argparse.Namespace) -> tuple[dict[str, Any], str, int]:
     from console.kube.nfdfiles import FileTargetError, check_content, check_name
 
+    if args.file == "-" and not args.name:
+        raise Stop(EXIT_USAGE, "error", "FILE - (standard input) needs --name NAME: the file's name on the nodes",
+                   "usage")
     content = _read_file(args.file)
     name = args.name or os.path.basename(args.file)
     try:

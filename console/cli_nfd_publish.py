@@ -102,20 +102,27 @@ def _nodes(api: Any, args: argparse.Namespace) -> list[str]:
     return names
 
 
-def _content(args: argparse.Namespace, version: Any, nodes: list[str]
+def _from_file(args: argparse.Namespace) -> str | None:
+    """--from-file's text, read before anything is sent or asked of the cluster (a bad file is refused first)."""
+    if not args.from_file:
+        return None
+    if not args.kind:
+        raise Stop(EXIT_USAGE, "error", "--from-file needs --kind hook|feature", "usage")
+    return _read_file(args.from_file)
+
+
+def _content(args: argparse.Namespace, version: Any, nodes: list[str], text: str | None
              ) -> tuple[dict[str, tuple[dict[str, str], dict[str, Any]]], list[str]]:
     """node -> (labels, features) to publish, and warnings. A hook runs once per node with that node's
     NODE_NAME (nfd-worker's DaemonSet sets it from spec.nodeName), here, not on the node."""
     if args.delete:
         return {n: ({}, {}) for n in nodes}, []
-    if args.from_file:
+    if text is not None:
         from pathlib import Path
 
         from console.kube.nodefeatures import local_file_spec
 
-        if not args.kind:
-            raise Stop(EXIT_USAGE, "error", "--from-file needs --kind hook|feature", "usage")
-        content, name = _read_file(args.from_file), Path(args.from_file).name
+        content, name = text, Path(args.from_file).name
         out: dict[str, Any] = {}
         warnings: list[str] = []
         for node in nodes if args.kind == "hook" else nodes[:1]:
@@ -145,6 +152,7 @@ def _publish(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from console.kube import nodefeatures as NFS
     from console.kube.access import review
 
+    text = _from_file(args)
     settings = _settings(args)
     guard = Guard.from_settings(settings)
     api = _connect(settings)
@@ -155,7 +163,7 @@ def _publish(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         except NFS.PublishRefused as e:
             raise Stop(EXIT_USAGE, "refused", str(e), e.kind) from e
         nodes = _nodes(api, args)
-    content, warnings = _content(args, nfd.version, nodes)
+    content, warnings = _content(args, nfd.version, nodes, text)
     with _store_errors("reading NodeFeatures", settings):
         try:
             plans = NFS.plan_publish(api, nfd, nodes, namespace=args.namespace, name=args.name, per_node=content,

@@ -22,6 +22,7 @@ from console.config import Settings
 from console.gateways import Gateways
 from console.runbook.interrupt import StopFlag
 from console.runbook.scaleup import ScaleUpPlan, ScaleUpRequest
+from console.tui.errors import explain
 from console.tui.safety import ConfirmDanger, dangerous
 from console.tui.screens.scaleup_messages import (
     LiveStateReady,
@@ -386,7 +387,7 @@ class ScaleUpScreen(GuardsItsRun, ScaleUpView):
         # the app turns the error into a notification; here the screen stops showing "running"
         if event.state != WorkerState.ERROR or event.worker.error is None:
             return
-        err = f"{type(event.worker.error).__name__}: {event.worker.error}"
+        err = explain(event.worker.error)
         if event.worker.group == "scale-up-run":
             self.run.running = False
             self.run.error = err
