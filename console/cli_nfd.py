@@ -337,6 +337,8 @@ def _validate(args: argparse.Namespace) -> int:
                     "message": f"NodeFeatureRule {names} not valid for NFD {config.version}"} if bad
                    else {"status": "valid", "exit_code": 0})
         print(json.dumps({**verdict, "nfd_version": str(config.version), "objects": report}, indent=2))
+        if bad:
+            print(f"error: {verdict['message']}", file=sys.stderr)
     else:
         for r in report:
             for i in r["issues"]:

@@ -105,9 +105,10 @@ def _from_cluster(args: argparse.Namespace) -> Any:
     try:
         dep = discover_nfd(api)
     except NfdDiscoveryError as exc:  # the cluster could not be read (a 403 names what is missing): exit 6
-        missing = list(getattr(exc, "missing", None) or ())
-        raise FlagStop(EXIT_BACKEND, "kube-forbidden" if missing else "nfd-unreadable", str(exc),
-                       **({"missing": missing} if missing else {})) from None
+        from console.cli_nfd_status import discovery_failed
+
+        kind, message, extra = discovery_failed(exc, getattr(args, "kubeconfig", None), getattr(args, "context", None))
+        raise FlagStop(EXIT_BACKEND, kind, message, **extra) from None
     if dep is None:
         raise FlagStop(EXIT_FAILED, "no-nfd", "no node-feature-discovery found in this cluster (no nfd-master or "
                        "nfd-worker workload in any namespace); previews still work without --from-cluster, with "

@@ -80,8 +80,10 @@ def run(args: argparse.Namespace) -> int:
     except Stop as e:
         return e.report("nfd publish", args.output)
     except KeyboardInterrupt:
-        print("nfd publish: interrupted", file=sys.stderr)
-        return 5
+        from console.cli_nfd_deploy import interrupted
+
+        return interrupted("nfd publish", args.output, "interrupted: `nfd publish --dry-run` shows what each node's "
+                           "NodeFeature holds now")
     if args.output == "json":
         print(json.dumps(doc, indent=1, default=str))
     else:
@@ -131,7 +133,8 @@ def _content(args: argparse.Namespace, version: Any, nodes: list[str], text: str
             except ValueError as e:
                 raise Stop(EXIT_FAILED, "failed", str(e), "hook-failed") from e
             if not spec.labels and not spec.features:
-                raise Stop(EXIT_FAILED, "failed", f"{args.from_file} yields no label and no feature", "empty")
+                raise Stop(EXIT_FAILED, "failed", f"{args.from_file} yields no label and no feature",
+                           "nothing-to-publish")
             out[node] = (spec.labels, spec.features)
             warnings.extend(w for w in spec.warnings if w not in warnings)
         return {n: out.get(n, out[nodes[0]]) for n in nodes}, warnings
@@ -151,6 +154,7 @@ def _publish(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from console.guard import Guard
     from console.kube import nodefeatures as NFS
     from console.kube.access import review
+    from console.kube.nfdstore import StoreNotFound
 
     text = _from_file(args)
     settings = _settings(args)
@@ -170,6 +174,8 @@ def _publish(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
                                      delete=args.delete)
         except NFS.PublishRefused as e:
             raise Stop(EXIT_USAGE, "refused", str(e), e.kind) from e
+        except StoreNotFound as e:  # a --node that does not exist
+            raise Stop(EXIT_FAILED, "failed", str(e), "no-such-node") from e
     for p in plans:
         p.warnings[:0] = warnings
     preview = NFS.preview_text(plans)
@@ -208,5 +214,6 @@ def _publish(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     done = [f"{p.node}: {p.result}" for p in plans if p.sends and p.result != "failed"]
     lines = "; ".join([*done, *(f"{p.node}: failed ({p.error})" for p in failed)])
     if failed:
-        return report("partial" if done else "failed", f"{lines}; nfd-master relabels the others", EXIT_FAILED)
+        return report("partial" if done else "failed", f"{lines}; nfd-master relabels the others", EXIT_FAILED,
+                      error="failed")
     return report("done", f"{lines}; nfd-master relabels the node(s)")

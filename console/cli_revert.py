@@ -13,9 +13,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from console.exit_codes import kind_of, result_kind
 from console.faults import is_fault
 from console.guard import GuardRefusal
-from console.runbook.engine import EXIT_USAGE
 from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
 
 
@@ -42,17 +42,17 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
     def err(msg: str) -> None:
         print(f"scale-up: {msg}", file=sys.stderr)
 
+    from console.cli_scaleup import refused
+
     try:
         plan, journal = plan_revert(session, args.node, resume=args.resume, node_timeout=args.node_timeout,
                                     resize_timeout=args.resize_timeout, dry_run=bool(args.dry_run))
     except (PlanRefused, SessionError) as e:  # SessionError: a journal of the node cannot be used
         if is_fault(e):
             raise  # cli.main: one line, the fault's exit code and JSON
-        err(str(e))
-        if args.output == "json":
-            out(args, {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE,
-                       **(e.details if isinstance(e, SessionError) else {})}, "")
-        return EXIT_USAGE
+        if isinstance(e, SessionError):
+            return refused(args, str(e), kind_of(e), **e.details)
+        return refused(args, str(e), "plan-refused")
     if not args.dry_run:
         try:
             session.guard.check(f"revert of the resize of {plan.server}")
@@ -69,10 +69,7 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
     except GuardRefusal as e:
         return refusal(args, e)
     except SessionError as e:  # another run holds the node (its Lease)
-        err(str(e))
-        if args.output == "json":
-            out(args, {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE, **e.details}, "")
-        return EXIT_USAGE
+        return refused(args, str(e), kind_of(e), **e.details)
     except Interrupted:
         return interrupted(args, plan.node, "")
     if result.status == "interrupted":
@@ -80,8 +77,8 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
     doc = {"run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,
            "message": result.message, "journal": result.journal_path, "elapsed_s": round(result.elapsed, 3),
            "plan": plan.to_dict(), "steps": result.steps}
-    if result.refusal:
-        doc["error"] = result.refusal
+    if result.exit_code:
+        doc["error"] = result_kind(result.status, result.refusal)
     out(args, doc, f"{result.status}: {result.message or 'resize reverted'} (run {result.run_id})")
     if result.exit_code:
         err(f"{result.status}: {result.message}")

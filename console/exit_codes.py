@@ -63,7 +63,8 @@ KINDS: dict[str, Kind] = {
     "bad-name": Kind((USAGE,), "`nfd files`: a file name nfd-worker would not read as given, or content it skips"),
     "bad-label": Kind((USAGE,), "`nfd publish --label`: a label nfd-worker would refuse"),
     "bad-pod": Kind((USAGE,), "`plan --pods`: a pod that does not exist or is not waiting for a node"),
-    "no-such-node": Kind((USAGE,), "`nfd files`: a node nfd-worker does not run on (or no such node)"),
+    "no-such-node": Kind((FAILED, USAGE), "no such node (`nfd publish`: 1), or one nfd-worker does not run on "
+                                          "(`nfd files`: 2)"),
     "unwritable-mount": Kind((USAGE,), "`nfd files`: a source.d / features.d volume the console cannot write"),
     "nfd-too-old": Kind((USAGE,), "`nfd publish`: NFD older than v0.14 reads no third-party NodeFeatures"),
     "no-nodefeature-api": Kind((USAGE,), "`nfd publish`: the cluster serves no NodeFeature API"),
@@ -90,8 +91,9 @@ KINDS: dict[str, Kind] = {
     # 4: needs attention
     "needs-attention": Kind((ATTENTION,), "a run stopped in a state it could not make safe (resumable: "
                                           "`--resume`)"),
-    "interrupted": Kind((ATTENTION, SIGINT), "interrupted by Ctrl-C/SIGTERM: a run stopped before its next step "
-                                             "(resumable), 4; where no command handles it, 130"),
+    "interrupted": Kind((ATTENTION, DECLINED, SIGINT), "interrupted by Ctrl-C/SIGTERM: a run stopped before its "
+                                                       "next step (resumable), 4; `nfd apply|files|publish`, 5 "
+                                                       "(what was done is said); where no command handles it, 130"),
     # 5: not confirmed
     "not-confirmed": Kind((DECLINED,), "not confirmed: answered no, interrupted at the question, or stdin is not a "
                                        "terminal and `--yes` was not given; nothing was changed"),
@@ -108,7 +110,6 @@ KINDS: dict[str, Kind] = {
     "openstack-forbidden": Kind((BACKEND,), "OpenStack refused the request (403)"),
     "libvirt-unreachable": Kind((BACKEND,), "a libvirt URI cannot be connected to"),
     "libvirt-auth": Kind((BACKEND,), "libvirt refused the authentication"),
-    "nfd-unreadable": Kind((BACKEND,), "NFD's deployment could not be read from the cluster"),
     # 70: a bug
     "bug": Kind((BUG,), "a bug: one line saying so, the traceback is in `$XDG_STATE_HOME/console/console.log`"),
 }
@@ -129,6 +130,20 @@ EXIT_CODES: dict[int, str] = {
 # a run's status (console/runbook: RunResult, FleetResult) → its kind, when it ends with an exit code other than 0
 STATUS_KINDS = {"failed": "failed", "verify-failed": "verify-failed", "needs-attention": "needs-attention",
                 "interrupted": "interrupted", "refused": "refused", "partial": "failed"}
+
+
+def kind_of(exc: BaseException, default: str = "refused") -> str:
+    """The kind a refusal carries in its `details` ({"error": KIND, ...}: SessionError, FleetError, LockError), else
+    `default`."""
+    details = getattr(exc, "details", None)
+    kind = details.get("error") if isinstance(details, dict) else None
+    return kind if isinstance(kind, str) and kind in KINDS else default
+
+
+def result_kind(status: str, refusal: str = "") -> str:
+    """The kind of a run's result that is not a success (RunResult, FleetResult: its status, or the Guard's kind
+    that refused it)."""
+    return refusal or STATUS_KINDS.get(status, "failed")
 
 
 def kinds_of(code: int) -> list[str]:

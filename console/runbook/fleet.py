@@ -166,7 +166,7 @@ class Fleet:
             try:
                 JournalLock(journal.path.parent, journal.run_id).check()
             except JournalBusy as e:
-                raise FleetError(str(e), {"pid": e.pid, "journal": str(e.journal)}) from e
+                raise FleetError(str(e), {"error": "held", "pid": e.pid, "journal": str(e.journal)}) from e
         if journal is None and (plan is None or not plan.nodes):
             raise NothingToDo("the plan grows no node: nothing to carry out" if plan is not None
                               else "no plan to carry out and no unfinished fleet run to resume")
@@ -202,7 +202,8 @@ class Fleet:
 
                 if is_fault(err):
                     raise
-                raise FleetError(f"{e['node']}: {err}", getattr(err, "details", {}) | {"node": e["node"]}) from err
+                raise FleetError(f"{e['node']}: {err}", {"error": "plan-refused"} | getattr(err, "details", {})
+                                 | {"node": e["node"]}) from err
             out.append((e, plan))
         return out
 
@@ -233,7 +234,7 @@ class Fleet:
         try:
             lock.acquire()
         except JournalBusy as e:
-            raise FleetError(str(e), {"pid": e.pid, "journal": str(e.journal)}) from e
+            raise FleetError(str(e), {"error": "held", "pid": e.pid, "journal": str(e.journal)}) from e
         try:
             todo = [e["node"] for e in self.entries if e["status"] != "done"]
             try:

@@ -163,7 +163,7 @@ def test_forbidden_names_the_missing_permissions_then_reads_what_it_may(lab: Lab
     assert kubectl(lab, "--context", "lab-viewer", "auth", "can-i", "list", "deployments.apps", "-A",
                    check=False).stdout.strip() == "no"
     code, doc, err = status(lab, tmp_path, "--context", "lab-viewer")
-    assert code == 6 and doc["status"] == "error" and doc["error"] == "forbidden"
+    assert code == 6 and doc["status"] == "error" and doc["error"] == "kube-forbidden"  # a 403 reading: 6
     assert doc["missing"] == ["list deployments.apps", "list daemonsets.apps"]
     assert "list deployments.apps" in err and "Traceback" not in err
     # a Role in gpu-operator only: NFD is found there, the cluster-wide refusal is a warning
