@@ -15,10 +15,13 @@ from typing import Any
 
 def run(args: argparse.Namespace, *, out: Callable[[argparse.Namespace, dict, str], None],
         confirm: Callable[..., int | None]) -> int:
-    from console.cli_scaleup import refused
+    from console.cli_refusal import refused as refuse
     from console.runbook import discard
     from console.runbook.journal import BadJournal, JournalError
     from console.runbook.journal_lock import JournalBusy
+
+    def refused(args: argparse.Namespace, message: str, kind: str, **details: Any) -> int:
+        return refuse("scale-up", args, message, kind, **details)
 
     try:
         found = discard.locate(args.discard, args.node)

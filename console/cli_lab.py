@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
                     "env": str(lab.state.env), "kubeconfig": str(lab.state.kubeconfig),
                     "clouds_yaml": str(lab.state.clouds_yaml), "kube_url": lab.kube_url,
                     "openstack_url": lab.openstack_url, "libvirt_uri": lab.libvirt_uri,
-                    "contexts": ["lab", *lab.rbac_users], "seconds": round(time.monotonic() - t0, 1)})
+                    "contexts": _contexts(lab.state.kubeconfig), "seconds": round(time.monotonic() - t0, 1)})
     else:
         print(
             f"lab ready in {time.monotonic() - t0:.1f}s: scenario {scenario.name}\n"
@@ -115,3 +115,11 @@ def run(args: argparse.Namespace) -> int:
         print("lab: stopping", file=sys.stderr)
         lab.stop()
     return 0
+
+
+def _contexts(kubeconfig: Path) -> list[str]:
+    """The contexts of the kubeconfig the lab wrote (lab, lab-viewer, lab-operator, lab-exec, …)."""
+    import yaml
+
+    doc = yaml.safe_load(kubeconfig.read_text()) or {}
+    return [str(c.get("name")) for c in doc.get("contexts") or [] if isinstance(c, dict)]

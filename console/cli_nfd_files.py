@@ -101,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
     doc["exit_code"] = code
     if args.output == "json":
         print(json.dumps(doc, indent=1, default=str))
+        if code:  # the one line a failure has on stderr, as with text
+            print(f"{command}: {doc['message']}", file=sys.stderr)
     else:
         print(text)
     return code

@@ -86,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
                            "NodeFeature holds now")
     if args.output == "json":
         print(json.dumps(doc, indent=1, default=str))
+        if doc["exit_code"]:  # the one line a failure has on stderr, as with text
+            print(f"nfd publish: {doc['message']}", file=sys.stderr)
     else:
         print(text)
     return int(doc["exit_code"])
@@ -102,6 +104,11 @@ def _nodes(api: Any, args: argparse.Namespace) -> list[str]:
     if not names:
         raise Stop(EXIT_FAILED, "failed", f"no node matches -l {args.selector}", "no-nodes")
     return names
+
+
+def _elements(features: dict[str, Any]) -> bool:
+    """Whether a NodeFeature spec's features hold any element (attributes, flags, instances)."""
+    return any((f or {}).get("elements") for group in features.values() for f in (group or {}).values())
 
 
 def _from_file(args: argparse.Namespace) -> str | None:
@@ -132,7 +139,7 @@ def _content(args: argparse.Namespace, version: Any, nodes: list[str], text: str
                 spec = local_file_spec(args.kind, name, content, version, node_name=node)
             except ValueError as e:
                 raise Stop(EXIT_FAILED, "failed", str(e), "hook-failed") from e
-            if not spec.labels and not spec.features:
+            if not spec.labels and not _elements(spec.features):  # the local source's feature sets are kept empty
                 raise Stop(EXIT_FAILED, "failed", f"{args.from_file} yields no label and no feature",
                            "nothing-to-publish")
             out[node] = (spec.labels, spec.features)

@@ -35,6 +35,7 @@ import argparse
 import dataclasses
 import json
 import re
+import sys
 import textwrap
 from typing import Any
 
@@ -169,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
         verdict: dict[str, Any] = {"status": "planned", "exit_code": code}
         if plan.unplaceable:
             verdict |= {"status": "partial", "error": "unplaceable", "message": unplaced_message(plan)}
+            print(f"console plan: {verdict['message']}", file=sys.stderr)  # the one line a failure has
         print(json.dumps(verdict | plan.to_json(), indent=1))
     else:
         print("\n".join(render(inp, plan)))

@@ -35,7 +35,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from console.guard import GuardRefusal
-from console.runbook.engine import EXIT_ATTENTION, EXIT_DECLINED, EXIT_DONE, EXIT_USAGE, EXIT_VERIFY
+from console.runbook.engine import EXIT_ATTENTION, EXIT_DONE, EXIT_USAGE, EXIT_VERIFY
 from console.runbook.fleet_preview import render_preview
 from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
 
@@ -67,18 +67,15 @@ def _out(args: argparse.Namespace, doc: dict[str, Any], text: str) -> None:
 
 
 def _refused(args: argparse.Namespace, message: str, kind: str, code: int = EXIT_USAGE, **details: Any) -> int:
-    from console.exit_codes import print_error
+    from console.cli_refusal import refused
 
-    details.pop("error", None)  # the kind given
-    status = details.pop("status", "refused")
-    return print_error("plan", _json(args), kind, message, code, status=status, **details)
+    return refused("plan", args, message, kind, code, **details)
 
 
-def _declined(args: argparse.Namespace, message: str, kind: str = "not-confirmed") -> int:
-    """Not confirmed (or Ctrl-C at the question): exit 5, nothing changed."""
-    from console.exit_codes import print_error
+def _declined(args: argparse.Namespace, message: str) -> int:
+    from console.cli_refusal import declined
 
-    return print_error("plan", _json(args), kind, message, EXIT_DECLINED, status="not-confirmed")
+    return declined("plan", args, message)
 
 
 def apply(args: argparse.Namespace, inp: PlanInput, plan: Plan) -> int:

@@ -42,7 +42,10 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
     def err(msg: str) -> None:
         print(f"scale-up: {msg}", file=sys.stderr)
 
-    from console.cli_scaleup import refused
+    from console.cli_refusal import refused as refuse
+
+    def refused(args: argparse.Namespace, message: str, kind: str, **details: Any) -> int:
+        return refuse("scale-up", args, message, kind, **details)
 
     try:
         plan, journal = plan_revert(session, args.node, resume=args.resume, node_timeout=args.node_timeout,

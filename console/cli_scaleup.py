@@ -36,6 +36,7 @@ import json
 import sys
 from typing import Any
 
+from console import cli_refusal
 from console.cli import stdout_closed
 from console.exit_codes import kind_of, print_error, result_kind
 from console.faults import is_fault
@@ -138,17 +139,11 @@ def preview_and_confirm(args: argparse.Namespace, journal: Any, plan_doc: dict[s
 
 
 def declined(args: argparse.Namespace, message: str) -> int:
-    """Not confirmed: one line, with -o json the error object, exit 5."""
-    return print_error("scale-up", args.output == "json", "not-confirmed", message, EXIT_DECLINED,
-                       status="not-confirmed")
+    return cli_refusal.declined("scale-up", args, message)
 
 
 def refused(args: argparse.Namespace, message: str, kind: str, **details: Any) -> int:
-    """Refused before any change (a plan, a journal, another run holding the node): one line, exit 2, with -o
-    json the error object and the refusal's facts (`details`: the Lease holder, the journal, the drain's pods)."""
-    details.pop("error", None)  # the kind given
-    status = details.pop("status", "refused")
-    return print_error("scale-up", args.output == "json", kind, message, EXIT_USAGE, status=status, **details)
+    return cli_refusal.refused("scale-up", args, message, kind, **details)
 
 
 def dry_run_refusal(args: argparse.Namespace, session: Any, action: str) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def check_regular(path: str | os.PathLike[str]) -> None:
     (symlinks followed) is a regular file."""
     mode = os.stat(path).st_mode
     if stat.S_ISDIR(mode):
-        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", os.fspath(path))
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
     if not stat.S_ISREG(mode):
         raise NotRegularFile(os.fspath(path), _what(mode))
 

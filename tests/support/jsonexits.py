@@ -250,8 +250,143 @@ OFFLINE = _offline()
 NOT_TRIGGERED = {
     "bug": "no input known reaches it (one that did would be fixed); cli.fault_exit's bug path is run in-process by "
            "tests/unit/test_json_exits.py::test_the_bug_line_and_its_json with an exception nothing classifies",
+    "openstack-forbidden": "a 403 from Nova or Placement before any change: every read the console makes before a "
+                           "change is allowed to a project member by Nova's default policy (the lab's Nova follows it; "
+                           "Placement's admin-only reads are notes of the plan, not faults), so only a cloud with a "
+                           "stricter policy.yaml answers 403 there; its path (faults.classify, cli.fault_exit) is run "
+                           "in-process by tests/unit/test_json_exits.py::test_unreachable_kinds_through_main",
+    "bad-yaml": "faults.classify's safety net for a raw YAMLError: every YAML file the console reads goes through a "
+                "reader that names it (console/bounded.py, the config schema, the kubeconfig, clouds.yaml) and the "
+                "cluster's NFD config is a warning; run in-process by test_unreachable_kinds_through_main",
+    "lab-failed": "the lab failing to start needs a machine whose libvirt or QEMU does not work (this one has both); "
+                  "cli_lab.run's LabError path is run in-process by test_lab_that_does_not_start",
 }
 
-LAB_DEFAULT: list[Case] = []
-LAB_SCALE: list[Case] = []
-LAB_OLD_NFD: list[Case] = []
+# -- against the lab ------------------------------------------------------------------------------------------------
+# {faults}: the lab's fault files (console/lab/faultfiles.py); {tmp}: the case's own directory; the environment is the
+# lab's (`. DIR/env`). `setup` names what the lab test module does first through the real APIs.
+FEATURE = "json-exits=true\n"
+FAILING_HOOK = "#!/bin/sh\necho broken >&2\nexit 3\n"
+LAB_FILES: dict[str, str | bytes] = {"rule.yaml": RULE, "feature": FEATURE, "empty": "", "failing-hook": FAILING_HOOK,
+                                     "upper.yaml": RULE.replace("name: json-exits", "name: Upper_Case")}
+WRONG_TOKEN, WRONG_CA, FORBIDDEN = ({"KUBECONFIG": "{faults}/kubeconfig-" + n} for n in
+                                    ("wrong-token", "wrong-ca", "forbidden"))
+CLOUD = {"OS_CLIENT_CONFIG_FILE": "{faults}/clouds.yaml"}
+
+
+def _lab_default() -> list[Case]:
+    out: list[Case] = []
+    # every command that talks to the cluster, with a token the API server never issued: 401
+    out += [_c(k, argv, "kube-unauthorized", 6, env=WRONG_TOKEN, files=LAB_FILES) for k, argv in CLUSTER.items()]
+    get, status, apply = (("get", "nodes"), ""), (("nfd", "status"), ""), (("nfd", "apply"), "")
+    files_list, push, pub = (("nfd", "files", "list"), ""), (("nfd", "files", "push"), ""), (("nfd", "publish"), "")
+    up, dry, revert = (("scale-up",), ""), (("scale-up",), "--dry-run"), (("scale-up",), "--revert")
+    plan, fleet = (("plan",), ""), (("plan",), "--apply")
+    w1 = ("--node", "kube-worker01")
+    out += [
+        # successes: one JSON document
+        *(_c(k, CLUSTER[k], None, 0, files=LAB_FILES) for k in (
+            get, (("get", "pending"), ""), (("get", "node"), ""), status, files_list, dry, plan,
+            (("nfd", "dryrun"), ""), (("nfd", "local"), ""))),
+        # the other faults of a backend
+        _c(get, CLUSTER[get], "kube-tls", 6, env=WRONG_CA),
+        _c(files_list, CLUSTER[files_list], "kube-tls", 6, env=WRONG_CA),
+        _c(get, CLUSTER[get], "kube-forbidden", 6, env=FORBIDDEN),
+        _c(status, CLUSTER[status], "kube-forbidden", 6, env=FORBIDDEN),
+        _c(plan, CLUSTER[plan], "keystone-auth", 6, env=CLOUD | {"OS_CLOUD": "lab-wrong-password"}),
+        _c(plan, CLUSTER[plan], "keystone-unreachable", 6, env=CLOUD | {"OS_CLOUD": "lab-keystone-down"}),
+        _c(dry, CLUSTER[dry], "bad-clouds-yaml", 2, env={"OS_CLOUD": "no-such-cloud"}),
+        _c(dry, CLUSTER[dry], "openstack-unreachable", 6, env={"OS_CLIENT_CONFIG_FILE": "{tmp}/clouds.yaml"},
+           setup="nova-endpoint-closed"),
+        _c(dry, ("scale-up", "kube-worker01", "--vcpus", "4", "--memory", "8Gi", "--method", "libvirt", "--dry-run"),
+           "libvirt-unreachable", 6, env={"CONSOLE_LIBVIRT_URI": "{libvirt_unreachable}", "OS_CLOUD": ""}),
+        _c(dry, ("scale-up", "kube-worker01", "--vcpus", "4", "--memory", "8Gi", "--method", "libvirt", "--dry-run"),
+           "libvirt-auth", 6, env={"CONSOLE_LIBVIRT_URI": "{libvirt_sasl}", "OS_CLOUD": ""}, setup="libvirt-sasl"),
+        # not found, refused before any change
+        _c((("get", "node"), ""), ("get", "node", "no-such-node"), "not-found", 3),
+        _c(dry, ("scale-up", "kube-worker01", "--flavor", "no-such-flavor", "--dry-run"), "plan-refused", 2),
+        _c(revert, CLUSTER[revert], "plan-refused", 2),  # nothing waits in VERIFY_RESIZE
+        _c(apply, ("--read-only", *CLUSTER[apply]), "read-only", 2, files=LAB_FILES),
+        _c(push, ("--read-only", *CLUSTER[push]), "read-only", 2, files=LAB_FILES),
+        _c(pub, ("--read-only", *CLUSTER[pub]), "read-only", 2),
+        _c(up, ("--read-only", *CLUSTER[up]), "read-only", 2),
+        _c(fleet, ("--read-only", *CLUSTER[fleet]), "read-only", 2),
+        _c(apply, CLUSTER[apply], "audit-unwritable", 2, files={**LAB_FILES, "state/console/audit.log/x": ""}),
+        _c(apply, (*CLUSTER[apply], "--context", "lab-viewer"), "forbidden", 2, files=LAB_FILES),
+        _c(up, (*CLUSTER[up], "--context", "lab-viewer"), "forbidden", 2),
+        _c(pub, (*CLUSTER[pub], "--context", "lab-viewer"), "forbidden", 2),
+        _c(pub, ("nfd", "publish", *w1, "--name", "kube-worker01", "--label", "a=b", "--yes"), "refused", 2),
+        _c(pub, ("nfd", "publish", *w1, "--label", "bad key=x", "--yes"), "bad-label", 2),
+        _c(pub, ("nfd", "publish", "-l", "json-exits=nowhere", "--label", "a=b", "--yes"), "no-nodes", 1),
+        _c(push, ("nfd", "files", "push", "{tmp}/feature", "--kind", "feature", "-l", "json-exits=nowhere", "--yes"),
+           "no-nodes", 2, files=LAB_FILES),
+        _c(pub, ("nfd", "publish", "--node", "no-such-node", "--label", "a=b", "--yes"), "no-such-node", 1),
+        _c(push, ("nfd", "files", "push", "{tmp}/feature", "--kind", "feature", "--node", "no-such-node", "--yes"),
+           "no-such-node", 2, files=LAB_FILES),
+        _c(push, ("nfd", "files", "push", "{tmp}/feature", "--kind", "hook", *w1, "--yes"), "unwritable-mount", 2,
+           files=LAB_FILES),
+        _c(plan, ("plan", "--pods", "default/no-such-pod"), "bad-pod", 2),
+        _c(up, ("scale-up", "kube-worker02", "--flavor", "m1.large", "--yes"), "held", 2, setup="lease-held"),
+        # failed (1)
+        _c(apply, ("nfd", "apply", "-f", "{tmp}/upper.yaml", "--yes"), "rejected", 1, files=LAB_FILES),
+        _c(pub, ("nfd", "publish", *w1, "--name", "Bad_Name", "--label", "a=b", "--yes"), "failed", 1),
+        _c(pub, ("nfd", "publish", *w1, "--from-file", "{tmp}/failing-hook", "--kind", "hook", "--yes"),
+           "hook-failed", 1, files=LAB_FILES),
+        _c(pub, ("nfd", "publish", *w1, "--from-file", "{tmp}/empty", "--kind", "feature", "--yes"),
+           "nothing-to-publish", 1, files=LAB_FILES),
+        _c(apply, ("nfd", "apply", "-f", "{tmp}/rule.yaml"), "conflict", 1, files=LAB_FILES,
+           driver="answer-after-someone-else-changed-it"),
+        # not confirmed (stdin is not a terminal, no --yes)
+        _c(apply, ("nfd", "apply", "-f", "{tmp}/rule.yaml"), "not-confirmed", 5, files=LAB_FILES),
+        _c(push, ("nfd", "files", "push", "{tmp}/feature", "--kind", "feature", *w1), "not-confirmed", 5,
+           files=LAB_FILES),
+        _c(pub, ("nfd", "publish", *w1, "--label", "json-exits=true"), "not-confirmed", 5),
+        _c(up, ("scale-up", "kube-worker01", "--flavor", "m1.large"), "not-confirmed", 5),
+        _c(fleet, ("plan", "--apply"), "not-confirmed", 5),
+        # 3: not placed, not relabelled, not verified (the last ones change the lab: they run last)
+        _c(plan, ("plan",), "unplaceable", 3, setup="huge-pending-pod"),
+        _c(push, ("nfd", "files", "push", "{tmp}/feature", "--kind", "feature", *w1, "--yes"), "not-relabelled", 3,
+           files=LAB_FILES, setup="no-nfd-master"),
+        _c(up, ("scale-up", "kube-worker01", "--flavor", "m1.large", "--yes", "--pods-timeout", "0.001"),
+           "verify-failed", 3),
+        # the lab itself, ready: one object, then Ctrl-C stops it
+        _c((("lab",), ""), ("lab", "--scenario", "scale", "--nodes", "1", "--state-dir", "{tmp}/lab"), None, 0,
+           driver="sigint-when-ready"),
+    ]
+    return out
+
+
+def _lab_scale() -> list[Case]:
+    """The `scale` scenario: nodes without NFD workloads (and without recorded versions)."""
+    status, files_list = (("nfd", "status"), ""), (("nfd", "files", "list"), "")
+    return [
+        _c(status, CLUSTER[status], "no-nfd", 3),
+        _c(files_list, CLUSTER[files_list], "no-nfd", 2),
+        _c((("nfd", "dryrun"), ""), CLUSTER[(("nfd", "dryrun"), "")], "no-nfd", 1, files=LAB_FILES),
+        _c((("nfd", "publish"), ""), ("nfd", "publish", "--node", "node-00000", "--label", "a=b", "--yes"),
+           "nfd-version-unknown", 2),
+        _c((("nfd", "publish"), ""), ("--nfd-version", "v0.18.1", "nfd", "publish", "--node", "node-00000",
+                                      "--label", "a=b", "--yes"), "no-nodefeature-api", 2, setup="no-nodefeature-crd"),
+    ]
+
+
+def _lab_old_nfd() -> list[Case]:
+    """`seed-drain`: NFD v0.8.2, and what a drain meets on kube-worker02 (a PDB allowing no disruption)."""
+    up, discard = (("scale-up",), ""), (("scale-up",), "--discard")
+    resume = (("scale-up",), "--resume")
+    return [
+        _c((("nfd", "publish"), ""), ("nfd", "publish", "--node", "kube-worker01", "--label", "a=b", "--yes"),
+           "nfd-too-old", 2),
+        # the PDB refuses the eviction until the drain's timeout: the run stops needing attention (resumable)
+        _c(up, ("scale-up", "kube-worker02", "--flavor", "m1.large", "--yes", "--force", "--delete-emptydir-data",
+                "--drain-timeout", "1"), "needs-attention", 4),
+        _c(resume, ("scale-up", "kube-worker02", "--flavor", "m1.xlarge", "--resume", "{run_id}", "--yes"),
+           "run-differs", 2),
+        _c(discard, ("scale-up", "kube-worker02", "--discard", "{run_id}"), "not-confirmed", 5),
+        _c(discard, ("scale-up", "kube-worker02", "--discard", "{run_id}", "--yes"), None, 0),
+    ]
+
+
+LAB_DEFAULT = _lab_default()
+LAB_SCALE = _lab_scale()
+LAB_OLD_NFD = _lab_old_nfd()
