@@ -174,3 +174,16 @@ def test_a_regular_file_opens_blocking(tmp_path: Path) -> None:
     with open_regular(path) as f:
         assert f.read() == b"x" * 10
         assert os.get_blocking(f.fileno())
+
+
+def test_a_fifo_in_the_local_hook_store_is_refused_naming_it(tmp_path: Path) -> None:
+    """`hook_store: directory`: the editors read hook_dir's files by name; a FIFO there is an error naming it."""
+    from console.kube.nfdstore import DirectoryHookStore, NfdStoreError
+
+    hooks = tmp_path / "source.d"
+    hooks.mkdir()
+    (tmp_path / "features.d").mkdir()
+    os.mkfifo(hooks / "probe")
+    store = DirectoryHookStore(hooks)
+    with pytest.raises(NfdStoreError, match=r"probe: not a regular file \(a FIFO\)"):
+        store.get("hook", "probe")
