@@ -2,7 +2,8 @@
 
 A plan puts each Pending pod on a node; for the pods of one controller (a Job's, a ReplicaSet's) that is a count
 per node, not a pairing: the scheduler takes a controller's equal Pending pods in its own queue order
-(kube-scheduler's PrioritySort plugin: priority, then the time queued), not the plan's. So a planned node holds
+(kube-scheduler's PrioritySort plugin, pkg/scheduler/framework/plugins/queuesort/priority_sort.go `Less`:
+priority, then the time queued), not the plan's. So a planned node holds
 *slots* of a controller — "one pod of job/train on kube-worker01" — and a slot is filled by whichever pod of that
 controller runs there. A pod without a controller fills only its own slot.
 
@@ -29,7 +30,8 @@ def key(pod: Pod) -> str:
 
 
 def controller_uid(pod: Pod | None) -> str:
-    """The uid of the pod's controller (metav1.GetControllerOf), "" for a bare pod."""
+    """The uid of the pod's controller (metav1.GetControllerOf, apimachinery pkg/apis/meta/v1/controller_ref.go: the
+    ownerReference with controller: true), "" for a bare pod."""
     return _controller(pod).get("uid") or ""
 
 

@@ -7,9 +7,10 @@ sibling takes the node. The fleet is SIGKILLed the moment its journal records th
 verify), then rerun: the rerun resumes it, changes nothing, and verifies.
 
 What each report claims is compared with what the API server says, read through the kubernetes client: a pod a
-node's verify-pods step records Running must have been bound to that node (its PodScheduled condition,
-lastTransitionTime, set by the scheduler's binding) by the time the step ended; the fleet's summary counts the
-Job's pods and names the node each runs on.
+node's verify-pods step records Running must have been bound to that node (its PodScheduled condition's
+lastTransitionTime: the binding, POST pods/NAME/binding, sets spec.nodeName and PodScheduled True — kubernetes
+pkg/registry/core/pod/storage/storage.go, BindingREST.assignPod) by the time the step ended; the fleet's summary
+counts the Job's pods and names the node each runs on.
 """
 
 from __future__ import annotations
