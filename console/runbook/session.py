@@ -138,7 +138,7 @@ class Session:
         try:
             JournalLock(journal.path.parent, journal.run_id).check()
         except JournalBusy as e:
-            raise SessionError(str(e), {"pid": e.pid, "journal": str(e.journal)}) from e
+            raise SessionError(str(e), e.details) from e
         return journal
 
     def check_infra(self, journal: Journal, method: str, vm_ref: str) -> None:

@@ -97,24 +97,36 @@ def uncordon(plan: Any) -> Step:
 def verify_pods(plan: Any) -> Step:
     pods = list(plan.will_fit)
     timeout = plan.request.pods_timeout
+    share = plan.request.pods is not None  # a fleet node's share of a plan: interchangeable pods may swap places
 
     def act(ctx: Context) -> dict[str, Any]:
         # a resumed run re-plans when some pods may already run: verify what the run planned at its start
         started = ctx.facts.get("plan") or {}
         want = started.get("will_fit", pods)
-        if plan.request.pods is not None:  # a fleet node's share of a plan: interchangeable pods may swap places
+        if share:
             candidates = set(started.get("reasons") or {a.pods[0] for a in plan.advice})
             with ctx.waiting():
-                problems = verify.wait_share_running(_api(ctx), _node(ctx), want, candidates, timeout,
-                                                     sleep=ctx.sleep)
-        else:
-            with ctx.waiting(), ctx.breakable():
-                problems = verify.wait_pods_running(_api(ctx), want, timeout)
+                report = verify.wait_share_running(_api(ctx), _node(ctx), want, candidates, timeout,
+                                                   sleep=ctx.sleep)
+            said = report.texts()
+            for line in said:  # what runs where, read from the API server now: never the planned pod for its twin
+                ctx.emit(line)
+            why = {r.pod: r.said for r in report.rows}
+            problems = [f"{p} {why[p]}" for p in report.problems()]
+            if problems:
+                raise StepFailed("; ".join(problems), verify=True)
+            return {"running": report.running(), "report": said}
+        with ctx.waiting(), ctx.breakable():
+            problems = verify.wait_pods_running(_api(ctx), want, timeout)
         if problems:
             raise StepFailed("; ".join(problems), verify=True)
         return {"running": want}
 
-    title = f"verify {', '.join(pods)} Running" if pods else "verify (no Pending pods planned)"
+    if share and pods:
+        title = (f"verify {', '.join(pods)} (or {'a pod' if len(pods) == 1 else 'pods'} of the same controller) "
+                 f"Running on {plan.node.name}")
+    else:
+        title = f"verify {', '.join(pods)} Running" if pods else "verify (no Pending pods planned)"
     return Step("verify-pods", title, act, mutating=False)
 
 
