@@ -493,6 +493,8 @@ class Fleet:
         status = {"done": "done", "needs-attention": "attention", "interrupted": "interrupted",
                   "refused": "refused"}.get(result.status, "failed")
         message = result.message or result.status
+        if result.cordoned is not None:  # every run that leaves its node cordoned says so (runbook/cordon.py)
+            message += f"; {result.cordoned.message}"
         if status == "interrupted":
             message = (f"interrupted {result.stopped_at} on {node}; its scale-up run {result.run_id} and fleet run "
                        f"{fleet_id} are journaled: python -m console plan --apply --resume {fleet_id}")
