@@ -72,13 +72,24 @@ def entries(listings: Mapping[str, Sequence[NodeListing]]) -> list[Entry]:
     return out
 
 
-def node_states(listings: Sequence[NodeListing], name: str) -> dict[str, str]:
-    """node -> what it has of `name`: "same" (the content most nodes hold), "differs", "missing" or the error."""
+def unreadable(listings: Mapping[str, Sequence[NodeListing]]) -> str:
+    """Why no file can be shown when no node could be read (the first node's reason), else ""."""
+    every = [x for per_node in listings.values() for x in per_node]
+    if not every or any(not x.error for x in every):
+        return ""
+    return every[0].error if every[0].error.startswith("cannot ") else f"cannot read {every[0].node}: {every[0].error}"
+
+
+def node_states(listings: Sequence[NodeListing], name: str | None) -> dict[str, str]:
+    """node -> what it has of `name`: "same" (the content most nodes hold), "differs", "missing" or the error
+    (no file open: the errors only)."""
     hashes: dict[str, str] = {}
     out: dict[str, str] = {}
     for x in listings:
         if x.error:
             out[x.node] = f"cannot read: {x.error}"
+            continue
+        if name is None:
             continue
         f = next((f for f in x.files if f.name == name), None)
         if f is None:
