@@ -129,6 +129,8 @@ class HooksScreen(NodeChoice, DirectoryMode, Concurrency, EditorScreen):
     def hint(self) -> str:
         if self.read_only:
             return "e edits the file · ctrl+r previews it on the chosen nodes · read-only: nothing is pushed"
+        if allow_action(self.app, "save") is not True:  # RBAC: ctrl+s is dimmed, so the hint does not offer it
+            return "e edits the file · ctrl+r previews it on the chosen nodes"
         return self.HINT
 
     # -- unsaved edits (editor_base) ----------------------------------------------------------------------
@@ -212,8 +214,7 @@ class HooksScreen(NodeChoice, DirectoryMode, Concurrency, EditorScreen):
                 nodes = target.nodes()
                 # what RBAC will not let this user read is said, not tried (no refused node-debug pod per node)
                 why = self.gateways.access.cannot(target.read_needs())
-                listings[kind] = ([NodeListing(n, (), f"cannot read {target.description}: {why}") for n in nodes]
-                                  if why else target.list(nodes))
+                listings[kind] = [NodeListing(n, (), why) for n in nodes] if why else target.list(nodes)
             except NfdStoreError as e:
                 notes.append(f"{kind}s: {e}")
                 continue

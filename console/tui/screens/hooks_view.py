@@ -73,11 +73,14 @@ def entries(listings: Mapping[str, Sequence[NodeListing]]) -> list[Entry]:
 
 
 def unreadable(listings: Mapping[str, Sequence[NodeListing]]) -> str:
-    """Why no file can be shown when no node could be read (the first node's reason), else ""."""
+    """Why no file can be shown when no node could be read, else "": the reason all share (RBAC, found before
+    trying), or the first node's."""
     every = [x for per_node in listings.values() for x in per_node]
     if not every or any(not x.error for x in every):
         return ""
-    return every[0].error if every[0].error.startswith("cannot ") else f"cannot read {every[0].node}: {every[0].error}"
+    if len({x.error for x in every}) == 1:
+        return f"not readable: {every[0].error}"
+    return f"not readable on any node; {every[0].node}: {every[0].error}"
 
 
 def node_states(listings: Sequence[NodeListing], name: str | None) -> dict[str, str]:
@@ -87,7 +90,7 @@ def node_states(listings: Sequence[NodeListing], name: str | None) -> dict[str, 
     out: dict[str, str] = {}
     for x in listings:
         if x.error:
-            out[x.node] = f"cannot read: {x.error}"
+            out[x.node] = x.error if x.error.startswith("cannot ") else f"cannot read: {x.error}"
             continue
         if name is None:
             continue
