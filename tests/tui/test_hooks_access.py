@@ -44,8 +44,7 @@ async def test_a_viewer_is_told_what_is_not_readable_and_why(kube_lab: Lab) -> N
             await pilot.press("colon", *"hooks", "enter")
             await wait_until(pilot, lambda: type(app.screen).__name__ == "HooksScreen", what="the hooks screen")
             screen = app.screen
-            await wait_until(pilot, lambda: _states(screen) and all(_states(screen).values()),
-                             what="the nodes' states")
+            await wait_until(pilot, lambda: _options(screen), what="the file list")
             (shown,) = _options(screen)
             assert "press n" not in shown and "none yet" not in shown, shown
             # what is not readable (the status line names the store) and why

@@ -299,7 +299,7 @@ def test_push_meets_a_change_made_since_its_preview_and_overwrites_nothing(lab, 
                                   lab_env(lab) | a_env, b_pushes)
     assert "Traceback" not in err
     doc = json.loads(out)
-    assert (code, doc["status"], doc["error"], doc["exit_code"]) == (1, "error", "conflict", 1), err
+    assert (code, doc["status"], doc.get("error"), doc["exit_code"]) == (1, "error", "conflict", 1), err
     assert doc["conflicts"] == list(nodes[:2]) and doc["done"] == [nodes[2]]
     assert "changed since the preview on kube-worker01, kube-worker02" in doc["message"]
     assert "kube-worker01, kube-worker02" in err.splitlines()[-1]  # the one line on stderr says so too

@@ -77,7 +77,7 @@ def test_push_meets_a_configmap_patched_since_its_preview(lab, api, cli, tmp_pat
                                    "feature", "--node", "kube-worker01", "--no-wait", "-o", "json"],
                                   lab_env(lab) | env, b_patches)
     doc = json.loads(out)
-    assert (code, doc["status"], doc["error"], doc["exit_code"]) == (1, "error", "conflict", 1), err
+    assert (code, doc["status"], doc.get("error"), doc["exit_code"]) == (1, "error", "conflict", 1), err
     assert f"resourceVersion {shown} → {patched[0]}" in doc["message"] and "Traceback" not in err
     assert doc["done"] == [] and "kube-worker01" in doc["conflicts"]
     after = core.read_namespaced_config_map("nfd-features", ns)
