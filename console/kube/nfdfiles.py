@@ -278,8 +278,8 @@ class HostPathTarget:
             current = self._decode(node, name, out).decode("utf-8", errors="replace") if out.data else None
         except FileTargetError:
             current = None
-        return WriteResult(node, False, False, f"not written: {self.directory}/{name} on {node} changed since it "
-                                               f"was read ({_short(expect)} → {_short(have)})",
+        return WriteResult(node, False, False, f"not written: {name} on {node} changed since it was read "
+                                               f"({_short(expect)} → {_short(have)})",
                            version=have, conflict=True, current=current)
 
     def _guarded(self, action: str, what: str, nodes: Sequence[str], detail: str,

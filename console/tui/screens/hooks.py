@@ -558,9 +558,10 @@ class HooksScreen(NodeChoice, DirectoryMode, Concurrency, EditorScreen):
                 self.notify(str(msg.error), title=f"{msg.verb.lower()} refused", severity="error", timeout=15)
             self._show_result(Text(f"✗ {msg.error}", style=colors.get("error", "red")))
             return
-        failed = [r for r in msg.results if not r.ok]
-        self.notify(f"{msg.verb.lower()} {msg.kind} {msg.name}: {len(msg.results) - len(failed)} ok, "
-                    f"{len(failed)} failed", severity="error" if failed else "information")
+        failed = [r for r in msg.results if not r.ok and not r.conflict]
+        if not any(r.conflict for r in msg.results):  # a conflict opens its dialog, which says it all
+            self.notify(f"{msg.verb.lower()} {msg.kind} {msg.name}: {len(msg.results) - len(failed)} ok, "
+                        f"{len(failed)} failed", severity="error" if failed else "information")
         report = view.report_text(msg.verb, msg.kind, msg.name, msg.results, colors)
         self._report = report.copy()  # the relabel outcome goes above it (80×24 shows the panel's first lines)
         if msg.expected:

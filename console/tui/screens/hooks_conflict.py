@@ -94,7 +94,7 @@ class Concurrency(_Screen):
         first = found[0]
         shown = [r for r in found if r.version == first.version]  # the nodes holding the version shown
         text = first.error.removeprefix("not written: ")
-        others = [r.node for r in found[1:]]
+        others = [r.node for r in found[1:] if r.error != first.error]  # one ConfigMap: one message says it all
         if others:
             text += f"; also on {named(others)}"
             if len(shown) < len(found):
@@ -113,7 +113,6 @@ class Concurrency(_Screen):
                 self.write_files(msg.verb, msg.kind, msg.name, msg.content, [r.node for r in shown],
                                  dict(self.node_previews), {r.node: r.version for r in shown})
 
-        self.notify(text, title=f"{msg.verb.lower()} conflict", severity="warning", timeout=15)
         self.app.push_screen(ConflictDialog(text, first.current or "", mine), chosen)
         return True
 

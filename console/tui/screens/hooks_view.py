@@ -160,13 +160,17 @@ def report_text(verb: str, kind: str, name: str, results: Sequence[WriteResult],
     t = Text()
     changed = [r.node for r in results if r.ok and r.changed]
     same = [r.node for r in results if r.ok and not r.changed]
-    failed = [r for r in results if not r.ok]
-    t.append(f"{verb} {kind} {name}: {len(changed)} changed, {len(same)} unchanged, {len(failed)} failed\n",
+    theirs = [r for r in results if r.conflict]
+    failed = [r for r in results if not r.ok and not r.conflict]
+    t.append(f"{verb} {kind} {name}: {len(changed)} changed, {len(same)} unchanged, "
+             + (f"{len(theirs)} changed by someone else, " if theirs else "") + f"{len(failed)} failed\n",
              style="bold")
     if changed:
         t.append(f"  changed: {named(changed)}\n")
     if same:
         t.append(f"  already so: {named(same)}\n", style="dim")
+    for r in theirs:
+        t.append(f"  ≠ {r.node}: {r.error}\n", style=colors.get("warning", "yellow"))
     for r in failed:
         t.append(f"  ✗ {r.node}: {r.error}\n", style=colors.get("error", "red"))
     return t
