@@ -27,7 +27,7 @@ from console.kube.nfdfiles import NodeFile, NodeListing
 from console.lab.world import Lab
 from console.tui.safety import ConfirmDanger
 from console.tui.screens.hooks import HooksScreen
-from console.tui.screens.hooks_messages import TargetsLoaded
+from console.tui.screens.hooks_messages import FileRead, TargetsLoaded
 from console.tui.widgets.diff_dialog import ConflictDialog
 
 pytestmark = pytest.mark.lab
@@ -303,3 +303,31 @@ async def test_a_push_meets_a_change_made_since_the_editor_loaded_the_file(kube_
         await pilot.press("escape")
         await settle(pilot)
     gateways.api_client.close()
+
+
+async def test_a_read_that_arrives_late_does_not_replace_the_file_asked_for_last(kube_lab: Lab, api: Any) -> None:
+    """The screen opens the first file on its own; the admin picks another before that read is back (a node read
+    through a debug pod takes a second, a ConfigMap read milliseconds): the late read must not replace the file
+    the admin asked for, nor would a push then carry that file's version."""
+    core = client.CoreV1Api(api)
+    core.patch_namespaced_config_map("nfd-features", NS, {"data": {"zone": "example.com/zone=z1\n"}})
+    app, screen, gateways = app_for(kube_lab)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        olist = screen.query_one("#hooks-list", OptionList)
+        olist.focus()
+        olist.highlighted = olist.get_option_index("feature:zone")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert screen.current is not None and screen.current.name == "zone"
+        screen.post_message(FileRead("feature", "rack", reach_node(api), "example.com/rack=late\n", version="1/x"))
+        await pilot.pause()
+        assert screen.current.name == "zone" and screen.editor.text == "example.com/zone=z1\n"
+        await pilot.press("escape")
+        await settle(pilot)
+    core.patch_namespaced_config_map("nfd-features", NS, {"data": {"zone": None}})
+    gateways.api_client.close()
+
+
+def reach_node(api: Any) -> str:
+    return scheduled(api, NS)[0]

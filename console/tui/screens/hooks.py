@@ -109,7 +109,8 @@ class HooksScreen(NodeChoice, DirectoryMode, Concurrency, EditorScreen):
         self.marked: set[str] = set()
         self.files: list[StoredFile] = []  # directory mode: the store's; cluster mode: one per list entry
         self.entries: list[view.Entry] = []
-        self.current: StoredFile | None = None  # cluster mode: version = the sha256 read, location = the node
+        self.current: StoredFile | None = None  # cluster mode: version = the version read, location = the node
+        self._asked: tuple[str, str] | None = None  # the file last asked for: a read of another, back late, is dropped
         self.drafts: dict[tuple[str, str], str] = {}
         self.bases: dict[tuple[str, str], tuple[StoredFile, Versions]] = {}  # cluster mode: hooks_conflict.py
         self.preview: FilePreview | None = None
@@ -301,6 +302,7 @@ class HooksScreen(NodeChoice, DirectoryMode, Concurrency, EditorScreen):
         node = node or view.majority_node(self.listings.get(entry.kind, []), entry.name)
         if node is None:
             return
+        self._asked = (entry.kind, entry.name)
         self.read_file(entry.kind, entry.name, node)
 
     @work(thread=True, exclusive=True, group="hooks-read", exit_on_error=False)
@@ -313,6 +315,8 @@ class HooksScreen(NodeChoice, DirectoryMode, Concurrency, EditorScreen):
         self.post_message(FileRead(kind, name, node, state.content, version=state.version))
 
     def on_file_read(self, msg: FileRead) -> None:
+        if (msg.kind, msg.name) != self._asked:  # the admin opened another file meanwhile
+            return
         if msg.content is None:
             self.notify(msg.error or f"{msg.name} is gone from {msg.node}; ctrl+l reloads", severity="warning")
             return
@@ -331,6 +335,7 @@ class HooksScreen(NodeChoice, DirectoryMode, Concurrency, EditorScreen):
 
     # -- editing ------------------------------------------------------------------------------------------
     def open_file(self, f: StoredFile) -> None:
+        self._asked = (f.kind, f.name)
         if self.current is not None:
             key = (self.current.kind, self.current.name)
             if self.editor.text != self.current.content:
