@@ -300,7 +300,11 @@ class ConfigMapTarget:
                 m.after = None if content is None else content[:AUDIT_CAP]
                 m.detail = f"resourceVersion {read_at} -> {rv}; {detail}"
         except StoreConflict as e:  # theirs as it is now, for the caller to show
-            now = self._read_cm()
+            try:
+                now = self._read_cm()
+            except NfdStoreError as again:  # not readable now: a conflict all the same, theirs not shown
+                return self._results(reach, nodes, changed=False, error=f"not written: {e}; and it cannot be read "
+                                     f"again ({again})", conflict=True, version="?/?")
             theirs = self._content(now, key)
             return self._results(reach, nodes, changed=False, error=f"not written: {e}", conflict=True,
                                  version=_version(_rv(now), theirs), current=theirs)

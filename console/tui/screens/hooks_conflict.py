@@ -69,21 +69,29 @@ class Concurrency(_Screen):
         return {n: base[n] if n in base else now.get(n) for n in nodes}
 
     def rebase(self, msg: FilesWritten) -> None:
-        """After a write: the nodes written hold what was sent, the editor's new base where it holds that file."""
+        """After a write: the nodes written hold what was sent, the new base of that file (also when the editor
+        has moved on to another file meanwhile)."""
         key = (msg.kind, msg.name)
         done = [r for r in msg.results if r.ok]
-        cur = self.current
-        if not done or cur is None or (cur.kind, cur.name) != key:
+        if not done:
             return
-        versions = {**(self.bases[key][1] if key in self.bases else {}), **{r.node: r.version for r in done}}
+        base, versions = self.bases.get(key, (None, {}))
+        versions = {**versions, **{r.node: r.version for r in done}}
+        cur = self.current if self.current is not None and (self.current.kind, self.current.name) == key else None
         if msg.verb == "Push":
-            self.drafts.pop(key, None)
-            cur = StoredFile(msg.kind, msg.name, msg.content, done[0].version, done[0].node)  # type: ignore[arg-type]
-        elif not [r for r in msg.results if not r.ok]:
-            # gone from the nodes: what was removed stays in the editor as a new file (ctrl+s puts it back)
-            cur = StoredFile(cur.kind, cur.name, cur.content, "", "")
-        self.current = cur
-        self.bases[key] = (cur, versions)
+            f = StoredFile(msg.kind, msg.name, msg.content, done[0].version, done[0].node)  # type: ignore[arg-type]
+            if cur is not None or self.drafts.get(key) == msg.content:
+                self.drafts.pop(key, None)
+        elif [r for r in msg.results if not r.ok]:  # not gone everywhere: the editor keeps what it had
+            if base is not None:
+                self.bases[key] = (base, versions)
+            return
+        else:  # gone from the nodes: what was removed stays in the editor as a new file (ctrl+s puts it back)
+            was = cur or base
+            f = StoredFile(msg.kind, msg.name, was.content if was else "", "", "")  # type: ignore[arg-type]
+        self.bases[key] = (f, versions)
+        if cur is not None:
+            self.current = f
 
     # -- conflicts ----------------------------------------------------------------------------------------
     def show_conflict(self, msg: FilesWritten) -> bool:
@@ -99,8 +107,8 @@ class Concurrency(_Screen):
             text += f"; also on {named(others)}"
             if len(shown) < len(found):
                 text += f" ({len({r.version for r in found})} versions: {first.node}'s is shown)"
-        if first.current is None and first.version:
-            text += "; theirs is too large to show"
+        if first.current is None and first.version:  # there, but did not come back (too large, or unreadable)
+            text += "; their version cannot be shown here: r reads it again"
         done = [r.node for r in msg.results if r.ok]
         if done:
             text += f"; written on {named(done)}"
@@ -121,7 +129,7 @@ class Concurrency(_Screen):
         key = (msg.kind, msg.name)
         self.drafts.pop(key, None)
         theirs = first.current
-        if theirs is None and first.version:  # too large to have come back: read it as any file is read
+        if theirs is None and first.version:  # did not come back with the conflict: read it as any file is read
             self.bases.pop(key, None)
             self.current = None
             self.load_targets()
