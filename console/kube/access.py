@@ -160,7 +160,11 @@ class Access:
         return f"{action} needs: {', '.join(map(str, missing))}" if missing else ""
 
     def cannot_read(self, what: str) -> str:
-        missing = self.missing(READS.get(what, ()))
+        return self.cannot(READS.get(what, ()))
+
+    def cannot(self, needs: Iterable[Need]) -> str:
+        """What of `needs` this user may not do, as the screens say it ("" when nothing is known missing)."""
+        missing = self.missing(needs)
         if not missing:
             return ""
         return f"cannot {', '.join(map(str, missing))} (forbidden for {self.user or 'this user'})"

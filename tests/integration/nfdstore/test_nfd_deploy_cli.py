@@ -9,17 +9,15 @@ audit log on a full device (/dev/full: ENOSPC on every write, full(4)) refuse wi
 from __future__ import annotations
 
 import json
-import os
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 from labtools import lab_env
+from ptycli import answer_after
 
 from console.kube.nfdstore import NFD_GROUP, RULES_PLURAL
 from console.lab.world import Lab
@@ -136,32 +134,18 @@ def test_apply_conflict_when_the_rule_changes_before_the_write(default_lab: Lab,
     f.write_text(RULE.format(name="deploy-race", rule="one", label="race"))
     assert console(default_lab, env, "nfd", "apply", "-f", str(f), "--yes")[0] == 0
     f.write_text(RULE.format(name="deploy-race", rule="two", label="race"))
-    primary, secondary = os.openpty()  # a terminal on stdin, so apply asks
-    proc = subprocess.Popen([sys.executable, "-m", "console", "nfd", "apply", "-f", str(f), "-o", "json"],
-                            env=lab_env(default_lab) | env, stdin=secondary, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    os.close(secondary)
-    try:
-        err = ""
-        deadline = time.monotonic() + 60
-        while "[y/N]" not in err and time.monotonic() < deadline:
-            ready, _, _ = select.select([proc.stderr], [], [], 1)
-            if ready:
-                err += os.read(proc.stderr.fileno(), 4096).decode()
-        assert "[y/N]" in err, err
+
+    def theirs_meanwhile(_asked: str) -> None:
         theirs = get_rule(api_client, "deploy-race")
         theirs["spec"]["rules"][0]["name"] = "theirs"
         client.CustomObjectsApi(api_client).replace_cluster_custom_object(NFD_GROUP, "v1alpha1", RULES_PLURAL,
                                                                           "deploy-race", theirs)
-        os.write(primary, b"y\n")
-        out, rest = proc.communicate(timeout=60)
-    finally:
-        os.close(primary)
-        if proc.poll() is None:
-            proc.kill()
+
+    code, out, err = answer_after([sys.executable, "-m", "console", "nfd", "apply", "-f", str(f), "-o", "json"],
+                                  lab_env(default_lab) | env, theirs_meanwhile)
     doc = json.loads(out)
-    assert (proc.returncode, doc["status"], doc["error"]) == (1, "conflict", "conflict"), err + rest
-    assert "changed by someone else" in doc["message"] and "Traceback" not in rest
+    assert (code, doc["status"], doc["error"]) == (1, "conflict", "conflict"), err
+    assert "changed by someone else" in doc["message"] and "Traceback" not in err
     assert get_rule(api_client, "deploy-race")["spec"]["rules"][0]["name"] == "theirs"
     assert audit(env)[-1]["result"] == "conflict"  # the intent was logged, then its outcome says why
 
