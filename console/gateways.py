@@ -123,7 +123,7 @@ class Gateways:
         """Ask the API server what this user may do (SelfSubjectRulesReview/AccessReview); blocking: a worker's."""
         from console.kube.access import review
 
-        return review(self.cluster.api_client, self.settings)
+        return review(self.cluster.api_client, self.settings, target=self.cluster.target)
 
     def with_access(self, access: Access) -> Gateways:
         """The same gateways, with the review's answer (the caches and threads are shared, not copied)."""

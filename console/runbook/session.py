@@ -81,7 +81,7 @@ class Session:
         if self._permissions is None:
             from console.kube.access import review
 
-            self._permissions = review(self.api, self.settings)
+            self._permissions = review(self.api, self.settings, target=self.target)
         return self._permissions
 
     def missing(self, action: str) -> list[Any]:
