@@ -21,6 +21,7 @@ from console.kube import drain as drains
 from console.kube import nodes_ops
 from console.kube.model import NodeInfo
 from console.kube.raw import raw_json
+from console.kube.retrywatch import WaitTimedOut
 
 
 def unavailable_nodes(api: Any) -> dict[str, str]:
@@ -135,8 +136,8 @@ def verify_placements(api: Any, placements: Mapping[str, str], timeout: float,
         try:
             pods[key] = nodes_ops.watch_until(api, "pod", name, settled, max(0.5, deadline - time.monotonic()),
                                               namespace=ns)
-        except TimeoutError:
-            pods[key] = nodes_ops.get_pod_raw(api, ns, name)
+        except WaitTimedOut as e:  # as the watch saw it last (the server may be away now)
+            pods[key] = e.last if e.seen else nodes_ops.get_pod_raw(api, ns, name)
         if stop is not None and stop.is_set():
             break
     out = placement_results({k: placements[k] for k in pods}, pods)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 from console.kube import nodes_ops
+from console.kube.cache import reason_of
 from console.kube.model import NodeInfo, cpu_millis, mem_bytes
+from console.kube.retrywatch import WaitTimedOut, transient
 
+log = logging.getLogger(__name__)
 MAX_OVERHEAD = 0.06  # guest kernel overhead above this fraction of RAM means memory is missing
 
 
@@ -48,11 +52,11 @@ def wait_capacity(
     t0 = time.monotonic()
     try:
         obj = nodes_ops.watch_until(api, "node", node, lambda o: capacity_matches(o, vcpus, memory_mib), timeout)
-    except TimeoutError:
-        last = nodes_ops.get_node_raw(api, node)
+    except WaitTimedOut as e:  # what the watch saw last: the server may be away now
+        shows = f"it shows {describe_capacity(e.last)}" if e.seen else "it could not be read"
         raise TimeoutError(
             f"node {node} did not report cpu {vcpus}{f' / ~{memory_mib} MiB' if memory_mib else ''} "
-            f"within {timeout:g}s: it shows {describe_capacity(last)}"
+            f"within {timeout:g}s: {shows}{e.outage}"
         ) from None
     return obj or {}, time.monotonic() - t0
 
@@ -71,7 +75,10 @@ def wait_pods_running(api: Any, pods: list[str], timeout: float) -> list[str]:
             pod = nodes_ops.watch_until(api, "pod", name, running, max(0.5, deadline - time.monotonic()), namespace=ns)
             if pod is None:
                 problems.append(f"{key} was deleted")
-        except TimeoutError:
+        except WaitTimedOut as e:
+            if e.outage:  # the server is away: its events cannot be read either
+                problems.append(f"{key} not seen Running{e.outage}")
+                continue
             why = nodes_ops.latest_failed_scheduling(api, ns, name) or "no FailedScheduling event"
             problems.append(f"{key} still Pending: {why}")
     return problems
@@ -120,9 +127,21 @@ def wait_share_running(api: Any, node: str, want: list[str], candidates: set[str
     """Wait until `share_problems` finds nothing (up to `timeout`); the problems left, with the scheduler's latest
     FailedScheduling message for a pod still Pending. `sleep`: a wait a stop request cuts (ctx.sleep)."""
     deadline = time.monotonic() + timeout
+    problems: list[str] = []
+    down = False
     while True:
-        pods = {w: nodes_ops.get_pod_raw(api, *w.split("/", 1)) for w in want}
-        problems = share_problems(node, want, pods, nodes_ops.pods_on_node_raw(api, node), candidates)
+        try:
+            pods = {w: nodes_ops.get_pod_raw(api, *w.split("/", 1)) for w in want}
+            problems = share_problems(node, want, pods, nodes_ops.pods_on_node_raw(api, node), candidates)
+            down = False
+        except Exception as e:  # the API server away for a moment: poll again until the deadline, as the watches do
+            if not transient(e) or time.monotonic() >= deadline:
+                raise
+            if not down:
+                log.warning("the pods of %s: the API server did not answer (%s); polling again until the wait's "
+                            "deadline", node, reason_of(e))
+            down = True
+            problems = problems or [f"{w} not read yet" for w in want]
         if not problems or time.monotonic() >= deadline:
             break
         sleep(1.0)
