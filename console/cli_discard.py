@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, *, out: Callable[[argparse.Namespace, dict, st
     try:
         moved = discard.discard(found)
     except JournalBusy as e:
-        return refuse(str(e), {"status": "refused", "pid": e.pid, "journal": str(e.journal)})
+        return refuse(str(e), {"status": "refused", **e.details})
     except OSError as e:
         return refuse(f"cannot move {found.path} aside: {e.strerror or e}",
                       {"status": "error", "error": "journal", "journal": str(found.path)})

@@ -18,6 +18,10 @@ class NodeOpError(Exception):
     """A node operation failed; the message says what and why."""
 
 
+class NodeNotFound(NodeOpError):
+    """The API server has no node of that name (404)."""
+
+
 def _core(api_client: Any) -> Any:
     from kubernetes import client
 
@@ -65,7 +69,7 @@ def get_node_raw(api_client: Any, name: str) -> dict[str, Any]:
         return _raw(api_client, _core(api_client).read_node, name)
     except ApiException as e:
         if e.status == 404:
-            raise NodeOpError(f"node {name} not found") from e
+            raise NodeNotFound(f"node {name} not found") from e
         raise NodeOpError(f"reading node {name}: {e.status} {e.reason}") from e
 
 
@@ -200,19 +204,25 @@ def watch_until(
 # -- cordon / drain ------------------------------------------------------------------------------
 
 
-def set_unschedulable(api_client: Any, name: str, value: bool) -> tuple[bool, bool]:
-    """Cordon (True) or uncordon (False) with optimistic concurrency; returns (before, after)."""
+def set_unschedulable(api_client: Any, name: str, value: bool,
+                      annotations: dict[str, str | None] | None = None) -> tuple[bool, bool]:
+    """Cordon (True) or uncordon (False) with optimistic concurrency; returns (before, after).
+
+    `annotations` are set (a value) or removed (None) in the same JSON patch, so the node never shows one without
+    the other (the runbook marks the cordon it makes: console/runbook/cordon.py)."""
     from kubernetes.client.exceptions import ApiException
 
     core = _core(api_client)
     for _ in range(5):
         node = get_node_raw(api_client, name)
         before = bool((node.get("spec") or {}).get("unschedulable"))
-        if before == value:
+        ops = annotation_patch(node, annotations or {})
+        if before == value and not ops:
             return before, value
         patch = [
             {"op": "test", "path": "/metadata/resourceVersion", "value": node["metadata"]["resourceVersion"]},
             {"op": "add", "path": "/spec/unschedulable", "value": value},
+            *ops,
         ]
         try:
             core.patch_node(name, patch, _content_type="application/json-patch+json")
@@ -221,4 +231,21 @@ def set_unschedulable(api_client: Any, name: str, value: bool) -> tuple[bool, bo
             if e.status not in (409, 422):
                 raise NodeOpError(f"{'cordon' if value else 'uncordon'} {name}: {e.status} {e.reason}") from e
     raise NodeOpError(f"{'cordon' if value else 'uncordon'} {name}: the node kept changing (conflicts)")
+
+
+def annotation_patch(node: dict[str, Any], want: dict[str, str | None]) -> list[dict[str, Any]]:
+    """JSON patch operations (RFC 6902; a key's "/" escaped as "~1", RFC 6901) that make the node's annotations
+    hold `want` (None: absent); none for what is already so."""
+    have = (node.get("metadata") or {}).get("annotations")
+    if have is None:
+        added = {k: v for k, v in want.items() if v is not None}
+        return [{"op": "add", "path": "/metadata/annotations", "value": added}] if added else []
+    ops: list[dict[str, Any]] = []
+    for key, value in want.items():
+        path = "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
+        if value is None and key in have:
+            ops.append({"op": "remove", "path": path})
+        elif value is not None and have.get(key) != value:
+            ops.append({"op": "add", "path": path, "value": value})
+    return ops
 

@@ -96,6 +96,18 @@ class WaitTimedOut(TimeoutError):
         self.last, self.seen, self.outage = last, seen, outage
 
 
+def poll_again(e: BaseException, deadline: float, what: str, down: bool) -> bool:
+    """For a wait that polls (reads again every second) and whose read failed with `e`: whether to read again —
+    the API server is away for a moment (`transient`) and the deadline is ahead. The first failure of an outage
+    (`down` False) is logged; the caller raises `e` when this says no."""
+    if not transient(e) or time.monotonic() >= deadline:
+        return False
+    if not down:
+        log.warning("%s: the API server did not answer (%s); polling again until the wait's deadline", what,
+                    reason_of(e))
+    return True
+
+
 def until(list_fn: Callable[..., Any], *args: Any, read: Read, on_event: OnEvent, deadline: float, what: str,
           field_selector: str = "", slice_s: float | None = None, between: Callable[[], None] = lambda: None,
           sleep: Callable[[float], None] = time.sleep) -> Waited:

@@ -26,7 +26,7 @@ from labtools import wait_for
 from console.kube import nfdfiles, nodes_ops
 from console.kube.connection import connect
 from console.lab.world import Lab
-from console.runbook import verify
+from console.runbook import fleet_checks, verify
 
 pytestmark = pytest.mark.lab
 
@@ -90,10 +90,10 @@ def test_a_run_waiting_for_its_node_outlives_an_api_blip(lab: Lab, tmp_path: Pat
 
 
 def _pending_pod(lab: Lab, name: str) -> None:
-    """A pod no node takes: it stays Pending until the test changes it."""
+    """A pod no scheduler takes (its schedulerName runs nowhere): Pending until the test binds it."""
     lab.store.create("pods", {"metadata": {"name": name, "namespace": "default"},
                               "spec": {"containers": [{"name": "c", "image": "nginx:1.21"}],
-                                       "nodeSelector": {"no-such": "node"}},
+                                       "schedulerName": "not-deployed"},
                               "status": {"phase": "Pending"}})
 
 
@@ -180,21 +180,29 @@ def test_only_the_deadline_ends_a_wait_and_it_says_why(lab: Lab) -> None:
     assert "connection refused" in text and "MaxRetryError" not in text, text
 
 
-def test_the_fleet_share_poll_outlives_an_api_blip(lab: Lab, caplog: pytest.LogCaptureFixture) -> None:
-    """The fleet's check that a node's share of the plan runs (verify.wait_share_running) polls rather than
-    watches: a poll that meets the blip polls again until the deadline instead of failing the node."""
-    caplog.set_level(logging.WARNING, logger="console.runbook.verify")
+@pytest.mark.parametrize("poll", ["share", "placements"])
+def test_the_fleet_polls_outlive_an_api_blip(lab: Lab, caplog: pytest.LogCaptureFixture, poll: str) -> None:
+    """The fleet's checks that pods run where planned poll rather than watch: a node's share as its run ends
+    (verify.wait_share_running) and every planned pod at the fleet's end (fleet_checks.verify_placements). A poll
+    that meets the blip polls again until the deadline instead of failing the node or the fleet."""
+    caplog.set_level(logging.WARNING, logger="console.kube.retrywatch")
     api, _ = connect(str(lab.state.kubeconfig))
-    _pending_pod(lab, "share-pod")
-    share = _Waiting(lambda: verify.wait_share_running(api, W_WAITS, ["default/share-pod"], set(), 60))
-    # its first poll meets the blip (a poll once a second could miss one begun later)
-    down = _blip(lab, lambda: not share.is_alive() or "polling again" in caplog.text, start=share.start)
-    assert share.is_alive(), share.error  # before: MaxRetryError
+    name = f"{poll}-pod"
+    _pending_pod(lab, name)
+    if poll == "share":
+        waiting = _Waiting(lambda: verify.wait_share_running(api, W_WAITS, [f"default/{name}"], set(), 60))
+    else:
+        waiting = _Waiting(lambda: fleet_checks.verify_placements(api, {f"default/{name}": W_WAITS}, 60))
+    # its first look meets the blip (a poll once a second could miss one begun later)
+    down = _blip(lab, lambda: not waiting.is_alive() or "polling again" in caplog.text, start=waiting.start)
+    assert waiting.is_alive(), waiting.error  # before: MaxRetryError
     assert down < 1.0
 
-    def running(obj: dict[str, Any]) -> None:
+    def running_there(obj: dict[str, Any]) -> None:
+        obj["spec"]["nodeName"] = W_WAITS
         obj["status"]["phase"] = "Running"
 
-    lab.store.mutate("pods", "default", "share-pod", running)
-    share.join(60)
-    assert (share.error, share.result) == (None, [])
+    lab.store.mutate("pods", "default", name, running_there)
+    waiting.join(60)
+    assert waiting.error is None, waiting.error
+    assert waiting.result.ok and waiting.result.problems() == [], waiting.result.texts()
