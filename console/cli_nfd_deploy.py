@@ -100,10 +100,13 @@ def _settings(args: argparse.Namespace) -> Any:
 
 
 def _connect(settings: Any) -> Any:
-    from console.kube.connection import KubeConfigError, connect
+    from console.kube.connection import KubeConfigError, connect_for
+    from console.kube.execauth import ExecPluginError
 
     try:
-        api, _target = connect(settings.kubeconfig, settings.context)
+        api, _target = connect_for(settings)
+    except ExecPluginError:
+        raise  # a backend fault (exit 6, kube-exec-plugin), not a bad file
     except KubeConfigError as e:
         raise Stop(EXIT_USAGE, "error", str(e), "bad-kubeconfig") from e
     return api

@@ -395,20 +395,18 @@ def labels_match(seen: Mapping[str, str | None], want: Mapping[str, str | None])
 def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None]], *, timeout: float,
                  progress: Callable[[str], None] = lambda _msg: None) -> dict[str, dict[str, str | None]]:
     """Watch the nodes until each node's labels are as `expected` (node -> label -> value, None: absent, PRESENT:
-    any value) or
-    `timeout` seconds pass; node -> label -> value seen last (None: absent). One watch: on the one node by
-    `metadata.name` field selector, else on all nodes from the list's resourceVersion (field selectors have
-    no OR); it restarts after a 410 Gone or a closed stream, as client-go's reflector does."""
-    from kubernetes import watch
-    from kubernetes.client.exceptions import ApiException
-
+    any value) or `timeout` seconds pass; node -> label -> value seen last (None: absent). One watch: on the one
+    node by `metadata.name` field selector, else on all nodes from the list's resourceVersion (field selectors
+    have no OR); it restarts after a 410 Gone, a closed stream or the API server away for a while, as
+    client-go's reflector does (console/kube/retrywatch.py)."""
+    from console.kube import retrywatch
     from console.kube.nodes_ops import LIST_PAGE, _core, _raw
 
     core = _core(api_client)
     seen: dict[str, dict[str, str | None]] = {n: {k: None for k in want} for n, want in expected.items()}
     done: set[str] = set()
-    deadline = time.monotonic() + timeout
-    kw = {"field_selector": f"metadata.name={next(iter(expected))}"} if len(expected) == 1 else {}
+    selector = f"metadata.name={next(iter(expected))}" if len(expected) == 1 else ""
+    kw = {"field_selector": selector} if selector else {}
 
     def note(obj: Mapping[str, Any]) -> None:
         name = str((obj.get("metadata") or {}).get("name") or "")
@@ -423,10 +421,7 @@ def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None
         if len(done) != was:
             progress(f"{len(done)}/{len(expected)} nodes relabelled")
 
-    if not expected:
-        return seen
-    progress(f"0/{len(expected)} nodes relabelled")
-    while True:
+    def read() -> tuple[bool, str | None]:
         token, rv = "", None
         while True:  # a paged list (limit/continue), keeping its resourceVersion to watch from
             data = _raw(api_client, core.list_node, limit=LIST_PAGE, **({"_continue": token} if token else {}), **kw)
@@ -435,30 +430,19 @@ def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None
             rv = (data.get("metadata") or {}).get("resourceVersion") or rv
             token = (data.get("metadata") or {}).get("continue") or ""
             if not token:
-                break
-        if len(done) == len(expected):
-            return seen
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return seen
-        w = watch.Watch()
-        try:
-            # watches of at most WATCH_SLICE s, each ending in a progress call: a caller that wants to stop
-            # (a screen left, Ctrl-C) raises from `progress` within that time, not at the timeout
-            for ev in w.stream(core.list_node, resource_version=rv,
-                               timeout_seconds=max(1, min(WATCH_SLICE, int(remaining) + 1)),
-                               _request_timeout=min(WATCH_SLICE, remaining) + 5, allow_watch_bookmarks=False, **kw):
-                if ev["type"] == "ERROR":
-                    break  # 410 Gone: list again
-                if ev["type"] != "DELETED":
-                    note(ev["raw_object"])
-                if len(done) == len(expected) or time.monotonic() > deadline:
-                    break
-        except ApiException as e:
-            if e.status != 410:
-                raise
-        finally:
-            w.stop()
-        if len(done) == len(expected) or time.monotonic() > deadline:
-            return seen
-        progress(f"{len(done)}/{len(expected)} nodes relabelled")
+                return len(done) == len(expected), rv
+
+    def changed(event: str, obj: dict[str, Any]) -> bool:
+        if event != "DELETED":
+            note(obj)
+        return len(done) == len(expected)
+
+    if not expected:
+        return seen
+    progress(f"0/{len(expected)} nodes relabelled")
+    # watches of at most WATCH_SLICE s, each ending in a progress call: a caller that wants to stop (a screen left,
+    # Ctrl-C) raises from `progress` within that time, not at the timeout — also while the server is away
+    retrywatch.until(core.list_node, read=read, on_event=changed, deadline=time.monotonic() + timeout,
+                     what=f"labels of {', '.join(sorted(expected))}"[:200], field_selector=selector,
+                     slice_s=WATCH_SLICE, between=lambda: progress(f"{len(done)}/{len(expected)} nodes relabelled"))
+    return seen

@@ -29,9 +29,14 @@ def _core(api_client: Any) -> Any:
 
 
 def _raw(api_client: Any, method: Callable[..., Any], *args: Any, **kw: Any) -> dict[str, Any]:
-    """Call a client method and return the JSON dict (skips the slow model deserialisation)."""
+    """Call a client method and return the JSON dict (skips the slow model deserialisation). A read that gets no
+    byte for 30 s fails (as the caches' reads: console/kube/cache.py REQUEST_TIMEOUT) instead of hanging on a
+    connection the server no longer serves; the waits (retrywatch.py) then try again."""
     import json
 
+    from console.kube.cache import REQUEST_TIMEOUT
+
+    kw.setdefault("_request_timeout", REQUEST_TIMEOUT)
     resp = method(*args, _preload_content=False, **kw)
     return json.loads(resp.data)
 
@@ -153,54 +158,47 @@ def watch_until(
 ) -> dict[str, Any] | None:
     """Block until `predicate(obj)` holds for the node/pod `name` (obj None: deleted); return it.
 
-    Reads the object, then watches from its resourceVersion; re-lists when the
-    watch ends or expires (410). Raises TimeoutError with the last state seen.
+    Reads the object, then watches it (fieldSelector metadata.name) from its resourceVersion; a watch that ends
+    or fails is started again from the last resourceVersion seen, a 410 reads it again, and an API server that is
+    away is waited for until the timeout (console/kube/retrywatch.py). Raises WaitTimedOut (a TimeoutError) with
+    the last state seen and, when the server was away at the end, since when.
     """
-    from kubernetes import watch
     from kubernetes.client.exceptions import ApiException
 
+    from console.kube import retrywatch
+
     core = _core(api_client)
-    deadline = time.monotonic() + timeout
     args: tuple[str, ...]
     if kind == "node":
         read, lister, args = core.read_node, core.list_node, ()
     else:
         read, lister, args = core.read_namespaced_pod, core.list_namespaced_pod, (namespace,)
     last: dict[str, Any] | None = None
-    while True:
+    seen = False
+
+    def read_it() -> tuple[bool, str | None]:
+        nonlocal last, seen
         try:
             last = _raw(api_client, read, name, *args)
         except ApiException as e:
             if e.status != 404:
                 raise
             last = None
-        if predicate(last):
-            return last
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError(f"{kind} {name}: condition not met within {timeout:g}s")
-        rv = (last or {}).get("metadata", {}).get("resourceVersion")
-        w = watch.Watch()
-        try:
-            for ev in w.stream(
-                lister, *args, field_selector=f"metadata.name={name}", resource_version=rv,
-                timeout_seconds=max(1, int(remaining) + 1), _request_timeout=remaining + 5,
-            ):
-                obj = ev["raw_object"]
-                last = None if ev["type"] == "DELETED" else obj
-                if ev["type"] == "ERROR":
-                    break  # 410 Gone and friends: re-read and watch again
-                if predicate(last):
-                    return last
-                if time.monotonic() > deadline:
-                    break
-        except ApiException as e:
-            if e.status != 410:
-                raise
-        finally:
-            w.stop()
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{kind} {name}: condition not met within {timeout:g}s")
+        seen = True
+        return predicate(last), ((last or {}).get("metadata") or {}).get("resourceVersion")
+
+    def changed(event: str, obj: dict[str, Any]) -> bool:
+        nonlocal last
+        last = None if event == "DELETED" else obj
+        return predicate(last)
+
+    waited = retrywatch.until(lister, *args, read=read_it, on_event=changed, deadline=time.monotonic() + timeout,
+                              what=f"{kind} {f'{namespace}/' if namespace else ''}{name}",
+                              field_selector=f"metadata.name={name}")
+    if waited.done:
+        return last
+    raise retrywatch.WaitTimedOut(f"{kind} {name}: condition not met within {timeout:g}s{waited.outage}", last, seen,
+                                  waited.outage)
 
 
 # -- cordon / drain ------------------------------------------------------------------------------

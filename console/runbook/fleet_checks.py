@@ -24,6 +24,7 @@ from console.kube import drain as drains
 from console.kube import nodes_ops
 from console.kube.model import NodeInfo
 from console.kube.raw import raw_json
+from console.kube.retrywatch import poll_again
 from console.runbook import placement
 from console.runbook.verify import failed_scheduling
 
@@ -87,19 +88,32 @@ def verify_placements(api: Any, placements: Mapping[str, str], timeout: float, s
     Pending gets the scheduler's latest FailedScheduling message."""
     deadline = time.monotonic() + timeout
     wanted = set(candidates) - set(placements)
+
+    def pause() -> None:
+        if stop is not None:
+            stop.wait(1.0)
+        else:
+            time.sleep(1.0)
+
+    down = False
     while True:
-        pods = read_pods(api, placements)
-        spares = [p for n in (dict.fromkeys(placements.values()) if wanted else ())
-                  for p in nodes_ops.pods_on_node_raw(api, n) if placement.key(p) in wanted]
+        try:
+            pods = read_pods(api, placements)
+            spares = [p for n in (dict.fromkeys(placements.values()) if wanted else ())
+                      for p in nodes_ops.pods_on_node_raw(api, n) if placement.key(p) in wanted]
+        except Exception as e:  # the API server away for a moment: look again until the deadline, as the watches do
+            if not poll_again(e, deadline, "the planned pods", down) or (stop is not None and stop.is_set()):
+                raise
+            down = True
+            pause()
+            continue
+        down = False
         report = placement.report(placements, pods, spares)
         # a pod still Pending (unbound, or bound and not started) may yet fill an empty slot
         waiting = any(not r.ok and pods.get(r.pod) is not None and r.phase in ("Pending", "") for r in report.rows)
         if report.ok or not waiting or time.monotonic() >= deadline or (stop is not None and stop.is_set()):
             break
-        if stop is not None:
-            stop.wait(1.0)
-        else:
-            time.sleep(1.0)
+        pause()
     return report.explain(failed_scheduling(api, report.pending()))
 
 

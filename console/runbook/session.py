@@ -59,12 +59,12 @@ class Session:
         """`connection`: (ApiClient, KubeTarget) already open (the TUI's, console/gateways.py); else one is made
         from the settings' kubeconfig and context. `permissions`: that connection's access review when already
         asked (else asked once, when first needed)."""
-        from console.kube.connection import KubeConfigError, connect
+        from console.kube.connection import KubeConfigError, connect_for
         from console.kube.nodeaccess import node_access
 
         self.settings = settings
         try:
-            self.api, self.target = connection or connect(settings.kubeconfig, settings.context)
+            self.api, self.target = connection or connect_for(settings)
         except KubeConfigError as e:
             raise SessionError(str(e)) from e
         # every change the runbooks make goes through it (read-only, audit intent before, outcome after)
@@ -82,7 +82,7 @@ class Session:
         if self._permissions is None:
             from console.kube.access import review
 
-            self._permissions = review(self.api, self.settings)
+            self._permissions = review(self.api, self.settings, target=self.target)
         return self._permissions
 
     def missing(self, action: str) -> list[Any]:

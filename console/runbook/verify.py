@@ -7,6 +7,7 @@ from typing import Any
 
 from console.kube import nodes_ops
 from console.kube.model import NodeInfo, cpu_millis, mem_bytes
+from console.kube.retrywatch import WaitTimedOut, poll_again
 from console.runbook import placement
 
 MAX_OVERHEAD = 0.06  # guest kernel overhead above this fraction of RAM means memory is missing
@@ -49,11 +50,11 @@ def wait_capacity(
     t0 = time.monotonic()
     try:
         obj = nodes_ops.watch_until(api, "node", node, lambda o: capacity_matches(o, vcpus, memory_mib), timeout)
-    except TimeoutError:
-        last = nodes_ops.get_node_raw(api, node)
+    except WaitTimedOut as e:  # what the watch saw last: the server may be away now
+        shows = f"it shows {describe_capacity(e.last)}" if e.seen else "it could not be read"
         raise TimeoutError(
             f"node {node} did not report cpu {vcpus}{f' / ~{memory_mib} MiB' if memory_mib else ''} "
-            f"within {timeout:g}s: it shows {describe_capacity(last)}"
+            f"within {timeout:g}s: {shows}{e.outage}"
         ) from None
     return obj or {}, time.monotonic() - t0
 
@@ -72,7 +73,10 @@ def wait_pods_running(api: Any, pods: list[str], timeout: float) -> list[str]:
             pod = nodes_ops.watch_until(api, "pod", name, running, max(0.5, deadline - time.monotonic()), namespace=ns)
             if pod is None:
                 problems.append(f"{key} was deleted")
-        except TimeoutError:
+        except WaitTimedOut as e:
+            if e.outage:  # the server is away: its events cannot be read either
+                problems.append(f"{key} not seen Running{e.outage}")
+                continue
             why = nodes_ops.latest_failed_scheduling(api, ns, name) or "no FailedScheduling event"
             problems.append(f"{key} still Pending: {why}")
     return problems
@@ -99,9 +103,18 @@ def wait_share_running(api: Any, node: str, want: list[str], candidates: set[str
     time; the last report, with the scheduler's latest FailedScheduling message for each wanted pod still Pending.
     `sleep`: a wait a stop request cuts (ctx.sleep)."""
     deadline = time.monotonic() + timeout
+    down = False
     while True:
-        pods = {w: nodes_ops.get_pod_raw(api, *w.split("/", 1)) for w in want}
-        report = share_report(node, want, pods, nodes_ops.pods_on_node_raw(api, node), candidates)
+        try:
+            pods = {w: nodes_ops.get_pod_raw(api, *w.split("/", 1)) for w in want}
+            report = share_report(node, want, pods, nodes_ops.pods_on_node_raw(api, node), candidates)
+        except Exception as e:  # the API server away for a moment: poll again until the deadline, as the watches do
+            if not poll_again(e, deadline, f"the pods of {node}", down):
+                raise
+            down = True
+            sleep(1.0)
+            continue
+        down = False
         if not report.problems() or time.monotonic() >= deadline:
             break
         sleep(1.0)
