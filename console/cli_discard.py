@@ -16,6 +16,7 @@ from typing import Any
 def run(args: argparse.Namespace, *, out: Callable[[argparse.Namespace, dict, str], None],
         confirm: Callable[..., int | None]) -> int:
     from console.cli_refusal import refused as refuse
+    from console.exit_codes import kind_of
     from console.runbook import discard
     from console.runbook.journal import BadJournal, JournalError
     from console.runbook.journal_lock import JournalBusy
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace, *, out: Callable[[argparse.Namespace, dict, st
     try:
         moved = discard.discard(found)
     except JournalBusy as e:
-        return refused(args, str(e), "held", pid=e.pid, journal=str(e.journal))
+        return refused(args, str(e), kind_of(e, "held"), **e.details)
     except OSError as e:
         return refused(args, f"cannot move {found.path} aside: {e.strerror or e}", "journal", status="error",
                        journal=str(found.path))

@@ -65,9 +65,9 @@ def run(args: argparse.Namespace) -> int:
             return _error(args, "bad-selector", f"bad label selector {args.selector!r}: {e}", EXIT_USAGE)
     settings = load({"kubeconfig": getattr(args, "kubeconfig", None), "context": getattr(args, "context", None),
                      "nfd_version": getattr(args, "nfd_version", None)})
-    from console.kube.connection import connect
+    from console.kube.connection import connect_for
 
-    api, _target = connect(settings.kubeconfig, settings.context)
+    api, _target = connect_for(settings)
     try:
         if args.get_kind == "nodes":
             return _nodes(args, api, settings, selector)

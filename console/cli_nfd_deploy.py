@@ -103,14 +103,15 @@ def _settings(args: argparse.Namespace) -> Any:
 
 
 def _connect(settings: Any) -> Any:
-    from console import faults
-    from console.kube.connection import KubeConfigError, connect
+    from console.kube.connection import KubeConfigError, connect_for
+    from console.kube.execauth import ExecPluginError
 
     try:
-        api, _target = connect(settings.kubeconfig, settings.context)
-    except KubeConfigError as e:  # a bad file (2), or an exec plugin that could not log in (6)
-        fault = faults.classify(e) or faults.Fault("bad-kubeconfig", "", str(e), "", faults.EXIT_BAD_FILE)
-        raise Stop(fault.exit_code, "error", fault.message, fault.kind) from e
+        api, _target = connect_for(settings)
+    except ExecPluginError:
+        raise  # a backend fault (exit 6, kube-exec-plugin), not a bad file
+    except KubeConfigError as e:
+        raise Stop(EXIT_USAGE, "error", str(e), "bad-kubeconfig") from e
     return api
 
 

@@ -15,9 +15,16 @@ at most 65536 bytes as nfd-worker reads); reports per node; then watches the nod
 relabelled them (up to the worker's sleep interval and a margin) unless --no-wait. A node that already has the
 content is left alone. Every write goes through the session's Guard: read-only refuses, audit before.
 
+Each node is written only while its file is still the version the preview showed (a hostPath file: its sha256,
+compared and renamed by one script on the node; a ConfigMap: its resourceVersion, or the key's content): a file
+someone changed since is left as they made it, and the command ends with a conflict (exit 1, JSON "error":
+"conflict", the nodes that were written and those that were not); run it again to see the new preview. A node
+that could not be listed for the preview is not written.
+
 Exit codes:
   0  done (or nothing to do, or --dry-run)
-  1  failed on some node(s) (the message and JSON say which; the others are written), or a node could not be listed
+  1  failed on some node(s) (the message and JSON say which; the others are written), a node could not be listed,
+     or a conflict: the file changed on some node(s) since the preview (not overwritten)
   2  usage (bad file, name, selector, no such node), refused (read-only, audit log unwritable, no NFD found, a
      mount the console cannot write)
   3  written, but the labels were not seen on every node within the wait
@@ -329,7 +336,7 @@ def _safe_read(target: Any, node: str, name: str) -> str | None:
     from console.kube.nfdfiles import FileTargetError
 
     try:
-        return target.read(node, name)
+        return target.read(node, name).content
     except FileTargetError:
         return None  # the old labels of that node are then not known; the push itself says whether it works
 
@@ -372,6 +379,7 @@ def _plan(ctx: _Ctx, target: Any, nodes: Sequence[str], args: argparse.Namespace
         if args.kind == "hook":  # its values on the node are its own: wait for the keys, whatever their value
             want.update(dict.fromkeys(new, PRESENT))
         rows.append({"node": node, "action": action, "now_sha256": have.sha256 if have else "",
+                     "version": target.version(ls, name),  # what this node's write must still find there
                      "labels": new, "label_changes": change, "notes": notes, "list_error": ls.error})
         expected[node] = want
     return rows, expected
@@ -452,16 +460,18 @@ def _change(args: argparse.Namespace, name: str, content: str | None) -> tuple[d
     if args.output != "json":
         print(plan, file=sys.stderr)
     _confirm(args, f"{verb.capitalize()} {args.kind} file {name} on {len(todo)} node(s): {', '.join(todo)}?")
+    shown = {r["node"]: r["version"] for r in rows}  # what the preview showed: each node's write compares it
     try:
-        results = ctx._call(lambda: target.push(name, content, todo) if content is not None
-                            else target.remove(name, todo))
+        results = ctx._call(lambda: target.push(name, content, todo, expected=shown) if content is not None
+                            else target.remove(name, todo, expected=shown))
     except GuardRefusal as e:
         raise _refuse_or_stop(e) from e
     by_node = {r.node: r for r in results}
     for row in rows:
         r = by_node.get(row["node"])
-        row.update({"ok": r.ok, "changed": r.changed, "error": r.error} if r else
-                   {"ok": True, "changed": False, "error": ""})
+        row.update({"ok": r.ok, "changed": r.changed, "error": r.error, "conflict": r.conflict} if r else
+                   {"ok": True, "changed": False, "error": "", "conflict": False})
+    _stop_on_conflict(verb, name, results, {**base, "nodes": rows})
     failed = [r.node for r in results if not r.ok]
     report = [f"  {r.node}: " + (f"FAILED: {r.error}" if not r.ok else "written" if r.changed and content is not None
                                  else "removed" if r.changed else "already so") for r in results]
@@ -489,6 +499,24 @@ def _change(args: argparse.Namespace, name: str, content: str | None) -> tuple[d
     if code == EXIT_NOT_SEEN:
         msg += f"; not relabelled in time on {', '.join(late)}"
     return {**base, "status": status, "message": msg, "nodes": rows, "failed": failed, **error}, "\n".join(text), code
+
+
+def _stop_on_conflict(verb: str, name: str, results: Sequence[Any], doc: Mapping[str, Any]) -> None:
+    """Exit 1 "conflict" when some node's file changed since the preview (left as it is there), naming the nodes
+    written and those not: as `nfd apply` ends on a 409, nothing of theirs overwritten."""
+    from console.kube.nfdfiles_model import conflicts
+
+    found = conflicts(results)
+    if not found:
+        return
+    done = [r.node for r in results if r.ok]
+    msg = (f"{verb} of {name}: changed since the preview on {', '.join(r.node for r in found)}, not overwritten "
+           f"({found[0].error.removeprefix('not written: ')})"
+           + (f"; done on {', '.join(done)}" if done else "") + "; run the command again to see the new preview")
+    stop = Stop(EXIT_FAILED, "error", msg, "conflict")
+    stop.extra.update({k: v for k, v in doc.items() if k not in ("status", "message")},
+                      conflicts=[r.node for r in found], done=done)  # the plan's fields, as a finished push has
+    raise stop
 
 
 def _wait(ctx: _Ctx, expected: Mapping[str, Mapping[str, str | None]], show: bool, *,

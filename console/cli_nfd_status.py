@@ -42,12 +42,12 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from console.config import load
-    from console.kube.connection import connect
+    from console.kube.connection import connect_for
     from console.kube.nfddiscovery import NfdDiscoveryError, discover_nfd
 
     # the context as every command resolves it: --context, CONSOLE_CONTEXT, the config file, the kubeconfig's
     settings = load({"kubeconfig": getattr(args, "kubeconfig", None), "context": getattr(args, "context", None)})
-    api, _target = connect(settings.kubeconfig, settings.context)
+    api, _target = connect_for(settings)
     try:
         found = discover_nfd(api)
     except NfdDiscoveryError as e:

@@ -128,10 +128,10 @@ def run(args: argparse.Namespace) -> int:
                      "read_only": getattr(args, "read_only", None)})
     if args.max_unavailable is None:
         args.max_unavailable = settings.plan.max_unavailable
-    from console.kube.connection import connect
+    from console.kube.connection import connect_for
     from console.planner.inputs import PlanInputError, preferences, read_plan_input
 
-    api, _target = connect(settings.kubeconfig, settings.context)
+    api, _target = connect_for(settings)
     try:
         try:
             inp = read_plan_input(api, settings, pods=args.pods or None,

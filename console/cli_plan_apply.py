@@ -11,14 +11,17 @@ now that differs (the grown nodes are bigger now, their pods run) is shown as a 
 the unfinished fleet instead, move its journal aside (the line printed says how).
 
 Exit codes (the scale-up's):
-  0  every node scaled up and every planned pod Running on its planned node; or the plan grows no node
-     and places every pod
+  0  every node scaled up and every planned node running the pods planned there (pods of one Job or ReplicaSet
+     are interchangeable: counted per controller); or the plan grows no node and places every pod
   1  a node's scale-up failed and was left safe (rolled back); the fleet stopped there
   2  refused before anything was changed: read-only, the audit log cannot be written, a fleet or node journal
-     that cannot be used, another process runs the fleet, a node's scale-up would be refused (its plan, its
-     drain, missing permissions, another run holds the node)
-  3  some planned pods are not Running on their planned nodes after the fleet (the message says why), or the
-     plan grows no node and leaves pods unplaced
+     that cannot be used, a node's scale-up would be refused (its plan, its drain, missing permissions); or
+     another run holds a node or the fleet (JSON "error": "held", as `scale-up` says it), found before the
+     fleet or before that node (nothing changed on it; the nodes done before stay done and the same command
+     resumes the fleet once that run has ended)
+  3  some planned nodes do not run the pods planned there after the fleet (the message counts them per
+     controller, names where each runs and why a pod is not Running), or the plan grows no node and leaves
+     pods unplaced
   4  needs attention: a node's run stopped in a state it could not make safe, a PodDisruptionBudget would
      block the next node's drain, --max-unavailable nodes are unavailable; or interrupted (Ctrl-C/SIGTERM):
      the fleet and the node's run are journaled and the same command resumes them
@@ -147,8 +150,8 @@ def _apply(args: argparse.Namespace, inp: PlanInput, plan: Plan) -> int:
         return _interrupted(args, result.fleet_id, result.message)
     doc = {"fleet_id": result.fleet_id, "status": result.status, "exit_code": result.exit_code,
            "message": result.message, "journal": result.journal_path, "resumed": fleet.resuming,
-           "elapsed_s": round(result.elapsed, 3), "nodes": result.nodes, "verify": result.verify,
-           "plan": fleet.plan_doc}
+           "this_run": result.this_run, "elapsed_s": round(result.elapsed, 3), "nodes": result.nodes,
+           "verify": result.verify, "plan": fleet.plan_doc}
     if result.exit_code:
         doc["error"] = result_kind(result.status, result.refusal)
     _out(args, doc, render_result(result))
@@ -187,9 +190,12 @@ def progress(ev: FleetEvent) -> None:
 
 def render_result(result: Any) -> str:
     lines = [f"{result.status}: {result.message} (fleet run {result.fleet_id})"]
+    before = set((getattr(result, "this_run", None) or {}).get("done_before") or ())
     for e in result.nodes:
-        lines.append(f"  {e['node']}: {e['status']}" + (f" (scale-up run {e['run_id']})" if e["run_id"] else ""))
-    for c in result.verify:
-        ok = f"{c['instead']} (same controller) runs in its place" if c.get("instead") else "Running"
-        lines.append(f"  {c['pod']} on {c['node']}: {ok if c['ok'] else c['why']}")
+        lines.append(f"  {e['node']}: {e['status']}" + (" before this run" if e["node"] in before else "")
+                     + (f" (scale-up run {e['run_id']})" if e["run_id"] else ""))
+    for c in result.verify:  # console/runbook/placement.Row.to_dict
+        where = f"Running on {c['runs_on']}" if c["runs_on"] else c["why"]
+        lines.append(f"  {c['pod']} (planned on {c['node']}): {where}"
+                     + ("" if c["ok"] or not c["runs_on"] else f" ({c['why']})"))
     return "\n".join(lines)

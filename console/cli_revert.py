@@ -2,7 +2,7 @@
 
 Exit codes as `scale-up`'s: 0 reverted, 1 failed (nothing changed), 2 refused (nothing in VERIFY_RESIZE,
 read-only, the audit log cannot be written),
-3 the node did not come back with the old capacity, 4 needs attention / interrupted (resumable),
+3 the node did not come back with the old capacity, or no such node, 4 needs attention / interrupted (resumable),
 5 not confirmed.
 """
 
@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from console.cli_runout import cordon_note, plan_refused
 from console.exit_codes import kind_of, result_kind
 from console.faults import is_fault
 from console.guard import GuardRefusal
@@ -53,9 +54,7 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
     except (PlanRefused, SessionError) as e:  # SessionError: a journal of the node cannot be used
         if is_fault(e):
             raise  # cli.main: one line, the fault's exit code and JSON
-        if isinstance(e, SessionError):
-            return refused(args, str(e), kind_of(e), **e.details)
-        return refused(args, str(e), "plan-refused")
+        return plan_refused(args, e)
     if not args.dry_run:
         try:
             session.guard.check(f"revert of the resize of {plan.server}")
@@ -75,11 +74,12 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
         return refused(args, str(e), kind_of(e), **e.details)
     except Interrupted:
         return interrupted(args, plan.node, "")
+    cordoned = cordon_note(result)
     if result.status == "interrupted":
-        return interrupted(args, plan.node, result.run_id, result.stopped_at)
+        return interrupted(args, plan.node, result.run_id, result.stopped_at, cordoned)
     doc = {"run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,
            "message": result.message, "journal": result.journal_path, "elapsed_s": round(result.elapsed, 3),
-           "plan": plan.to_dict(), "steps": result.steps}
+           "plan": plan.to_dict(), "steps": result.steps, "cordoned": cordoned}
     if result.exit_code:
         doc["error"] = result_kind(result.status, result.refusal)
     out(args, doc, f"{result.status}: {result.message or 'resize reverted'} (run {result.run_id})")

@@ -8,6 +8,9 @@ cannot be used (unreadable, truncated, wrong shape, older version, another clust
 skipped or resumed, a rerun naming another target than the run's is refused, and a run in progress in
 another process is left alone: exit 2 naming the journal file (and --discard RUN_ID).
 
+A run that ends with its node cordoned says so on stderr, and by whom (JSON "cordoned": {"by", "message"}, else
+null): the console marks its own cordon with the node annotation console/cordoned-by (console/runbook/cordon.py).
+
 Exit codes:
   0  done: capacity matches and the planned Pending pods run; or nothing to do (the VM and the kubelet
      already have the target size: nothing is changed, journaled or audited)
@@ -18,7 +21,8 @@ Exit codes:
      cannot be written (a step's intent record must be on disk before the step acts: nothing more is done;
      resumable when a step was); missing RBAC permissions found at plan time, before any change (JSON
      "error": "forbidden", "missing": ["patch nodes", "create pods/eviction", ...]; --dry-run reports them, exit 0)
-  3  verification failed: the VM grew but capacity or pods are not as planned (message says why)
+  3  verification failed: the VM grew but capacity or pods are not as planned (message says why); or the cluster
+     has no such node (JSON {"status": "error", "error": "not-found", ...}, as `get node NAME`)
   4  needs attention: failed in a state the runbook could not make safe (journal + message say where);
      or interrupted (Ctrl-C/SIGTERM): stopped before the next step, journal saved, one line names the
      resume command (a second Ctrl-C stops at once)
@@ -38,6 +42,7 @@ from typing import Any
 
 from console import cli_refusal
 from console.cli import stdout_closed
+from console.cli_runout import cordon_note, plan_refused
 from console.exit_codes import kind_of, print_error, result_kind
 from console.faults import is_fault
 from console.guard import GuardRefusal
@@ -93,8 +98,10 @@ def _out(args: argparse.Namespace, doc: dict[str, Any], text: str) -> None:
         stdout_closed()
 
 
-def interrupted(args: argparse.Namespace, node: str, run_id: str, stopped_at: str = "") -> int:
-    """The one line for a run stopped by SIGINT/SIGTERM (journal saved, resumable), and exit 4."""
+def interrupted(args: argparse.Namespace, node: str, run_id: str, stopped_at: str = "",
+                cordoned: dict[str, Any] | None = None) -> int:
+    """The one line for a run stopped by SIGINT/SIGTERM (journal saved, resumable), and exit 4. `cordoned`: the
+    run's cordon_note (the line names the node's state as the journal leaves it)."""
     from console.runbook.held import held_state, resume_command
     from console.runbook.journal import UNFINISHED, Journal
 
@@ -109,7 +116,8 @@ def interrupted(args: argparse.Namespace, node: str, run_id: str, stopped_at: st
             f"{resume_command(node, run_id)}")
     if args.output == "json":
         _out(args, {"run_id": run_id, "status": "interrupted", "error": "interrupted", "exit_code": EXIT_ATTENTION,
-                    "message": line, "resume": resume_command(node, run_id), "steps": doc.get("steps", [])}, "")
+                    "message": line, "resume": resume_command(node, run_id), "steps": doc.get("steps", []),
+                    "cordoned": cordoned}, "")
     print(f"scale-up: {line}", file=sys.stderr, flush=True)
     return EXIT_ATTENTION
 
@@ -208,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from console.config import load as load_settings
-    from console.runbook.scaleup import DRAIN_TIMEOUT_S, DrainRefused, PlanRefused, ScaleUpRequest, parse_memory_mib
+    from console.runbook.scaleup import DRAIN_TIMEOUT_S, PlanRefused, ScaleUpRequest, parse_memory_mib
     from console.runbook.session import Session, SessionError, plan_action
 
     def err(msg: str) -> None:
@@ -243,10 +251,7 @@ def _run(args: argparse.Namespace) -> int:
     except (PlanRefused, SessionError) as e:
         if is_fault(e):
             raise  # cli.main: one line, the fault's exit code and JSON
-        if isinstance(e, SessionError):
-            return refused(args, str(e), kind_of(e), **e.details)
-        blocking = {"blocking": [i.to_dict() for i in e.blocking]} if isinstance(e, DrainRefused) else {}
-        return refused(args, str(e), "plan-refused", **blocking)
+        return plan_refused(args, e)
     from console.runbook.scaleup import render_plan
 
     if plan.nothing_to_do:
@@ -276,12 +281,13 @@ def _run(args: argparse.Namespace) -> int:
         return refused(args, str(e), kind_of(e), **e.details)
     except Interrupted:  # a second signal: stopped at once; the journal is whole (atomic rewrites)
         return interrupted(args, plan.node.name, "")
+    cordoned = cordon_note(result)
     if result.status == "interrupted":
-        return interrupted(args, plan.node.name, result.run_id, result.stopped_at)
+        return interrupted(args, plan.node.name, result.run_id, result.stopped_at, cordoned)
     doc = {"run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,
            "message": result.message, "journal": result.journal_path, "elapsed_s": round(result.elapsed, 3),
            "infra_wait_s": round(result.infra_wait, 3), "overhead_s": round(result.overhead, 3),
-           "plan": plan.to_dict(), "steps": result.steps}
+           "plan": plan.to_dict(), "steps": result.steps, "cordoned": cordoned}
     if result.exit_code:
         doc["error"] = result_kind(result.status, result.refusal)
     text = f"{result.status}: {result.message or 'scale-up done'} (run {result.run_id})"

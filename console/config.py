@@ -22,6 +22,7 @@ The config file (YAML):
     kubelet_unit: kubelet          # the kubelet's systemd unit; default: from node info (kubeadm kubelet,
                                    # k3s server k3s / agent k3s-agent, RKE2 rke2-server / rke2-agent)
     key_overrides: {nodes-filter: f}   # remap keys by binding id (press ? in the console to see ids)
+    exec_plugin_timeout: 60        # seconds a kubeconfig exec plugin may run without the terminal
     plan:                          # the capacity planner (`console plan`): costs and preferences
       vcpu_weight: 1.0             # cost of a vCPU added (a size without a price)
       memory_gib_weight: 1.0       # cost of a GiB of memory added
@@ -61,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from console.config_error import ConfigError
+from console.kube.execauth import EXEC_PLUGIN_TIMEOUT_S
 
 # a small public image with nsenter: busybox, what k9s's node shell runs (internal/config/shell_pod.go)
 DEFAULT_NODE_DEBUG_IMAGE = "busybox:1.37.0"
@@ -101,6 +103,7 @@ class Settings:
     node_debug_tolerations: tuple[dict[str, Any], ...] = ()
     kubelet_unit: str | None = None
     key_overrides: dict[str, str] = field(default_factory=dict)  # binding id -> key(s)
+    exec_plugin_timeout: float = EXEC_PLUGIN_TIMEOUT_S
     plan: PlanSettings = field(default_factory=PlanSettings)
     # what load() was given (flags, file, env), so a context switch resolves again the same way; None when
     # the settings were built in code (they are kept as they are)
@@ -187,7 +190,7 @@ def _env_settings(env: Mapping[str, str]) -> dict[str, Any]:
         names["cloud"], values["cloud"] = "OS_CLOUD", env["OS_CLOUD"]
     if "read_only" in values:
         values["read_only"] = schema.env_bool(values["read_only"])
-    for key in ("node_debug_tolerations", "key_overrides", "plan"):  # YAML (or JSON) text
+    for key in ("node_debug_tolerations", "key_overrides", "plan", "exec_plugin_timeout"):  # YAML (or JSON) text
         if key in values:
             values[key], _ = schema.parse_yaml(values[key], f"environment {names[key]}")
     return schema.validate(schema.FileSettings, values, _Where("environment", names=names))

@@ -56,6 +56,7 @@ EXPECTED = {
     "avoid_pdb_blocked": "true or false",
     "prefer_live": "true or false",
     "max_unavailable": "a whole number, at least 1",
+    "exec_plugin_timeout": "a number of seconds, more than 0",
     **{k: "one of " + ", ".join(v) for k, v in CHOICES.items()},
 }
 _WORDS_TRUE = ("true", "yes", "on", "1")
@@ -163,6 +164,10 @@ class ContextSettings(_Strict):
         "`k3s`/`k3s-agent`, `rke2-server`/`rke2-agent`)"))
     key_overrides: dict[StrictStr, StrictStr] | None = Field(None, description=(
         "remap keys by binding id, e.g. `{nodes-filter: f}` (`?` in the console shows the ids)"))
+    exec_plugin_timeout: float | None = Field(None, gt=0, allow_inf_nan=False, description=(
+        "seconds a kubeconfig exec credential plugin may run without the terminal before it is stopped (a "
+        "headless command, the TUI's token refresh); with the terminal it is never cut, only said to be "
+        "still running"))
     plan: PlanKeys | None = Field(None, description=(
         "the capacity planner's costs and preferences (`console plan`): the keys `plan.*` below; a context's "
         "`plan` keys override the top level's one by one"))

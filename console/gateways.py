@@ -96,7 +96,11 @@ class Gateways:
         from console.kube.events import Events
         from console.kube.metrics import MetricsReader
 
-        cluster = (cluster_factory or Cluster)(kubeconfig or settings.kubeconfig, settings.context)
+        if cluster_factory is not None:
+            cluster = cluster_factory(kubeconfig or settings.kubeconfig, settings.context)
+        else:
+            cluster = Cluster(kubeconfig or settings.kubeconfig, settings.context,
+                              exec_timeout=settings.exec_plugin_timeout)
         api_client = getattr(cluster, "api_client", None)  # a stand-in without one has no events or metrics
         return cls(settings, cluster, guard or Guard.from_settings(settings), vms=vms,
                    events=Events(api_client) if api_client is not None else None,
@@ -123,7 +127,7 @@ class Gateways:
         """Ask the API server what this user may do (SelfSubjectRulesReview/AccessReview); blocking: a worker's."""
         from console.kube.access import review
 
-        return review(self.cluster.api_client, self.settings)
+        return review(self.cluster.api_client, self.settings, target=self.cluster.target)
 
     def with_access(self, access: Access) -> Gateways:
         """The same gateways, with the review's answer (the caches and threads are shared, not copied)."""

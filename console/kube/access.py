@@ -160,7 +160,11 @@ class Access:
         return f"{action} needs: {', '.join(map(str, missing))}" if missing else ""
 
     def cannot_read(self, what: str) -> str:
-        missing = self.missing(READS.get(what, ()))
+        return self.cannot(READS.get(what, ()))
+
+    def cannot(self, needs: Iterable[Need]) -> str:
+        """What of `needs` this user may not do, as the screens say it ("" when nothing is known missing)."""
+        missing = self.missing(needs)
         if not missing:
             return ""
         return f"cannot {', '.join(map(str, missing))} (forbidden for {self.user or 'this user'})"
@@ -251,10 +255,17 @@ def _access_review(api_client: Any, need: Need) -> bool:
     return bool((doc.get("status") or {}).get("allowed"))
 
 
-def review(api_client: Any, settings: Any, extra: Iterable[Need] = ()) -> Access:
+def review(api_client: Any, settings: Any, extra: Iterable[Need] = (), *, target: Any = None) -> Access:
     """Ask the API server what this user may do (never raises: a failure is `Access.unknown`); `extra`: needs
-    beyond the settings' (e.g. a namespace the admin picked for NodeFeatures), reviewed too."""
+    beyond the settings' (e.g. a namespace the admin picked for NodeFeatures), reviewed too. `target`: the
+    connection's KubeTarget (console/kube/connection.py), so a failure names the kubeconfig, context and user
+    actually in use (else the settings' kubeconfig and context)."""
     from console import faults
+
+    if target is not None:
+        where = faults.Where(target.kubeconfig, target.context, server=target.server)
+    else:
+        where = faults.Where(getattr(settings, "kubeconfig", None) or "", getattr(settings, "context", None) or "")
 
     needs = _unique([*everything(settings), *extra])
     namespaces = ["", *sorted({n.namespace for n in needs if n.namespace})]
@@ -267,6 +278,6 @@ def review(api_client: Any, settings: Any, extra: Iterable[Need] = ()) -> Access
     except _Refused as e:
         return Access(unknown=f"the API server did not say what this user may do ({e})", user=user)
     except Exception as e:  # unreachable, TLS, 401: the console's other calls meet it too
-        fault = faults.classify(e)
+        fault = faults.classify(e, where)
         return Access(unknown=f"permissions could not be read: {fault.message if fault else e}", user=user)
     return Access(user=user, rules=rules, answers=answers)

@@ -12,6 +12,7 @@ from typing import Any
 from console.kube.cache import CacheState, ResourceCache
 from console.kube.codec import Key
 from console.kube.connection import connect
+from console.kube.execauth import EXEC_PLUGIN_TIMEOUT_S
 from console.kube.fastcodec import NODE_CODEC, POD_CODEC
 from console.kube.lister import Lister
 from console.kube.model import NodeInfo, PodInfo
@@ -68,8 +69,9 @@ class ClusterSnapshot:
 class Cluster:
     """Connection plus list+watch caches; `start()` runs them in daemon threads."""
 
-    def __init__(self, kubeconfig: str | None = None, context: str | None = None) -> None:
-        self.api_client, self.target = connect(kubeconfig, context)
+    def __init__(self, kubeconfig: str | None = None, context: str | None = None, *,
+                 exec_timeout: float = EXEC_PLUGIN_TIMEOUT_S) -> None:
+        self.api_client, self.target = connect(kubeconfig, context, exec_timeout=exec_timeout)
         self._listeners: list[Callable[[], None]] = []
         self._health_listeners: list[Callable[[CacheHealth], object]] = []
         self._health_lock = threading.Lock()

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from console.kube.execauth import EXEC_PLUGIN_TIMEOUT_S
 from console.kube.kubeconfig import (
     KubeConfigError,
     candidate_files,
@@ -28,7 +29,8 @@ from console.kube.kubeconfig import (
     shape_errors,
 )
 
-__all__ = ["KubeConfigError", "KubeTarget", "connect", "contexts", "default_kubeconfig", "require_context"]
+__all__ = ["KubeConfigError", "KubeTarget", "connect", "connect_for", "contexts", "default_kubeconfig",
+           "require_context"]
 
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_FILE_PERIOD = 60.0  # client-go re-reads token files (and kubernetes-python the in-cluster token) each minute
@@ -120,8 +122,10 @@ def _api_client_class() -> type:
     return ReloadingApiClient
 
 
-def connect(kubeconfig: str | None = None, context: str | None = None) -> tuple[Any, KubeTarget]:
-    """An ApiClient for the context (default: current) and what it points at."""
+def connect(kubeconfig: str | None = None, context: str | None = None, *,
+            exec_timeout: float = EXEC_PLUGIN_TIMEOUT_S) -> tuple[Any, KubeTarget]:
+    """An ApiClient for the context (default: current) and what it points at. `exec_timeout`: how long an exec
+    plugin may run without the terminal (the setting exec_plugin_timeout; console/kube/execauth.py)."""
     from kubernetes.client import Configuration
 
     merged = load(kubeconfig or None)
@@ -138,11 +142,16 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> tuple[
                                   f"(one of: {', '.join(merged.context_names()) or 'none'})")
         _require_context(merged, name)
         check_named_files(merged, name)  # before the client opens them: a FIFO there would block it for ever
-        credentials = _from_kubeconfig(merged, name, configuration)
+        credentials = _from_kubeconfig(merged, name, configuration, exec_timeout)
         target = KubeTarget(kubeconfig or "", name, configuration.host, merged.files, credentials.user)
     client = _api_client_class()(configuration=configuration)
     client.credentials = credentials
     return client, target
+
+
+def connect_for(settings: Any) -> tuple[Any, KubeTarget]:
+    """connect() as the settings say: their kubeconfig, context and exec_plugin_timeout."""
+    return connect(settings.kubeconfig, settings.context, exec_timeout=settings.exec_plugin_timeout)
 
 
 def require_context(kubeconfig: str | None, name: str) -> None:
@@ -160,7 +169,7 @@ def _require_context(merged: Any, name: str) -> None:
                               f"{', '.join(merged.context_names()) or 'none'}")
 
 
-def _from_kubeconfig(merged: Any, name: str, configuration: Any) -> Credentials:
+def _from_kubeconfig(merged: Any, name: str, configuration: Any, exec_timeout: float) -> Credentials:
     from kubernetes import config
     from kubernetes.config.kube_config import KubeConfigLoader
 
@@ -176,7 +185,8 @@ def _from_kubeconfig(merged: Any, name: str, configuration: Any) -> Credentials:
                 return None
             current: Any = self._current_context
             user = str(current["context"].safe_get("user") or "")
-            self.plugin = ExecPlugin(cfg["exec"], self._get_base_path(cfg.path), self._cluster, user)
+            self.plugin = ExecPlugin(cfg["exec"], self._get_base_path(cfg.path), self._cluster, user,
+                                     timeout=exec_timeout)
             result = self.plugin.run()
             self.expires = result.expires
             if result.token:

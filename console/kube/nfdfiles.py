@@ -14,7 +14,9 @@ path component, not hidden; we keep to the characters a ConfigMap key allows (th
 and what older versions put into label names: `<file name>-<key>`).
 
 Every write goes through the Guard (console/guard.py): read-only refuses, one audit intent for the batch is
-on disk before any node is touched, its outcome after with each node's result.
+on disk before any node is touched (naming each node's version it replaces), its outcome after with each node's
+result. Every write carries, per node, the version of the file the caller showed (console/kube/nfdfiles_model.py):
+a hostPath node compares it with the file's sha256 in the same script that renames (console/kube/nfdfiles_sh.py).
 """
 
 from __future__ import annotations
@@ -32,12 +34,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from console.kube import nfdfiles_sh as sh
-from console.kube.nfdfiles_model import FileTarget, NodeFile, NodeListing, WriteResult
+from console.kube.nfdfiles_model import FileState, FileTarget, NodeFile, NodeListing, WriteResult
 from console.kube.nfdstore import NfdStoreError
 from console.nfd import versions as V
 
 if TYPE_CHECKING:
     from console.guard import Guard
+    from console.kube.access import Need
     from console.kube.nodeshell import NodeAccess
     from console.nfd.deployment import FileKind, NfdDeployment
 
@@ -166,7 +169,8 @@ class HostPathTarget:
     """The directory a hostPath volume gives nfd-worker, on each node, through node access."""
 
     def __init__(self, deployment: NfdDeployment, kind: FileKind, *, api_client: Any, node_access: NodeAccess,
-                 guard: Guard | None, parallel: int = PARALLEL, timeout: float = NODE_TIMEOUT) -> None:
+                 guard: Guard | None, parallel: int = PARALLEL, timeout: float = NODE_TIMEOUT,
+                 needs: Sequence[Need] = ()) -> None:
         self.deployment = deployment
         self.kind = kind
         self.mount = deployment.mounts[kind]
@@ -181,6 +185,10 @@ class HostPathTarget:
         # before v0.15 nfd-worker reads hidden names too: keep the temp file out of its directory
         self.hidden_read = version is not None and not V.dotfiles_ignored(version)
         self._prepare_lock = threading.Lock()
+        self._needs = list(needs)  # what node access asks the API server for (a debug pod: pods in its namespace)
+
+    def read_needs(self) -> builtins.list[Need]:
+        return list(self._needs)
 
     def nodes(self, selector: str | None = None, names: Sequence[str] = ()) -> list[str]:
         return target_nodes(self.api, self.deployment.worker, selector, names)
@@ -225,70 +233,115 @@ class HostPathTarget:
 
         return self._each(nodes, one)
 
-    def read(self, node: str, name: str) -> str | None:
+    def read(self, node: str, name: str) -> FileState:
         check_name(name)
         try:
             out = self._run(node, sh.read_script(self.directory, name))
         except FileTargetError as e:
             raise FileTargetError(f"{node}: {e}") from e
         if out.has("absent"):
-            return None
+            return FileState(None, "")
+        data = self._decode(node, name, out)
+        return FileState(data.decode("utf-8", errors="replace"), hashlib.sha256(data).hexdigest())
+
+    def _decode(self, node: str, name: str, out: sh.ScriptOutput) -> bytes:
         try:
-            return base64.b64decode("".join(out.data), validate=True).decode("utf-8", errors="replace")
+            return base64.b64decode("".join(out.data), validate=True)
         except binascii.Error as e:
             raise FileTargetError(f"{node}: {self.directory}/{name} came back garbled ({e})") from e
 
+    def version(self, listing: NodeListing, name: str) -> str | None:
+        """The file's sha256 as listed, "" when the node has none; None when not known (the node could not be
+        listed, or the file is too large to hash)."""
+        if listing.error:
+            return None
+        f = next((f for f in listing.files if f.name == name), None)
+        return "" if f is None else (f.sha256 or None)
+
+    def _checked(self, node: str, name: str, expected: Mapping[str, str | None],
+                 script: Callable[[str], str], done: Callable[[sh.ScriptOutput], WriteResult]) -> WriteResult:
+        """Run the compare-and-replace `script(expect)` on `node`: its result, or the conflict it met."""
+        expect = expected.get(node)
+        if expect is None:
+            return WriteResult(node, False, False, f"not written: the version of {self.directory}/{name} on {node} "
+                                                   "was not read before (the node could not be listed); list it "
+                                                   "again")
+        try:
+            out = self._run(node, script(expect))
+        except FileTargetError as e:
+            return WriteResult(node, False, False, str(e))
+        found = out.first("conflict")
+        if found is None:
+            return done(out)
+        have = "" if found[1:] == ["absent"] else " ".join(found[1:])
+        try:
+            current = self._decode(node, name, out).decode("utf-8", errors="replace") if out.data else None
+        except FileTargetError:
+            current = None
+        return WriteResult(node, False, False, f"not written: {name} on {node} changed since it was read "
+                                               f"({_short(expect)} → {_short(have)})",
+                           version=have, conflict=True, current=current)
+
     def _guarded(self, action: str, what: str, nodes: Sequence[str], detail: str,
-                 fn: Callable[[str], WriteResult]) -> builtins.list[WriteResult]:
+                 fn: Callable[[str], WriteResult], expected: Mapping[str, str | None]) -> builtins.list[WriteResult]:
         from console.guard import ReadOnly
 
         if self.guard is None:
             raise ReadOnly(f"{what} (opened for reading only)")
         target = f"hostPath {self.directory} on {', '.join(nodes)}"
-        with self.guard.mutation(action, target, what=what, detail=detail) as m:
+        # the version each node's write replaces, on disk before any node is touched ("absent": no file; None:
+        # not known, so that node is not written)
+        before = {"sha256": {n: "absent" if expected.get(n) == "" else expected.get(n) for n in nodes}}
+        with self.guard.mutation(action, target, what=what, before=before, detail=detail) as m:
             results = self._each(nodes, fn)
             m.after = {r.node: r.as_dict() for r in results}
-            failed = [r.node for r in results if not r.ok]
-            m.result = "ok" if not failed else "error" if len(failed) == len(results) else "partial"
+            failed = [r for r in results if not r.ok]
+            m.result = ("ok" if not failed else "partial" if len(failed) < len(results)
+                        else "conflict" if all(r.conflict for r in failed) else "error")
             if failed:
-                m.detail = f"{what}: failed on {', '.join(failed)}"
+                m.detail = f"{what}: failed on {', '.join(r.node for r in failed)}"
         return results
 
-    def push(self, name: str, content: str, nodes: Sequence[str]) -> builtins.list[WriteResult]:
+    def push(self, name: str, content: str, nodes: Sequence[str], *,
+             expected: Mapping[str, str | None]) -> builtins.list[WriteResult]:
+        """Write `content` to each node that still has the version `expected[node]` of the file."""
         check_name(name)
         data = check_content(name, content)
         if not nodes:
             return []
         mode = HOOK_MODE if self.kind == "hook" else FEATURE_MODE
-        script = sh.push_script(self.directory, name, data, mode, temp_outside=self.hidden_read)
         digest = hashlib.sha256(data).hexdigest()
 
         def one(node: str) -> WriteResult:
-            try:
-                out = self._run(node, script)
-            except FileTargetError as e:
-                return WriteResult(node, False, False, str(e))
-            return WriteResult(node, True, not out.has("unchanged"))
+            return self._checked(
+                node, name, expected,
+                lambda expect: sh.push_script(self.directory, name, data, mode, temp_outside=self.hidden_read,
+                                              expect=expect),
+                lambda out: WriteResult(node, True, not out.has("unchanged"), version=digest))
 
         what = f"write of {self.kind} file {self.directory}/{name} on {len(nodes)} node(s)"
         return self._guarded("nfd.file.push", what, nodes,
-                             f"{what}: {len(data)} bytes, sha256 {digest}, mode {mode:04o}", one)
+                             f"{what}: {len(data)} bytes, sha256 {digest}, mode {mode:04o}", one, expected)
 
-    def remove(self, name: str, nodes: Sequence[str]) -> builtins.list[WriteResult]:
+    def remove(self, name: str, nodes: Sequence[str], *,
+               expected: Mapping[str, str | None]) -> builtins.list[WriteResult]:
+        """Remove the file from each node that still has the version `expected[node]` of it."""
         check_name(name)
         if not nodes:
             return []
-        script = sh.remove_script(self.directory, name)
 
         def one(node: str) -> WriteResult:
-            try:
-                out = self._run(node, script)
-            except FileTargetError as e:
-                return WriteResult(node, False, False, str(e))
-            return WriteResult(node, True, out.has("removed"))
+            return self._checked(node, name, expected,
+                                 lambda expect: sh.remove_script(self.directory, name, expect=expect),
+                                 lambda out: WriteResult(node, True, out.has("removed")))
 
         what = f"removal of {self.kind} file {self.directory}/{name} on {len(nodes)} node(s)"
-        return self._guarded("nfd.file.remove", what, nodes, what, one)
+        return self._guarded("nfd.file.remove", what, nodes, what, one, expected)
+
+
+def _short(version: str) -> str:
+    """A hostPath version as a message says it: sha256 abcdef012345, or "no file"."""
+    return "no file" if version == "" else "not a regular file" if version == "-" else f"sha256 {version[:12]}"
 
 
 def file_target(deployment: NfdDeployment, kind: FileKind, *, api_client: Any, settings: Any,
@@ -306,11 +359,14 @@ def file_target(deployment: NfdDeployment, kind: FileKind, *, api_client: Any, s
                               "image there; mount a hostPath or a ConfigMap volume at "
                               f"{mount.mount_path if mount else 'that path'} to deploy {kind} files")
     if mount.source == "hostPath":
+        from console.kube.access import action_needs
         from console.kube.nodeaccess import node_access
 
+        # reading a node's directory takes the same node access as writing it (a debug pod, SSH, the guest agent)
         return HostPathTarget(deployment, kind, api_client=api_client, guard=guard,
                               node_access=node_access(getattr(settings, "node_access", "debug-pod"),
-                                                      api_client, settings))
+                                                      api_client, settings),
+                              needs=action_needs("hook-save", settings))
     if mount.source == "configMap":
         from console.kube.nfdfiles_cm import ConfigMapTarget
 
@@ -339,20 +395,18 @@ def labels_match(seen: Mapping[str, str | None], want: Mapping[str, str | None])
 def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None]], *, timeout: float,
                  progress: Callable[[str], None] = lambda _msg: None) -> dict[str, dict[str, str | None]]:
     """Watch the nodes until each node's labels are as `expected` (node -> label -> value, None: absent, PRESENT:
-    any value) or
-    `timeout` seconds pass; node -> label -> value seen last (None: absent). One watch: on the one node by
-    `metadata.name` field selector, else on all nodes from the list's resourceVersion (field selectors have
-    no OR); it restarts after a 410 Gone or a closed stream, as client-go's reflector does."""
-    from kubernetes import watch
-    from kubernetes.client.exceptions import ApiException
-
+    any value) or `timeout` seconds pass; node -> label -> value seen last (None: absent). One watch: on the one
+    node by `metadata.name` field selector, else on all nodes from the list's resourceVersion (field selectors
+    have no OR); it restarts after a 410 Gone, a closed stream or the API server away for a while, as
+    client-go's reflector does (console/kube/retrywatch.py)."""
+    from console.kube import retrywatch
     from console.kube.nodes_ops import LIST_PAGE, _core, _raw
 
     core = _core(api_client)
     seen: dict[str, dict[str, str | None]] = {n: {k: None for k in want} for n, want in expected.items()}
     done: set[str] = set()
-    deadline = time.monotonic() + timeout
-    kw = {"field_selector": f"metadata.name={next(iter(expected))}"} if len(expected) == 1 else {}
+    selector = f"metadata.name={next(iter(expected))}" if len(expected) == 1 else ""
+    kw = {"field_selector": selector} if selector else {}
 
     def note(obj: Mapping[str, Any]) -> None:
         name = str((obj.get("metadata") or {}).get("name") or "")
@@ -367,10 +421,7 @@ def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None
         if len(done) != was:
             progress(f"{len(done)}/{len(expected)} nodes relabelled")
 
-    if not expected:
-        return seen
-    progress(f"0/{len(expected)} nodes relabelled")
-    while True:
+    def read() -> tuple[bool, str | None]:
         token, rv = "", None
         while True:  # a paged list (limit/continue), keeping its resourceVersion to watch from
             data = _raw(api_client, core.list_node, limit=LIST_PAGE, **({"_continue": token} if token else {}), **kw)
@@ -379,30 +430,19 @@ def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None
             rv = (data.get("metadata") or {}).get("resourceVersion") or rv
             token = (data.get("metadata") or {}).get("continue") or ""
             if not token:
-                break
-        if len(done) == len(expected):
-            return seen
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return seen
-        w = watch.Watch()
-        try:
-            # watches of at most WATCH_SLICE s, each ending in a progress call: a caller that wants to stop
-            # (a screen left, Ctrl-C) raises from `progress` within that time, not at the timeout
-            for ev in w.stream(core.list_node, resource_version=rv,
-                               timeout_seconds=max(1, min(WATCH_SLICE, int(remaining) + 1)),
-                               _request_timeout=min(WATCH_SLICE, remaining) + 5, allow_watch_bookmarks=False, **kw):
-                if ev["type"] == "ERROR":
-                    break  # 410 Gone: list again
-                if ev["type"] != "DELETED":
-                    note(ev["raw_object"])
-                if len(done) == len(expected) or time.monotonic() > deadline:
-                    break
-        except ApiException as e:
-            if e.status != 410:
-                raise
-        finally:
-            w.stop()
-        if len(done) == len(expected) or time.monotonic() > deadline:
-            return seen
-        progress(f"{len(done)}/{len(expected)} nodes relabelled")
+                return len(done) == len(expected), rv
+
+    def changed(event: str, obj: dict[str, Any]) -> bool:
+        if event != "DELETED":
+            note(obj)
+        return len(done) == len(expected)
+
+    if not expected:
+        return seen
+    progress(f"0/{len(expected)} nodes relabelled")
+    # watches of at most WATCH_SLICE s, each ending in a progress call: a caller that wants to stop (a screen left,
+    # Ctrl-C) raises from `progress` within that time, not at the timeout — also while the server is away
+    retrywatch.until(core.list_node, read=read, on_event=changed, deadline=time.monotonic() + timeout,
+                     what=f"labels of {', '.join(sorted(expected))}"[:200], field_selector=selector,
+                     slice_s=WATCH_SLICE, between=lambda: progress(f"{len(done)}/{len(expected)} nodes relabelled"))
+    return seen

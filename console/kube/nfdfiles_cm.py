@@ -15,10 +15,16 @@ ConfigMapVolumeSource and KeyToPath):
 - one ConfigMap reaches every node the DaemonSet runs on: `nodes()` are the nodes its pods are on (a DaemonSet
   without pods reaches none), and push / remove report the same result for each of them.
 
-A push or remove is ONE update of the ConfigMap carrying the resourceVersion it was read at (409: someone
-changed it in between), through the guard (read-only refuses before anything is read; audit intent before,
-outcome after) and refused unsent when console/kube/access.Access says this user may not update ConfigMaps in
-that namespace. Content already there sends nothing. Blocking calls: run them in thread workers.
+A file's version (console/kube/nfdfiles_model.py) is `<resourceVersion>/<sha256 of the key's content>` (no key:
+an empty sha256), the ConfigMap as the caller read it. A push or remove carries the version the admin was shown
+and is ONE update of the ConfigMap at the resourceVersion it reads at write time, made only when that is the
+resourceVersion shown or the key's content is still the one shown (another key changed: that change is kept,
+as the update sends the ConfigMap just read); otherwise nothing is sent and every node's result is a conflict
+with the key's content now. A 409 (someone changed it between that read and the update) is a conflict too. It
+goes through the guard (read-only refuses before anything is read; the audit intent, naming the resourceVersion
+and content it replaces, before; the outcome after) and is refused unsent when console/kube/access.Access says
+this user may not update ConfigMaps in that namespace. Content already there sends nothing. Blocking calls: run
+them in thread workers.
 """
 
 from __future__ import annotations
@@ -26,19 +32,31 @@ from __future__ import annotations
 import base64
 import builtins
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from console.guard import Guard, ReadOnly
 from console.kube.access import Need
-from console.kube.nfdfiles_model import NodeFile, NodeListing, WriteResult
+from console.kube.nfdfiles_model import FileState, NodeFile, NodeListing, WriteResult
 from console.kube.nfdstore import AUDIT_CAP, NfdStoreError, StoreConflict, _api_error, _check_name, _permitted
 from console.kube.raw import raw_json
 from console.nfd.deployment import FileKind, Mount, NfdDeployment
 
 KUBELET_DEFAULT_MODE = 0o644  # ConfigMapVolumeSource.defaultMode when unset
 NFD_FILE_LIMIT = 64 * 1024  # bytes: nfd-worker skips a larger feature file (v0.14, 026534e35)
+
+
+def _sha(content: str | None) -> str:
+    return "" if content is None else hashlib.sha256(content.encode()).hexdigest()
+
+
+def _rv(cm: dict[str, Any] | None) -> str:
+    return str(cm["metadata"].get("resourceVersion") or "") if cm else ""
+
+
+def _version(rv: str, content: str | None) -> str:
+    return f"{rv}/{_sha(content)}"
 
 
 def _time(text: str | None) -> float:
@@ -181,28 +199,44 @@ class ConfigMapTarget:
                 continue
             files = []
             for path, (key, mode) in sorted(self._projected(cm).items()):
-                data = (self._content(cm, key) or "").encode()
-                files.append(NodeFile(node, self.kind, path, len(data), hashlib.sha256(data).hexdigest(), mode, stamp))
-            out.append(NodeListing(node, tuple(files)))
+                content = self._content(cm, key) or ""
+                files.append(NodeFile(node, self.kind, path, len(content.encode()), _sha(content), mode, stamp))
+            out.append(NodeListing(node, tuple(files), version=_rv(cm)))
         return out
 
-    def read(self, node: str, name: str) -> str | None:
+    def read(self, node: str, name: str) -> FileState:
         cm = self._read_cm()
         found = self._projected(cm).get(name)
-        return None if found is None else self._content(cm, found[0])
+        content = None if found is None else self._content(cm, found[0])
+        return FileState(content, _version(_rv(cm), content))
+
+    def version(self, listing: NodeListing, name: str) -> str | None:
+        if listing.error:
+            return None
+        f = next((f for f in listing.files if f.name == name), None)
+        return f"{listing.version}/{f.sha256 if f else ''}"
+
+    def read_needs(self) -> builtins.list[Need]:
+        """The ConfigMap, and the DaemonSet's pods for the nodes it reaches."""
+        return [Need("get", "configmaps", namespace=self.namespace),
+                Need("get", "daemonsets", "apps", namespace=self.namespace),
+                Need("list", "pods", namespace=self.namespace)]
 
     # -- writes ---------------------------------------------------------------------------------------------
-    def push(self, name: str, content: str, nodes: Sequence[str]) -> builtins.list[WriteResult]:
-        """Put `content` under `name`: one ConfigMap update reaching every node the DaemonSet runs on."""
+    def push(self, name: str, content: str, nodes: Sequence[str], *,
+             expected: Mapping[str, str | None]) -> builtins.list[WriteResult]:
+        """Put `content` under `name`: one ConfigMap update reaching every node the DaemonSet runs on, made while
+        the file is the version `expected` (the same for every node: the ConfigMap as the caller read it)."""
         _check_name(name)
         if len(content.encode()) > NFD_FILE_LIMIT:
             raise NfdStoreError(f"{name} is {len(content.encode())} bytes: nfd-worker skips files over "
                                 f"{NFD_FILE_LIMIT} bytes (64 KiB); make it smaller")
-        return self._write(name, content, nodes)
+        return self._write(name, content, nodes, expected)
 
-    def remove(self, name: str, nodes: Sequence[str]) -> builtins.list[WriteResult]:
+    def remove(self, name: str, nodes: Sequence[str], *,
+               expected: Mapping[str, str | None]) -> builtins.list[WriteResult]:
         _check_name(name)
-        return self._write(name, None, nodes)
+        return self._write(name, None, nodes, expected)
 
     def _refuse_early(self, what: str) -> None:
         if self.mount.sub_path:
@@ -212,7 +246,8 @@ class ConfigMapTarget:
             raise ReadOnly(f"{what} (opened for reading only)")
         self.guard.check(what)  # read-only: refused before anything is read
 
-    def _write(self, name: str, content: str | None, nodes: Sequence[str]) -> builtins.list[WriteResult]:
+    def _write(self, name: str, content: str | None, nodes: Sequence[str],
+               expected: Mapping[str, str | None]) -> builtins.list[WriteResult]:
         from kubernetes.client.rest import ApiException
 
         verb = "push" if content is not None else "remove"
@@ -233,29 +268,61 @@ class ConfigMapTarget:
         if cm is None:
             _permitted(self.access, "hook-save", needs=self._needs("create"))
         reach = self.nodes()
-        if self._content(cm, key) == content:  # already there (or already absent): send nothing
-            return self._results(reach, nodes, changed=False)
-        target = f"configmap {self.namespace}/{self.config_map} key {key}"
-        read_at = cm["metadata"]["resourceVersion"] if cm else "(created)"
         before = self._content(cm, key)
+        if before == content:  # already there (or already absent): send nothing
+            return self._results(reach, nodes, changed=False, version=_version(_rv(cm), before))
+        shown = {v for v in expected.values() if v is not None}  # one object: every node's is a version of it
+        if not shown:
+            return self._results(reach, nodes, changed=False, error=f"not written: the version of {name} in "
+                                 f"{self.where} was not read before; list it again")
+        changed = self._changed(name, cm, before, shown)
+        if changed:
+            return self._results(reach, nodes, changed=False, error=changed, conflict=True,
+                                 version=_version(_rv(cm), before), current=before)
+        target = f"configmap {self.namespace}/{self.config_map} key {key}"
+        read_at = _rv(cm) or "(created)"
         detail = f"reaches {len(reach)} nodes: {', '.join(reach) or '(none)'}"
+        # what this write replaces, on disk before it is sent: the resourceVersion and the key's content
+        replaced = {"resourceVersion": _rv(cm) or None, "sha256": _sha(before) or None,
+                    "content": None if before is None else before[:AUDIT_CAP]}
         try:
             with self.guard.mutation(f"nfd.{self.kind}.{verb}", target, what=what,  # type: ignore[union-attr]
-                                     before=None if before is None else before[:AUDIT_CAP]) as m:
+                                     before=replaced) as m:
                 try:
                     out = self._send(cm, key, content)
                 except ApiException as e:
                     err = _api_error(e, self.where)
                     if isinstance(err, StoreConflict):
                         err = StoreConflict(f"{self.where} was changed by someone else while it was written (409 "
-                                            f"Conflict: read at resourceVersion {read_at}); reload and push again")
+                                            f"Conflict: read at resourceVersion {read_at})")
                     raise err from e
                 rv = out["metadata"]["resourceVersion"]
                 m.after = None if content is None else content[:AUDIT_CAP]
                 m.detail = f"resourceVersion {read_at} -> {rv}; {detail}"
+        except StoreConflict as e:  # theirs as it is now, for the caller to show
+            try:
+                now = self._read_cm()
+            except NfdStoreError as again:  # not readable now: a conflict all the same, theirs not shown
+                return self._results(reach, nodes, changed=False, error=f"not written: {e}; and it cannot be read "
+                                     f"again ({again})", conflict=True, version="?/?")
+            theirs = self._content(now, key)
+            return self._results(reach, nodes, changed=False, error=f"not written: {e}", conflict=True,
+                                 version=_version(_rv(now), theirs), current=theirs)
         except NfdStoreError as e:
             return self._results(reach, nodes, changed=False, error=str(e))
-        return self._results(reach, nodes, changed=True)
+        return self._results(reach, nodes, changed=True, version=_version(rv, content))
+
+    def _changed(self, name: str, cm: dict[str, Any] | None, now: str | None, shown: set[str]) -> str:
+        """Why the ConfigMap read for the write is not a version the caller was shown ("" when it is): neither its
+        resourceVersion nor the key's content is the one shown."""
+        rv, sha = _rv(cm), _sha(now)
+        for version in sorted(shown):
+            shown_rv, _, shown_sha = version.rpartition("/")
+            if rv != shown_rv and sha != shown_sha:
+                return (f"not written: {name} in {self.where} changed since it was read (resourceVersion "
+                        f"{shown_rv or '(none)'} → {rv or '(none)'}, "
+                        f"{'gone' if now is None else 'created' if not shown_sha else 'other content'})")
+        return ""
 
     def _needs(self, *verbs: str) -> builtins.list[Need]:
         return [Need(v, "configmaps", namespace=self.namespace) for v in verbs]
@@ -277,10 +344,10 @@ class ConfigMapTarget:
         return raw_json(self.core.replace_namespaced_config_map(self.config_map, self.namespace, body,
                                                                 _preload_content=False))
 
-    def _results(self, reach: Sequence[str], asked: Sequence[str], *, changed: bool,
-                 error: str = "") -> builtins.list[WriteResult]:
+    def _results(self, reach: Sequence[str], asked: Sequence[str], *, changed: bool, error: str = "",
+                 conflict: bool = False, version: str = "", current: str | None = None) -> builtins.list[WriteResult]:
         """The same result for every node the ConfigMap reaches; a node asked for that it does not reach fails."""
-        out = [WriteResult(n, not error, changed and not error, error) for n in reach]
+        out = [WriteResult(n, not error, changed and not error, error, version, conflict, current) for n in reach]
         out += [WriteResult(n, False, False, f"nfd-worker has no pod on {n}: {self.where} does not reach it")
                 for n in asked if n not in reach]
         return out

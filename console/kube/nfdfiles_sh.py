@@ -12,6 +12,15 @@ or the new one, never a part. The temp name starts with '.': nfd-worker skips hi
 (source/local/local.go getFeaturesFromFiles / getHooksFromDir: `strings.HasPrefix(fileName, ".")`);
 older versions read every name, so there the temp goes to the parent directory when it is on the same
 filesystem (a rename does not cross filesystems). An EXIT trap removes the temp whatever fails.
+
+A push or remove carries the version the admin was shown (`expect`: the file's sha256, "" for no file). The same
+script compares it with the file's sha256 right before the rename (or the removal), holding flock(1) on the
+directory (util-linux, which kubelet's own mount and nsenter come from) for the two, so two console writes of
+one node's directory cannot interleave their check and rename; where the node has no flock the check still runs
+in the same script, right before the rename. A file that is no longer the version expected is left as it is:
+`MARK conflict <sha256 | absent | ->` and, when small, its content (base64 between `begin` and `end`). rename(2)
+itself cannot compare, so a writer that takes no lock (an editor over SSH) is only caught when it wrote before
+the check. The lock is flock(2) on the directory, released when the script ends: nothing is left behind.
 """
 
 from __future__ import annotations
@@ -29,6 +38,25 @@ MAX_READ = 65536
 
 _PRELUDE = f"""\
 say() {{ printf '{MARK} %s\\n' "$*"; }}
+"""
+# compare-and-replace: `lock DIR` (flock on the directory, when the node has flock), `current FILE` (h: its sha256,
+# "" when there is none, - when it is not a regular file), `conflict FILE` (what is there instead, then the end)
+_CAS = f"""\
+lock() {{ command -v flock >/dev/null 2>&1 || return 0; exec 9<"$1" && flock 9; }}
+current() {{
+  if [ -f "$1" ]; then h=$(sha256sum "$1") && h=${{h%% *}} || h=-
+  elif [ -e "$1" ] || [ -L "$1" ]; then h=-
+  else h=; fi
+}}
+conflict() {{
+  say "conflict ${{h:-absent}}"
+  if [ -f "$1" ]; then
+    set -- "$1" $(stat -L -c %s "$1")
+    if [ "${{2:-0}}" -le {MAX_READ} ]; then say begin; base64 "$1"; fi
+  fi
+  say end
+  exit 0
+}}
 """
 
 
@@ -75,21 +103,23 @@ def read_script(directory: str, name: str) -> str:
         """)
 
 
-def push_script(directory: str, name: str, content: bytes, mode: int, *, temp_outside: bool) -> str:
-    """Write `content` to directory/name atomically with `mode`; `MARK unchanged` when the file already has
-    this content and mode (nothing written), else `MARK written`. `MARK was <sha256> <mode>` first when a file
-    was there."""
+def push_script(directory: str, name: str, content: bytes, mode: int, *, temp_outside: bool, expect: str) -> str:
+    """Write `content` to directory/name atomically with `mode` while the file is still the version `expect`
+    (its sha256, "" for none); `MARK unchanged` when the file already has this content and mode (nothing
+    written), `MARK conflict …` when it is another version (nothing written), else `MARK written`. `MARK was
+    <sha256> <mode>` first when a file was there."""
     want = hashlib.sha256(content).hexdigest()
     data = "\n".join(textwrap.wrap(base64.b64encode(content).decode(), 76))
     tdir = textwrap.dedent("""\
         p=${d%/*}; [ -n "$p" ] || p=/
         a=$(stat -c %d "$d") && b=$(stat -c %d "$p") && [ "$a" = "$b" ] && tdir=$p
         """) if temp_outside else ""
-    return _PRELUDE + textwrap.dedent(f"""\
+    return _PRELUDE + _CAS + textwrap.dedent(f"""\
         umask 077
         d={_q(directory.rstrip("/") or "/")}
         f="$d"/{_q(name)}
         want={want}
+        expect={_q(expect)}
         mode={mode:o}
         if [ -d "$f" ]; then say "error $f is a directory"; exit 3; fi
         mkdir -p "$d" || {{ say "error cannot create $d"; exit 3; }}
@@ -111,19 +141,27 @@ def push_script(directory: str, name: str, content: bytes, mode: int, *, temp_ou
         h=$(sha256sum "$tmp") && h=${h%% *} || h=-
         if [ "$h" != "$want" ]; then say "error $tmp does not hold the content sent (sha256 $h)"; exit 5; fi
         chmod "$mode" "$tmp" || { say "error cannot chmod $mode $tmp"; exit 6; }
+        lock "$d" || { say "error cannot lock $d"; exit 8; }
+        current "$f"
+        if [ "$h" != "$want" ] && [ "$h" != "$expect" ]; then conflict "$f"; fi
         mv -f "$tmp" "$f" || { say "error cannot rename $tmp to $f"; exit 7; }
         say written
         say end
         """)
 
 
-def remove_script(directory: str, name: str) -> str:
-    """Remove directory/name: `MARK removed` (after `MARK was <sha256>`), or `MARK absent` (nothing to do)."""
-    return _PRELUDE + textwrap.dedent(f"""\
-        f={_q(directory.rstrip("/") + "/" + name)}
+def remove_script(directory: str, name: str, *, expect: str) -> str:
+    """Remove directory/name while it is the version `expect`: `MARK removed` (after `MARK was <sha256>`),
+    `MARK absent` (nothing to do) or `MARK conflict …` (another version: left as it is)."""
+    return _PRELUDE + _CAS + textwrap.dedent(f"""\
+        d={_q(directory.rstrip("/") or "/")}
+        f="$d"/{_q(name)}
+        expect={_q(expect)}
         if [ -d "$f" ]; then say "error $f is a directory"; exit 3; fi
         if [ ! -e "$f" ] && [ ! -L "$f" ]; then say absent; say end; exit 0; fi
-        h=$(sha256sum "$f" 2>/dev/null) && h=${{h%% *}} || h=-
+        lock "$d" || {{ say "error cannot lock $d"; exit 8; }}
+        current "$f"
+        if [ "$h" != "$expect" ]; then conflict "$f"; fi
         say "was $h"
         rm -f "$f" || {{ say "error cannot remove $f"; exit 3; }}
         say removed

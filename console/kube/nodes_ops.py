@@ -18,6 +18,10 @@ class NodeOpError(Exception):
     """A node operation failed; the message says what and why."""
 
 
+class NodeNotFound(NodeOpError):
+    """The API server has no node of that name (404)."""
+
+
 def _core(api_client: Any) -> Any:
     from kubernetes import client
 
@@ -25,9 +29,14 @@ def _core(api_client: Any) -> Any:
 
 
 def _raw(api_client: Any, method: Callable[..., Any], *args: Any, **kw: Any) -> dict[str, Any]:
-    """Call a client method and return the JSON dict (skips the slow model deserialisation)."""
+    """Call a client method and return the JSON dict (skips the slow model deserialisation). A read that gets no
+    byte for 30 s fails (as the caches' reads: console/kube/cache.py REQUEST_TIMEOUT) instead of hanging on a
+    connection the server no longer serves; the waits (retrywatch.py) then try again."""
     import json
 
+    from console.kube.cache import REQUEST_TIMEOUT
+
+    kw.setdefault("_request_timeout", REQUEST_TIMEOUT)
     resp = method(*args, _preload_content=False, **kw)
     return json.loads(resp.data)
 
@@ -60,7 +69,7 @@ def get_node_raw(api_client: Any, name: str) -> dict[str, Any]:
         return _raw(api_client, _core(api_client).read_node, name)
     except ApiException as e:
         if e.status == 404:
-            raise NodeOpError(f"node {name} not found") from e
+            raise NodeNotFound(f"node {name} not found") from e
         raise NodeOpError(f"reading node {name}: {e.status} {e.reason}") from e
 
 
@@ -149,72 +158,71 @@ def watch_until(
 ) -> dict[str, Any] | None:
     """Block until `predicate(obj)` holds for the node/pod `name` (obj None: deleted); return it.
 
-    Reads the object, then watches from its resourceVersion; re-lists when the
-    watch ends or expires (410). Raises TimeoutError with the last state seen.
+    Reads the object, then watches it (fieldSelector metadata.name) from its resourceVersion; a watch that ends
+    or fails is started again from the last resourceVersion seen, a 410 reads it again, and an API server that is
+    away is waited for until the timeout (console/kube/retrywatch.py). Raises WaitTimedOut (a TimeoutError) with
+    the last state seen and, when the server was away at the end, since when.
     """
-    from kubernetes import watch
     from kubernetes.client.exceptions import ApiException
 
+    from console.kube import retrywatch
+
     core = _core(api_client)
-    deadline = time.monotonic() + timeout
     args: tuple[str, ...]
     if kind == "node":
         read, lister, args = core.read_node, core.list_node, ()
     else:
         read, lister, args = core.read_namespaced_pod, core.list_namespaced_pod, (namespace,)
     last: dict[str, Any] | None = None
-    while True:
+    seen = False
+
+    def read_it() -> tuple[bool, str | None]:
+        nonlocal last, seen
         try:
             last = _raw(api_client, read, name, *args)
         except ApiException as e:
             if e.status != 404:
                 raise
             last = None
-        if predicate(last):
-            return last
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError(f"{kind} {name}: condition not met within {timeout:g}s")
-        rv = (last or {}).get("metadata", {}).get("resourceVersion")
-        w = watch.Watch()
-        try:
-            for ev in w.stream(
-                lister, *args, field_selector=f"metadata.name={name}", resource_version=rv,
-                timeout_seconds=max(1, int(remaining) + 1), _request_timeout=remaining + 5,
-            ):
-                obj = ev["raw_object"]
-                last = None if ev["type"] == "DELETED" else obj
-                if ev["type"] == "ERROR":
-                    break  # 410 Gone and friends: re-read and watch again
-                if predicate(last):
-                    return last
-                if time.monotonic() > deadline:
-                    break
-        except ApiException as e:
-            if e.status != 410:
-                raise
-        finally:
-            w.stop()
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{kind} {name}: condition not met within {timeout:g}s")
+        seen = True
+        return predicate(last), ((last or {}).get("metadata") or {}).get("resourceVersion")
+
+    def changed(event: str, obj: dict[str, Any]) -> bool:
+        nonlocal last
+        last = None if event == "DELETED" else obj
+        return predicate(last)
+
+    waited = retrywatch.until(lister, *args, read=read_it, on_event=changed, deadline=time.monotonic() + timeout,
+                              what=f"{kind} {f'{namespace}/' if namespace else ''}{name}",
+                              field_selector=f"metadata.name={name}")
+    if waited.done:
+        return last
+    raise retrywatch.WaitTimedOut(f"{kind} {name}: condition not met within {timeout:g}s{waited.outage}", last, seen,
+                                  waited.outage)
 
 
 # -- cordon / drain ------------------------------------------------------------------------------
 
 
-def set_unschedulable(api_client: Any, name: str, value: bool) -> tuple[bool, bool]:
-    """Cordon (True) or uncordon (False) with optimistic concurrency; returns (before, after)."""
+def set_unschedulable(api_client: Any, name: str, value: bool,
+                      annotations: dict[str, str | None] | None = None) -> tuple[bool, bool]:
+    """Cordon (True) or uncordon (False) with optimistic concurrency; returns (before, after).
+
+    `annotations` are set (a value) or removed (None) in the same JSON patch, so the node never shows one without
+    the other (the runbook marks the cordon it makes: console/runbook/cordon.py)."""
     from kubernetes.client.exceptions import ApiException
 
     core = _core(api_client)
     for _ in range(5):
         node = get_node_raw(api_client, name)
         before = bool((node.get("spec") or {}).get("unschedulable"))
-        if before == value:
+        ops = annotation_patch(node, annotations or {})
+        if before == value and not ops:
             return before, value
         patch = [
             {"op": "test", "path": "/metadata/resourceVersion", "value": node["metadata"]["resourceVersion"]},
             {"op": "add", "path": "/spec/unschedulable", "value": value},
+            *ops,
         ]
         try:
             core.patch_node(name, patch, _content_type="application/json-patch+json")
@@ -223,4 +231,21 @@ def set_unschedulable(api_client: Any, name: str, value: bool) -> tuple[bool, bo
             if e.status not in (409, 422):
                 raise NodeOpError(f"{'cordon' if value else 'uncordon'} {name}: {e.status} {e.reason}") from e
     raise NodeOpError(f"{'cordon' if value else 'uncordon'} {name}: the node kept changing (conflicts)")
+
+
+def annotation_patch(node: dict[str, Any], want: dict[str, str | None]) -> list[dict[str, Any]]:
+    """JSON patch operations (RFC 6902; a key's "/" escaped as "~1", RFC 6901) that make the node's annotations
+    hold `want` (None: absent); none for what is already so."""
+    have = (node.get("metadata") or {}).get("annotations")
+    if have is None:
+        added = {k: v for k, v in want.items() if v is not None}
+        return [{"op": "add", "path": "/metadata/annotations", "value": added}] if added else []
+    ops: list[dict[str, Any]] = []
+    for key, value in want.items():
+        path = "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
+        if value is None and key in have:
+            ops.append({"op": "remove", "path": path})
+        elif value is not None and have.get(key) != value:
+            ops.append({"op": "add", "path": path, "value": value})
+    return ops
 

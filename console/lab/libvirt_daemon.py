@@ -4,6 +4,11 @@ Why a daemon of our own: `qemu:///embed` only serves the process that opened it,
 domains must be reachable from `virsh` and from the console in other processes. A *session*
 libvirtd run as `libvirt-qemu:kvm` (when we are root) owns its state under one directory and
 serves `qemu+unix:///session?socket=<dir>/run/libvirt/libvirt-sock`; root clients can connect.
+That directory is always a short one of its own in /tmp, never under the lab's state dir: libvirt binds
+UNIX sockets deep inside it (`config/libvirt/qemu/lib/domain-<id>-<name>/monitor.sock`, QEMU's
+`-qmp unix:…` capabilities probe) and a sun_path holds 107 bytes, so a state dir of 28 characters
+already made QEMU's monitor socket "too long" (libvirt virNetSocketNewListenUNIX). The daemon's log
+stays in the state dir; the directory goes when the daemon stops.
 
 The daemon runs under a small keeper process (this file run as a script): a child subreaper that
 reaps the QEMU processes libvirtd daemonizes at once, and that stops libvirtd and kills our QEMU
@@ -29,7 +34,6 @@ import re
 import select
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -44,7 +48,6 @@ LIBVIRTD = "/usr/sbin/libvirtd"
 QEMU = "/usr/bin/qemu-system-x86_64"
 QEMU_DRIVER_MODULE = "/usr/lib/x86_64-linux-gnu/libvirt/connection-driver/libvirt_driver_qemu.so"
 DAEMON_USER, DAEMON_GROUP = "libvirt-qemu", "kvm"
-SOCKET_PATH_MAX = 107  # sun_path is 108 bytes including the NUL
 TAP_MAX_BYTES = 64 * 1024 * 1024  # truncate the debug log beyond this (libvirt appends with O_APPEND)
 
 _event_lock = threading.Lock()
@@ -89,33 +92,14 @@ def _account_exists(user: str, group: str) -> bool:
     return True
 
 
-def _traversable_by(path: Path, uid: int, gid: int) -> bool:
-    """Can uid:gid reach `path` (execute permission on it and every ancestor)?"""
-    for p in [path, *path.parents]:
-        try:
-            st = os.stat(p)
-        except FileNotFoundError:
-            continue
-        mode = st.st_mode
-        if st.st_uid == uid:
-            ok = mode & stat.S_IXUSR
-        elif st.st_gid == gid:
-            ok = mode & stat.S_IXGRP
-        else:
-            ok = mode & stat.S_IXOTH
-        if not ok:
-            return False
-    return True
-
-
 class SessionDaemon:
-    """A session libvirtd under `state_dir` (or a fresh /tmp dir the daemon user can reach)."""
+    """A session libvirtd in a fresh short directory under /tmp (its sockets fit in a sun_path whatever
+    `state_dir` is), logging to `state_dir`/libvirtd.log."""
 
     def __init__(self, state_dir: Path, *, socket_timeout: float = 20.0) -> None:
         self.state_dir = Path(state_dir)
         self.socket_timeout = socket_timeout
         self.base: Path | None = None  # the daemon's HOME; everything it writes is under it
-        self._own_tmp = False
         self._keeper: subprocess.Popen[bytes] | None = None
         self._ctl_w: int | None = None  # closing it (or our death) tells the keeper to clean up
         self._stderr: BinaryIO | None = None
@@ -165,12 +149,10 @@ class SessionDaemon:
             if as_root
             else (os.getuid(), os.getgid())
         )
-        base = self.state_dir / "libvirt"
-        sock_len = len(str(base / "run" / "libvirt" / "libvirt-sock"))
-        if not _traversable_by(self.state_dir, uid, gid) or sock_len > SOCKET_PATH_MAX:
-            # e.g. pytest's 0700 tmp dirs or /root: the daemon user could not reach its own files
-            base = Path(tempfile.mkdtemp(prefix="console-libvirt-", dir="/tmp"))
-            self._own_tmp = True
+        # a fresh directory of this daemon's own, and short: /tmp/console-libvirt-XXXXXXXX is 29 characters, the
+        # deepest socket under it config/libvirt/qemu/lib/domain-<id>-<the name cut to 20 characters
+        # (virDomainDefGetShortName)>/monitor.sock about 70, within the 107 bytes of sun_path
+        base = Path(tempfile.mkdtemp(prefix="console-libvirt-", dir="/tmp"))
         self.base = base
         dirs = {name: base / name for name in ("config", "run", "cache", "data")}
         for d in (base, *dirs.values(), dirs["config"] / "libvirt"):
@@ -205,7 +187,7 @@ class SessionDaemon:
         ctl_r, self._ctl_w = os.pipe()
         try:
             self._keeper = subprocess.Popen(
-                [sys.executable, __file__, "keeper", str(base), str(ctl_r), "1" if self._own_tmp else "0", *argv],
+                [sys.executable, __file__, "keeper", str(base), str(ctl_r), "1", *argv],
                 env=env,
                 cwd=base,
                 stdin=subprocess.DEVNULL,
@@ -244,9 +226,8 @@ class SessionDaemon:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
-        if self._own_tmp and self.base is not None:
+        if self.base is not None:  # normally the keeper removed it already
             shutil.rmtree(self.base, ignore_errors=True)
-            self._own_tmp = False
 
 
 def _kill_all(procs: list[psutil.Process]) -> None:

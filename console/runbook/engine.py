@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from console.infra.libvirt import LibvirtBackend
     from console.infra.openstack import OpenStackBackend
     from console.kube.nodeshell import NodeAccess
+    from console.runbook.cordon import Left
 
 # exit codes (also the CLI's)
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY, EXIT_ATTENTION, EXIT_DECLINED = 0, 1, 2, 3, 4, 5
@@ -195,6 +196,9 @@ class RunResult:
     steps: list[dict[str, Any]]
     stopped_at: str = ""  # interrupted: "during <step>" or "before <step>"
     refusal: str = ""  # refused: the kind (read-only, audit-unwritable)
+    # the node left cordoned (console/runbook/cordon.py Left: by whom, and the sentence saying so), read from the
+    # API server once the run ended; None: not cordoned. Set by the runbook's caller (session.py, revert.py)
+    cordoned: Left | None = None
 
     @property
     def overhead(self) -> float:

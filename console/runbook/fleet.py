@@ -14,11 +14,16 @@ Lease, journal and audit records are the scale-up's. The fleet adds its own jour
 - `parallel` N runs up to N nodes at once, never two on one hypervisor (a VM whose host is unknown runs alone);
 - a rerun continues an unfinished fleet from its journal, never re-plans: a done node is never run again; the
   node that was running is resumed through its own scale-up journal (Session.plan finds it), or found done;
-- at the end every planned pod must run on its planned node (fleet_checks.verify_placements), else
-  "verify-failed" with why (still Pending with the scheduler's reason, running elsewhere, deleted).
+- at the end every planned node must run the pods the plan put there, counted per controller (pods of one Job or
+  ReplicaSet are interchangeable: fleet_checks.verify_placements, console/runbook/placement.py), else
+  "verify-failed"; the report names the node each pod runs on and every planned pod not counted with why (still
+  Pending with the scheduler's reason, running elsewhere, deleted);
+- the summary says what this invocation did (the nodes it scaled up, the runs it resumed) apart from the nodes
+  earlier runs of the fleet had done: a rerun that found every node done says it changed nothing.
 
 Exit codes are the scale-up's (engine.EXIT_*): 0 done and verified, 1 failed (left safe), 2 refused (read-only,
-audit log unwritable, journal fault), 3 verify failed, 4 needs attention or interrupted.
+audit log unwritable, journal fault, another run holds a node or the fleet: JSON error "held", as `scale-up`
+says it — the fleet stays resumable), 3 verify failed, 4 needs attention or interrupted.
 
 The fleet's own audit records: one intent before a run of the fleet starts or resumes (action
 "runbook.fleet", target "fleet/<id>"), one outcome when that run ends, beside the node runs' records.
@@ -36,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from console.guard import GuardRefusal
 from console.runbook.engine import EXIT_ATTENTION, EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY, RunEvent
 from console.runbook.fleet_journal import FleetJournal, FleetJournalError, new_fleet_id, node_entry
-from console.runbook.journal_lock import JournalBusy, JournalLock
+from console.runbook.journal_lock import HELD, JournalBusy, JournalLock
 from console.runbook.scaleup import PlanRefused, ScaleUpRequest
 
 if TYPE_CHECKING:
@@ -78,7 +83,10 @@ class FleetResult:
     nodes: list[dict[str, Any]]
     verify: list[dict[str, Any]] = field(default_factory=list)
     elapsed: float = 0.0
-    refusal: str = ""  # refused: the Guard's kind (read-only, audit-unwritable)
+    refusal: str = ""  # refused: the kind (read-only, audit-unwritable: the Guard's; held: another run)
+    # what this invocation did: scaled_up (nodes it ran to done, resumed runs included), resumed (of those, the
+    # nodes whose unfinished run it continued), done_before (done by earlier runs of the fleet)
+    this_run: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,12 @@ class NodeOutcome:
     exit_code: int
     message: str
     run_id: str | None = None
+    error: str = ""  # refused: the kind (the Guard's, or HELD)
+
+
+def held(err: Exception) -> bool:
+    """Was a node's scale-up refused because another run holds the node (its Lease) or its journal?"""
+    return (getattr(err, "details", None) or {}).get("error") == HELD
 
 
 def entries_from_plan(plan: Plan, inp: PlanInput | None) -> list[dict[str, Any]]:
@@ -166,7 +180,7 @@ class Fleet:
             try:
                 JournalLock(journal.path.parent, journal.run_id).check()
             except JournalBusy as e:
-                raise FleetError(str(e), {"error": "held", "pid": e.pid, "journal": str(e.journal)}) from e
+                raise FleetError(str(e), e.details) from e
         if journal is None and (plan is None or not plan.nodes):
             raise NothingToDo("the plan grows no node: nothing to carry out" if plan is not None
                               else "no plan to carry out and no unfinished fleet run to resume")
@@ -177,6 +191,9 @@ class Fleet:
         self.fleet_id = journal.run_id if journal else new_fleet_id()
         # the rerun's plan, when it is not the recorded one: the recorded one is carried out (never re-planned)
         self.plan_differs = bool(journal and plan is not None and not same_plan(journal.doc["plan"], plan.to_json()))
+        # node → what this invocation did with it: scaled_up | resumed (its unfinished run, to done) | done_before
+        # (done by an earlier run of the fleet) | at_size (found at its planned size: nothing to do)
+        self.did: dict[str, str] = {}
 
     # -- preview -------------------------------------------------------------------------------------------
 
@@ -233,10 +250,11 @@ class Fleet:
         lock = JournalLock(directory or runbooks_dir(), self.fleet_id)
         try:
             lock.acquire()
-        except JournalBusy as e:
-            raise FleetError(str(e), {"error": "held", "pid": e.pid, "journal": str(e.journal)}) from e
+        except JournalBusy as e:  # another process took it since this one looked: refused, as scale-up refuses
+            return self._result("refused", EXIT_USAGE, f"{e}; nothing was changed", t0, refusal=HELD)
         try:
             todo = [e["node"] for e in self.entries if e["status"] != "done"]
+            self.did = {e["node"]: "done_before" for e in self.entries if e["status"] == "done"}
             try:
                 intent = guard.intent("runbook.fleet", f"fleet/{self.fleet_id}",
                                       what=f"{'resume of ' if self.resuming else ''}fleet run {self.fleet_id}",
@@ -275,29 +293,54 @@ class Fleet:
         stopped = self._carry_out(on_event, stop)
         if stopped is not None:
             status = {"attention": "needs-attention"}.get(stopped.status, stopped.status)
-            return self._result(status, stopped.exit_code, stopped.message, t0)
-        on_event(FleetEvent(self.fleet_id, "verify", "", "verifying that every planned pod runs on its node"))
+            return self._result(status, stopped.exit_code, stopped.message, t0, refusal=stopped.error)
+        on_event(FleetEvent(self.fleet_id, "verify", "", "verifying that the planned nodes run the planned pods"))
         from console.runbook import fleet_checks
 
         placements = self.plan_doc.get("placements") or {}
-        checked = fleet_checks.verify_placements(self.session.api, placements, self.pods_timeout, stop)
+        candidates = {p for e in self.entries for p in _run_candidates(e["run_id"])}
+        report = fleet_checks.verify_placements(self.session.api, placements, self.pods_timeout, stop, candidates)
+        checked = report.to_dicts()
         self.journal.doc["verify"] = checked  # type: ignore[union-attr]
-        bad = [c for c in checked if not c["ok"]]
-        for c in checked:
-            said = c["why"] or (f"Running; {c['instead']} (same controller) runs in its place" if c["instead"]
-                                else "Running")
-            on_event(FleetEvent(self.fleet_id, "verify", c["node"], f"{c['pod']}: {said}"))
-        if bad:
-            msg = "not as planned: " + "; ".join(f"{c['pod']} (planned on {c['node']}): {c['why']}" for c in bad)
-            return self._result("verify-failed", EXIT_VERIFY, msg, t0, checked)
-        done = [e["node"] for e in self.entries]
-        return self._result("done", EXIT_DONE, f"scaled up {', '.join(done)}; {len(checked)} planned pods run "
-                            "where planned", t0, checked)
+        said = report.texts()
+        for line in said:
+            on_event(FleetEvent(self.fleet_id, "verify", "", line))
+        if not report.ok:
+            bad = [g.text() for g in report.groups if not g.ok]
+            return self._result("verify-failed", EXIT_VERIFY, f"{self._this_run_text()}; not as planned: "
+                                + "; ".join(bad), t0, checked)
+        return self._result("done", EXIT_DONE, "; ".join([self._this_run_text(), *said]), t0, checked)
+
+    def _this_run(self) -> dict[str, list[str]]:
+        """What this invocation did (FleetResult.this_run); done_before: also a node found at its planned size."""
+        order = [e["node"] for e in self.entries]
+
+        def did(*what: str) -> list[str]:
+            return [n for n in order if self.did.get(n) in what]
+
+        return {"scaled_up": did("scaled_up", "resumed"), "resumed": did("resumed"),
+                "done_before": did("done_before", "at_size")}
+
+    def _this_run_text(self) -> str:
+        """What this invocation changed, apart from what earlier runs of the fleet (or someone else) had done."""
+        def were(nodes: list[str]) -> str:
+            return f"{', '.join(nodes)} {'was' if len(nodes) == 1 else 'were'}"
+
+        mine = self._this_run()
+        earlier = [n for n in mine["done_before"] if self.did[n] == "done_before"]
+        at_size = [n for n in mine["done_before"] if self.did[n] == "at_size"]
+        others = [f"{were(earlier)} scaled up by an earlier run" + ("" if mine["scaled_up"] else
+                                                                    f" of fleet {self.fleet_id}")] if earlier else []
+        others += [f"{were(at_size)} already at the planned size"] if at_size else []
+        if not mine["scaled_up"]:
+            return "this run changed nothing" + (f": {'; '.join(others)}" if others else "")
+        ran = ", ".join(n + (" (its run resumed)" if n in mine["resumed"] else "") for n in mine["scaled_up"])
+        return "; ".join([f"scaled up {ran}", *others])
 
     def _result(self, status: str, code: int, message: str, t0: float, verify: list[dict[str, Any]] | None = None,
                 refusal: str = "") -> FleetResult:
         return FleetResult(self.fleet_id, status, code, message, str(self.journal.path) if self.journal else "",
-                           self.entries, verify or [], time.monotonic() - t0, refusal)
+                           self.entries, verify or [], time.monotonic() - t0, refusal, self._this_run())
 
     def _carry_out(self, on_event: Callable[[FleetEvent], object], stop: threading.Event) -> NodeOutcome | None:
         """Run the nodes not done yet; the outcome that stopped the fleet (None: every node done)."""
@@ -394,6 +437,8 @@ class Fleet:
                                                            "start": "starting", "done": "run found done",
                                                            "failed": "run found failed"}.get(decision, "")))
         if decision in ("done", "failed"):
+            if decision == "done":  # its run ended done in an earlier invocation: nothing of it is this one's
+                self.did[node] = "done_before"
             code = EXIT_DONE if decision == "done" else EXIT_FAILED
             return self._record(e, NodeOutcome(decision, code, f"scale-up run {e['run_id']} ended {decision}",
                                                e["run_id"]), on_event)
@@ -407,8 +452,10 @@ class Fleet:
         if decision == "start":
             share = self._share(session, e)
             if share != e["pods"]:
+                taken = [p for p in e["pods"] if p not in share]
                 on_event(FleetEvent(fleet_id, "step", node, f"for {', '.join(share)} (interchangeable with the "
-                                    f"planned {', '.join(e['pods'])}, which run on an earlier node)"))
+                                    f"planned {', '.join(taken)}, which {'runs' if len(taken) == 1 else 'run'} on "
+                                    "an earlier node)"))
                 with self._lock:
                     e["pods"] = share
         try:
@@ -416,9 +463,12 @@ class Fleet:
         except (PlanRefused, SessionError) as err:
             if is_fault(err):
                 raise
+            if held(err):
+                return self._record(e, self._held(node, err), on_event)
             status = "failed" if isinstance(err, PlanRefused) else "attention"
             return self._record(e, NodeOutcome(status, EXIT_BY_NODE[status], f"{node}: {err}"), on_event)
         if plan.nothing_to_do:
+            self.did[node] = "at_size"  # someone grew it since the plan: this invocation changed nothing on it
             return self._record(e, NodeOutcome("done", EXIT_DONE, plan.nothing_to_do, e["run_id"]), on_event)
         with self._lock:
             self.journal.mark_node(node, "running", run_id=journal.run_id if journal else None)  # type: ignore[union-attr]
@@ -432,18 +482,32 @@ class Fleet:
         try:
             result = session.run(plan, journal, on_event=relay, stop=stop)
         except GuardRefusal as err:
-            return self._record(e, NodeOutcome("refused", EXIT_USAGE, f"{node}: {err}"), on_event)
+            return self._record(e, NodeOutcome("refused", EXIT_USAGE, f"{node}: {err}", error=err.kind), on_event)
         except SessionError as err:
             if is_fault(err):
                 raise
+            if held(err):  # taken between its plan and its run: before any change on it
+                return self._record(e, self._held(node, err), on_event)
             return self._record(e, NodeOutcome("attention", EXIT_ATTENTION, f"{node}: {err}"), on_event)
+        if result.status == "done":
+            self.did[node] = "resumed" if decision == "resume" else "scaled_up"
         status = {"done": "done", "needs-attention": "attention", "interrupted": "interrupted",
                   "refused": "refused"}.get(result.status, "failed")
         message = result.message or result.status
+        if result.cordoned is not None:  # every run that leaves its node cordoned says so (runbook/cordon.py)
+            message += f"; {result.cordoned.message}"
         if status == "interrupted":
             message = (f"interrupted {result.stopped_at} on {node}; its scale-up run {result.run_id} and fleet run "
                        f"{fleet_id} are journaled: python -m console plan --apply --resume {fleet_id}")
         return self._record(e, NodeOutcome(status, result.exit_code, message, result.run_id), on_event)
+
+    def _held(self, node: str, err: Exception) -> NodeOutcome:
+        """Another run holds `node` (`scale-up` of it is refused the same way: exit 2, kind HELD): nothing was
+        changed on it; the fleet is resumable once that run has ended."""
+        done = [e["node"] for e in self.entries if e["status"] == "done"]
+        after = (f"; {', '.join(done)} {'is' if len(done) == 1 else 'are'} done. Once that run has ended, run "
+                 f"`python -m console plan --apply --resume {self.fleet_id}` to continue") if done else ""
+        return NodeOutcome("refused", EXIT_USAGE, f"{err}; nothing was changed on {node}{after}", error=HELD)
 
     def _record(self, e: dict[str, Any], out: NodeOutcome, on_event: Callable[[FleetEvent], object]) -> NodeOutcome:
         """The node's outcome in the fleet journal (an interrupted or refused node stays "running"/"pending":
@@ -455,6 +519,20 @@ class Fleet:
         kind = "node-done" if out.status == "done" else "node-failed"
         on_event(FleetEvent(self.fleet_id, kind, e["node"], out.message))
         return out
+
+
+def _run_candidates(run_id: str | None) -> list[str]:
+    """The Pending pods scale-up run `run_id` planned with (its plan's advice: those its verify may count in a
+    planned pod's place); none when there is no usable journal of it."""
+    if not run_id:
+        return []
+    from console.runbook.journal import Journal, JournalError
+
+    try:
+        plan = (Journal.load(run_id).doc.get("context") or {}).get("plan") or {}
+    except (FileNotFoundError, JournalError):
+        return []
+    return list(plan.get("reasons") or {})
 
 
 def _run_status(run_id: str | None) -> str | None:

@@ -1,8 +1,11 @@
 """What the fleet runbook reads from the cluster between node runs: unavailable nodes, PodDisruptionBudgets that
-would block a node's drain now, and whether the planned pods run where the plan put them.
+would block a node's drain now, and where the planned pods run after it.
 
 Unavailable is what `maxUnavailable` counts for a rolling node update (a node NotReady or cordoned:
 spec.unschedulable), checked before each node run so the fleet never takes more nodes out than allowed.
+
+At the end, where the planned pods run is counted per controller (console/runbook/placement.py): pods of one Job
+or ReplicaSet are interchangeable for the plan, so a planned node's slot is filled by whichever of them runs there.
 
 A PodDisruptionBudget blocks an eviction while its status.disruptionsAllowed is 0 (the eviction subresource
 answers 429: kubernetes pkg/registry/core/pod/storage/eviction.go checkAndDecrement), so a drain of a node
@@ -21,6 +24,9 @@ from console.kube import drain as drains
 from console.kube import nodes_ops
 from console.kube.model import NodeInfo
 from console.kube.raw import raw_json
+from console.kube.retrywatch import poll_again
+from console.runbook import placement
+from console.runbook.verify import failed_scheduling
 
 
 def unavailable_nodes(api: Any) -> dict[str, str]:
@@ -72,79 +78,43 @@ def pdb_blocked(api: Any, node: str) -> list[str]:
     return blocking_budgets(todo, raw_json(resp).get("items") or [])
 
 
-def placement_problem(pod: Mapping[str, Any] | None, node: str) -> tuple[bool, str]:
-    """(settled, why not as planned; "" when it runs on `node`) for one pod object (None: deleted)."""
-    if pod is None:
-        return True, "deleted"
-    bound = (pod.get("spec") or {}).get("nodeName") or ""
-    phase = (pod.get("status") or {}).get("phase") or ""
-    if bound and bound != node:
-        return True, f"runs on {bound}, not on {node}" if phase == "Running" else f"bound to {bound} ({phase})"
-    if bound == node and phase == "Running":
-        return True, ""
-    if bound == node:
-        return phase in ("Succeeded", "Failed"), f"{phase or 'not yet Running'} on {node}"
-    return False, "still Pending"
-
-
-def placement_results(placements: Mapping[str, str], pods: Mapping[str, Mapping[str, Any] | None]
-                      ) -> list[dict[str, Any]]:
-    """[{"pod", "node", "ok", "why", "instead"}] for the planned placements (pure; `pods`: each planned pod's object,
-    None when deleted). A placement is a slot: pod P on node N. Pods of one controller are interchangeable (the
-    scheduler takes a Job's or ReplicaSet's Pending pods in its own queue order — PrioritySort: priority, then
-    time queued — not in the plan's), so P's slot is filled when P runs on N, or when another planned pod of the
-    same controller, itself not on its own planned node, runs on N (`instead` names it)."""
-    from console.runbook.verify import controller_uid
-
-    uid = {k: controller_uid(dict(pods.get(k) or {})) if pods.get(k) else "" for k in placements}
-    out: dict[str, dict[str, Any]] = {
-        k: {"pod": k, "node": n, "ok": False, "why": placement_problem(pods.get(k), n)[1], "instead": ""}
-        for k, n in placements.items()}
-    for r in out.values():
-        r["ok"] = not r["why"]
-
-    def bound(k: str) -> str:
-        p = pods.get(k) or {}
-        return (p.get("spec") or {}).get("nodeName") or "" if (p.get("status") or {}).get("phase") == "Running" else ""
-
-    spare = [k for k, r in out.items() if not r["ok"] and bound(k) and uid[k]]  # running off their own slot
-    for r in out.values():
-        if r["ok"] or not uid[r["pod"]]:
-            continue
-        twin = next((k for k in spare if uid[k] == uid[r["pod"]] and bound(k) == r["node"]), None)
-        if twin is not None:
-            spare.remove(twin)
-            r.update(ok=True, instead=twin, why="")
-    return list(out.values())
-
-
-def verify_placements(api: Any, placements: Mapping[str, str], timeout: float,
-                      stop: Any = None) -> list[dict[str, Any]]:
-    """Every planned pod Running on its planned node (or an interchangeable twin in its place: placement_results),
-    waiting up to `timeout` for those not settled yet; a pod still Pending says the scheduler's latest
-    FailedScheduling message."""
+def verify_placements(api: Any, placements: Mapping[str, str], timeout: float, stop: Any = None,
+                      candidates: Iterable[str] = ()) -> placement.Report:
+    """Where the planned pods run, per controller (console/runbook/placement.py): every planned slot filled by a
+    pod of its controller Running there, read from the API server at once for each look — never an object read
+    earlier while waiting for another. Waits up to `timeout` while a slot is empty and a planned pod is still
+    Pending (or bound, not started); `stop` ends the wait. `candidates`: the pods the node runs found Pending (their
+    plans' advice), which may fill a slot of their controller in a planned pod's place. Each planned pod still
+    Pending gets the scheduler's latest FailedScheduling message."""
     deadline = time.monotonic() + timeout
-    pods: dict[str, Any] = {}
-    for key, node in placements.items():
-        ns, name = key.split("/", 1)
+    wanted = set(candidates) - set(placements)
 
-        def settled(p: dict[str, Any] | None, node: str = node) -> bool:
-            return placement_problem(p, node)[0] or bool(p and (p.get("spec") or {}).get("nodeName")
-                                                          and (p.get("status") or {}).get("phase") == "Running")
+    def pause() -> None:
+        if stop is not None:
+            stop.wait(1.0)
+        else:
+            time.sleep(1.0)
 
+    down = False
+    while True:
         try:
-            pods[key] = nodes_ops.watch_until(api, "pod", name, settled, max(0.5, deadline - time.monotonic()),
-                                              namespace=ns)
-        except TimeoutError:
-            pods[key] = nodes_ops.get_pod_raw(api, ns, name)
-        if stop is not None and stop.is_set():
+            pods = read_pods(api, placements)
+            spares = [p for n in (dict.fromkeys(placements.values()) if wanted else ())
+                      for p in nodes_ops.pods_on_node_raw(api, n) if placement.key(p) in wanted]
+        except Exception as e:  # the API server away for a moment: look again until the deadline, as the watches do
+            if not poll_again(e, deadline, "the planned pods", down) or (stop is not None and stop.is_set()):
+                raise
+            down = True
+            pause()
+            continue
+        down = False
+        report = placement.report(placements, pods, spares)
+        # a pod still Pending (unbound, or bound and not started) may yet fill an empty slot
+        waiting = any(not r.ok and pods.get(r.pod) is not None and r.phase in ("Pending", "") for r in report.rows)
+        if report.ok or not waiting or time.monotonic() >= deadline or (stop is not None and stop.is_set()):
             break
-    out = placement_results({k: placements[k] for k in pods}, pods)
-    for r in out:
-        if r["why"] == "still Pending":
-            ns, name = r["pod"].split("/", 1)
-            r["why"] += ": " + (nodes_ops.latest_failed_scheduling(api, ns, name) or "no FailedScheduling event")
-    return out
+        pause()
+    return report.explain(failed_scheduling(api, report.pending()))
 
 
 def node_share(planned: list[str], placements: Mapping[str, str], pods: Mapping[str, Mapping[str, Any] | None],
@@ -152,7 +122,7 @@ def node_share(planned: list[str], placements: Mapping[str, str], pods: Mapping[
     """The pods a fleet node's scale-up is for, as it starts (pure): its planned pods, each one that is no longer
     Pending (the scheduler put it on an earlier node, in the place of a twin) replaced by that twin — a planned,
     still Pending pod of the same controller whose own planned node is done."""
-    from console.runbook.verify import controller_uid
+    from console.runbook.placement import controller_uid
 
     def pending(k: str) -> bool:
         p = pods.get(k) or {}
@@ -161,10 +131,10 @@ def node_share(planned: list[str], placements: Mapping[str, str], pods: Mapping[
 
     out: list[str] = []
     for k in planned:
-        uid = controller_uid(dict(pods.get(k) or {})) if pods.get(k) else ""
+        uid = controller_uid(pods.get(k))
         twin = None if pending(k) or not uid else next(
             (q for q, n in placements.items() if q not in planned and q not in out and n in done_nodes and pending(q)
-             and controller_uid(dict(pods[q] or {})) == uid), None)
+             and controller_uid(pods[q]) == uid), None)
         out.append(twin or k)
     return out
 

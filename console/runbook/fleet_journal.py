@@ -10,7 +10,8 @@ $XDG_STATE_HOME/console/runbooks/fleet-<UTC time>-<4 hex>.json:
                 "status": "pending" | "running" | "done" | "failed" | "attention",
                 "run_id": "<the node's scale-up run>" | null, "exit_code": int | null, "message": "",
                 "started": ISO | null, "finished": ISO | null}],
-     "verify": [{"pod", "node", "ok", "why"}] | null}
+     "verify": [{"pod", "node" (planned), "controller" ("job/train" | ""), "runs_on" ("" unless Running there),
+                 "phase", "ok" (fills a slot of its controller: console/runbook/placement.py), "why"}] | null}
 
 The node list is what the fleet carries out, in order; each node's change is the scale-up runbook's own run
 (its journal, Lease and audit records are the scale-up's), and the fleet journal keeps that run's id. A fleet

@@ -42,7 +42,8 @@ def render_preview(fleet: Fleet, preview: list[tuple[dict[str, Any], Any]]) -> s
         lines.extend("   " + line for line in render_plan(plan).splitlines())
     placements = doc.get("placements") or {}
     if placements:
-        lines.append("then verified: " + ", ".join(f"{p} on {n}" for p, n in placements.items()))
+        lines.append("then verified, counted per controller (a Job's or ReplicaSet's pods may take each other's "
+                     "places): " + ", ".join(f"{p} on {n}" for p, n in placements.items()))
     for u in doc.get("unplaceable") or []:
         lines.append(f"not placed: {u['pod']}: {u['reason']}")
     return "\n".join(lines)

@@ -18,6 +18,10 @@ import fcntl
 import os
 from pathlib import Path
 
+# the `-o json` error kind of a run refused because another run holds what it would change: the node (its Lease,
+# console/runbook/lock.py) or the run's own journal (this lock); exit 2, nothing changed
+HELD = "held"
+
 
 class JournalBusy(Exception):
     """Another live process owns the run; the message names the run, the pid and the journal."""
@@ -25,6 +29,11 @@ class JournalBusy(Exception):
     def __init__(self, message: str, *, run_id: str, pid: str, journal: Path) -> None:
         super().__init__(message)
         self.run_id, self.pid, self.journal = run_id, pid, journal
+
+    @property
+    def details(self) -> dict[str, str]:
+        """For `-o json`: the kind, who holds the run and its journal."""
+        return {"error": HELD, "pid": self.pid, "journal": str(self.journal)}
 
 
 class JournalLock:

@@ -40,7 +40,7 @@ from typing import Any
 
 from console.kube import leases
 from console.runbook.engine import Context, Step, StepFailed
-from console.runbook.journal_lock import JournalBusy, JournalLock
+from console.runbook.journal_lock import HELD, JournalBusy, JournalLock
 
 DURATION_S = 60
 RENEW_S = DURATION_S / 3
@@ -161,7 +161,8 @@ class RunLock:
                 self.on_note(f"holding {self.where} as {self.me}")
             return
         raise LockError(f"{self.where} kept changing while this run tried to take it; another run on "
-                        f"{self.node} is starting: try again in a minute", {"lease": f"{self.namespace}/{self.name}"})
+                        f"{self.node} is starting: try again in a minute",
+                        {"error": HELD, "lease": f"{self.namespace}/{self.name}"})
 
     def _refusal(self, cur: leases.Lease, now: datetime) -> LockError:
         other = run_of(cur.holder)
@@ -170,7 +171,8 @@ class RunLock:
             f"{_when(cur.renew_time, now)}, expires {_when(cur.expires, now)} unless renewed). Wait for that run "
             f"to end; if its machine died, rerun after the Lease expires, or resume it with --resume {other} "
             "where its journal is",
-            {"holder": cur.holder, "expires": leases.micro_time(cur.expires) if cur.expires else None,
+            {"error": HELD, "holder": cur.holder,
+             "expires": leases.micro_time(cur.expires) if cur.expires else None,
              "lease": f"{self.namespace}/{self.name}"})
 
     # -- this machine: one process per journal ------------------------------------------------------------
@@ -178,7 +180,7 @@ class RunLock:
         try:
             self._journal_lock.acquire()
         except JournalBusy as e:
-            raise LockError(str(e), {"pid": e.pid, "journal": str(e.journal)}) from None
+            raise LockError(str(e), e.details) from None
 
     def _unlock_journal(self) -> None:
         self._journal_lock.release()

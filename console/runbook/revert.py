@@ -19,11 +19,13 @@ from typing import Any
 
 from console.infra.protocol import InfraError
 from console.kube import nodes_ops
+from console.kube.model import NodeInfo
+from console.runbook import cordon as cordons
 from console.runbook import verify
 from console.runbook.engine import Context, Engine, RunEvent, RunResult, Step, StepFailed
 from console.runbook.journal import Journal, JournalError, bad_journal
 from console.runbook.journal_lock import JournalBusy, JournalLock
-from console.runbook.scaleup import PlanRefused
+from console.runbook.scaleup import NoSuchNode, PlanRefused
 from console.runbook.steps.openstack import read_server, server_snapshot
 
 KIND = "revert"
@@ -102,9 +104,12 @@ def _plan_revert(session: Any, node: str, resume: str | None, node_timeout: floa
     if session.openstack is None:
         raise PlanRefused("OpenStack is not configured (set cloud in the config, OS_CLOUD or OS_* variables)")
     try:
-        info = nodes_ops.get_node(session.api, node)
+        raw = nodes_ops.get_node_raw(session.api, node)
+    except nodes_ops.NodeNotFound as e:
+        raise NoSuchNode(str(e)) from e
     except nodes_ops.NodeOpError as e:
         raise PlanRefused(str(e)) from e
+    info = NodeInfo.from_api(raw)
     try:
         st = session.openstack.server(session.openstack.describe(info).ref)
         session.infra("openstack", st.id)  # journaled with the run: read while planning
@@ -116,8 +121,9 @@ def _plan_revert(session: Any, node: str, resume: str | None, node_timeout: floa
     scale = session.journal_to_resume("scale-up", node)
     facts = scale.doc.get("context", {}) if scale else {}
     old = ((facts.get("plan") or {}).get("vm") or {}).get("flavor") if scale else None
-    cordoned_by_us = bool(scale) and scale.step("cordon")["status"] in ("acted", "done") and \
-        not facts.get("was_cordoned", True)
+    # the console's cordon as the scale-up's journal says, or as the node's mark does (that journal discarded)
+    cordoned_by_us = (bool(scale) and scale.step("cordon")["status"] in ("acted", "done")
+                      and not facts.get("was_cordoned", True)) or cordons.marked_by(raw) is not None
     plan = RevertPlan(node, st.id, st.name, st.status, st.flavor, old if old != st.flavor else None,
                       was_cordoned=not cordoned_by_us, scale_up_run=scale.run_id if scale else None,
                       node_timeout=node_timeout, resize_timeout=resize_timeout)
@@ -189,7 +195,7 @@ def steps(plan: RevertPlan) -> list[Step]:
         return bool((nodes_ops.get_node_raw(ctx.clients.api, node).get("spec") or {}).get("unschedulable"))
 
     def uncordon(ctx: Context) -> dict[str, Any]:
-        nodes_ops.set_unschedulable(ctx.clients.api, node, False)
+        cordons.uncordon(ctx.clients.api, node)
         return {}
 
     old = plan.old_flavor or "the previous flavor"
@@ -231,7 +237,8 @@ def run_revert(session: Any, plan: RevertPlan, journal: Journal | None = None, *
                         stop=stop).run()
         if superseded and journal.doc["status"] == "refused":  # the revert changed nothing: the scale-up stands
             superseded[0].finish(superseded[1], superseded[2])
-        return result
+    result.cordoned = cordons.ending(session.api, plan.node, plan.was_cordoned, run_id)
+    return result
 
 
 def _supersede(scale_up_run: str, revert_run: str) -> tuple[Journal, str, str] | None:

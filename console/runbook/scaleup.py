@@ -30,6 +30,10 @@ class PlanRefused(Exception):
     """The request cannot be planned (unknown flavor, too small, shrink, no VM found)."""
 
 
+class NoSuchNode(PlanRefused):
+    """The cluster has no node of that name (exit 3, not found, as `get node NAME`)."""
+
+
 class DrainRefused(PlanRefused):
     """The drain would delete pods kubectl keeps without --force / --delete-emptydir-data; `blocking` are they."""
 
@@ -133,6 +137,8 @@ def prepare(request: ScaleUpRequest, api: Any, openstack: OpenStackBackend | Non
     have grown already, so its pods fit now or run)."""
     try:
         node_raw = nodes_ops.get_node_raw(api, request.node)
+    except nodes_ops.NodeNotFound as e:
+        raise NoSuchNode(str(e)) from e
     except nodes_ops.NodeOpError as e:
         raise PlanRefused(str(e)) from e
     node = NodeInfo.from_api(node_raw)
@@ -246,8 +252,14 @@ def _with_steps(plan: ScaleUpPlan) -> ScaleUpPlan:
 
 def resumed(plan: ScaleUpPlan, started: dict[str, Any]) -> ScaleUpPlan:
     """The plan of a run being resumed keeps the kind it started as (`started`: the plan in its journal): a run
-    killed after the VM grew must finish (uncordon, verify), not read as "nothing to do"."""
+    killed after the VM grew must finish (uncordon, verify), not read as "nothing to do". Its "before" is the size
+    the run started from: the VM read now may have grown already (a resize waiting in VERIFY_RESIZE runs the
+    target), which would show "8 vCPU / 12Gi → 8 vCPU / 12Gi"."""
     plan.nothing_to_do, plan.kubelet_only = None, bool(started.get("kubelet_only"))
+    before = started.get("current")
+    if isinstance(before, dict) and all(isinstance(before.get(k), int) and before[k] > 0
+                                        for k in ("vcpus", "memory_mib")):
+        plan.current = VmSize(before["vcpus"], before["memory_mib"])
     return _with_steps(plan)
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from console.guard import Guard
+from console.runbook.cordon import ending
 from console.runbook.engine import Clients, Engine, RunEvent, RunResult
 from console.runbook.journal import Journal, JournalError, bad_journal
 from console.runbook.journal_lock import JournalBusy, JournalLock
@@ -58,12 +59,12 @@ class Session:
         """`connection`: (ApiClient, KubeTarget) already open (the TUI's, console/gateways.py); else one is made
         from the settings' kubeconfig and context. `permissions`: that connection's access review when already
         asked (else asked once, when first needed)."""
-        from console.kube.connection import KubeConfigError, connect
+        from console.kube.connection import KubeConfigError, connect_for
         from console.kube.nodeaccess import node_access
 
         self.settings = settings
         try:
-            self.api, self.target = connection or connect(settings.kubeconfig, settings.context)
+            self.api, self.target = connection or connect_for(settings)
         except KubeConfigError as e:
             raise SessionError(str(e)) from e
         # every change the runbooks make goes through it (read-only, audit intent before, outcome after)
@@ -81,7 +82,7 @@ class Session:
         if self._permissions is None:
             from console.kube.access import review
 
-            self._permissions = review(self.api, self.settings)
+            self._permissions = review(self.api, self.settings, target=self.target)
         return self._permissions
 
     def missing(self, action: str) -> list[Any]:
@@ -138,7 +139,7 @@ class Session:
         try:
             JournalLock(journal.path.parent, journal.run_id).check()
         except JournalBusy as e:
-            raise SessionError(str(e), {"error": "held", "pid": e.pid, "journal": str(e.journal)}) from e
+            raise SessionError(str(e), e.details) from e
         return journal
 
     def check_infra(self, journal: Journal, method: str, vm_ref: str) -> None:
@@ -230,7 +231,10 @@ class Session:
                 journal.doc["context"]["plan"] = plan.to_dict()
             lock.record(journal)
             steps = lock.guard(build_steps(plan))
-            return Engine(journal, steps, guard=self.guard, on_event=on_event, clients=self.clients(), stop=stop).run()
+            result = Engine(journal, steps, guard=self.guard, on_event=on_event, clients=self.clients(),
+                            stop=stop).run()
+        result.cordoned = ending(self.api, plan.node.name, journal.doc["context"].get("was_cordoned"), run_id)
+        return result
 
     def check_node_free(self, node: str, journal: Journal | None) -> None:
         """SessionError naming the holder while another run holds the node's Lease (read only; run() takes it)."""

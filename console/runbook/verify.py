@@ -7,6 +7,8 @@ from typing import Any
 
 from console.kube import nodes_ops
 from console.kube.model import NodeInfo, cpu_millis, mem_bytes
+from console.kube.retrywatch import WaitTimedOut, poll_again
+from console.runbook import placement
 
 MAX_OVERHEAD = 0.06  # guest kernel overhead above this fraction of RAM means memory is missing
 
@@ -48,11 +50,11 @@ def wait_capacity(
     t0 = time.monotonic()
     try:
         obj = nodes_ops.watch_until(api, "node", node, lambda o: capacity_matches(o, vcpus, memory_mib), timeout)
-    except TimeoutError:
-        last = nodes_ops.get_node_raw(api, node)
+    except WaitTimedOut as e:  # what the watch saw last: the server may be away now
+        shows = f"it shows {describe_capacity(e.last)}" if e.seen else "it could not be read"
         raise TimeoutError(
             f"node {node} did not report cpu {vcpus}{f' / ~{memory_mib} MiB' if memory_mib else ''} "
-            f"within {timeout:g}s: it shows {describe_capacity(last)}"
+            f"within {timeout:g}s: {shows}{e.outage}"
         ) from None
     return obj or {}, time.monotonic() - t0
 
@@ -71,66 +73,55 @@ def wait_pods_running(api: Any, pods: list[str], timeout: float) -> list[str]:
             pod = nodes_ops.watch_until(api, "pod", name, running, max(0.5, deadline - time.monotonic()), namespace=ns)
             if pod is None:
                 problems.append(f"{key} was deleted")
-        except TimeoutError:
+        except WaitTimedOut as e:
+            if e.outage:  # the server is away: its events cannot be read either
+                problems.append(f"{key} not seen Running{e.outage}")
+                continue
             why = nodes_ops.latest_failed_scheduling(api, ns, name) or "no FailedScheduling event"
             problems.append(f"{key} still Pending: {why}")
     return problems
 
 
-def controller_uid(pod: dict[str, Any] | None) -> str:
-    """The uid of the pod's controller (metav1.GetControllerOf), "" for a bare pod."""
-    refs = ((pod or {}).get("metadata") or {}).get("ownerReferences") or []
-    return next((r.get("uid") or "" for r in refs if r.get("controller")), "")
+def share_report(node: str, want: list[str], pods: dict[str, dict[str, Any] | None], on_node: list[dict[str, Any]],
+                 candidates: set[str]) -> placement.Report:
+    """Where this run's share of a plan runs (pure; `want`: the pods planned onto `node`, `pods`: their objects as
+    read, None when deleted; `on_node`: the pods bound to `node` now).
 
-
-def share_problems(node: str, want: list[str], pods: dict[str, dict[str, Any] | None],
-                   on_node: list[dict[str, Any]], candidates: set[str]) -> list[str]:
-    """What keeps this run's share of a plan (`want`: the pods planned onto `node`) from running there (pure).
-
-    A wanted pod counts when it runs (on `node`, or elsewhere as the single-node runbook accepts), or when in
-    its place a pod of the same controller that was Pending with it (`candidates`) runs on `node`: the
-    scheduler takes interchangeable pods (a Job's, a ReplicaSet's) in its own queue order (the PrioritySort
-    plugin: priority, then the time queued), not in the plan's. `pods`: the wanted pods (None: deleted);
-    `on_node`: the pods bound to `node` now."""
-    def key(p: dict[str, Any]) -> str:
-        meta = p.get("metadata") or {}
-        return f"{meta.get('namespace', 'default')}/{meta.get('name')}"
-
-    spare = [p for p in on_node if (p.get("status") or {}).get("phase") == "Running" and key(p) in candidates
-             and key(p) not in want and controller_uid(p)]
-    problems = []
-    for w in want:
-        pod = pods.get(w)
-        if pod is None:
-            problems.append(f"{w} was deleted")
-            continue
-        if (pod.get("status") or {}).get("phase") in ("Running", "Succeeded"):
-            continue
-        uid = controller_uid(pod)
-        twin = next((p for p in spare if uid and controller_uid(p) == uid), None)
-        if twin is not None:
-            spare.remove(twin)
-            continue
-        problems.append(f"{w} still Pending")
-    return problems
+    A wanted pod's slot on `node` is filled by the pod itself, or by a pod of the same controller that was Pending
+    with it (`candidates`): the scheduler takes interchangeable pods (a Job's, a ReplicaSet's) in its own queue
+    order (the PrioritySort plugin: priority, then the time queued), not in the plan's. The report names the pod
+    that runs there, never the planned one in its place (console/runbook/placement.py); `problems()` are the
+    wanted pods still waiting (a wanted pod Running on another node is not one, as the single-node runbook
+    accepts it)."""
+    spares = [p for p in on_node if placement.key(p) in candidates and placement.key(p) not in want]
+    return placement.report(dict.fromkeys(want, node), pods, spares)
 
 
 def wait_share_running(api: Any, node: str, want: list[str], candidates: set[str], timeout: float,
-                       sleep: Any = time.sleep) -> list[str]:
-    """Wait until `share_problems` finds nothing (up to `timeout`); the problems left, with the scheduler's latest
-    FailedScheduling message for a pod still Pending. `sleep`: a wait a stop request cuts (ctx.sleep)."""
+                       sleep: Any = time.sleep) -> placement.Report:
+    """Wait until `share_report` has no problem left (up to `timeout`), reading the pods from the API server each
+    time; the last report, with the scheduler's latest FailedScheduling message for each wanted pod still Pending.
+    `sleep`: a wait a stop request cuts (ctx.sleep)."""
     deadline = time.monotonic() + timeout
+    down = False
     while True:
-        pods = {w: nodes_ops.get_pod_raw(api, *w.split("/", 1)) for w in want}
-        problems = share_problems(node, want, pods, nodes_ops.pods_on_node_raw(api, node), candidates)
-        if not problems or time.monotonic() >= deadline:
+        try:
+            pods = {w: nodes_ops.get_pod_raw(api, *w.split("/", 1)) for w in want}
+            report = share_report(node, want, pods, nodes_ops.pods_on_node_raw(api, node), candidates)
+        except Exception as e:  # the API server away for a moment: poll again until the deadline, as the watches do
+            if not poll_again(e, deadline, f"the pods of {node}", down):
+                raise
+            down = True
+            sleep(1.0)
+            continue
+        down = False
+        if not report.problems() or time.monotonic() >= deadline:
             break
         sleep(1.0)
-    out = []
-    for p in problems:
-        key = p.split(" ", 1)[0]
-        if p.endswith("still Pending"):
-            ns, name = key.split("/", 1)
-            p += f": {nodes_ops.latest_failed_scheduling(api, ns, name) or 'no FailedScheduling event'}"
-        out.append(p)
-    return out
+    return report.explain(failed_scheduling(api, report.pending()))
+
+
+def failed_scheduling(api: Any, pending: list[str]) -> dict[str, str]:
+    """"ns/name" → the scheduler's latest FailedScheduling message (or that there is none) for each pod."""
+    return {k: nodes_ops.latest_failed_scheduling(api, *k.split("/", 1)) or "no FailedScheduling event"
+            for k in pending}

@@ -5,6 +5,7 @@ did to the cluster with kubectl against the lab's kubeconfig.
 (a) a Pending pod → why it is Pending → scale a node up → the pod Running;
 (b) edit a feature file → preview its labels → push (save) it → the label on the nodes;
 (c) a NodeFeatureRule from a template → dry-run → apply → its labels on the nodes;
+(d) two admins edit one feature file at once: the second's push survives, the first meets the conflict;
 and first the nodes screen's filter → node detail → back; the file ends with `q` and the console (and its lab)
 exiting.
 
@@ -12,98 +13,31 @@ exiting.
 actions), `e` edits, `esc` stops editing, ctrl+r previews / dry-runs, ctrl+s saves / applies; the footer (or
 the line above it) says `EDIT —` or `BROWSE —`.
 
-The lab's kubeconfig is found as a user finds it: `--lab` makes its state directory with Python's
-tempfile.mkdtemp(prefix="console-lab-") (console/cli_tui.py), which honours TMPDIR.
+The console in tmux and its lab: tests/support/storytools.py.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import re
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from labtools import wait_for
-from tmuxtools import Tmux, flat
+from storytools import Console, console_on_lab, mode
+from tmuxtools import flat
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
     pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
 ]
 
-LAB_START = 180  # s: `./dev lab` on a machine where .venv exists (./dev test made it)
-
-
-@dataclass
-class Console:
-    tmux: Tmux
-    kubeconfig: Path
-
-    def kubectl(self, *args: str) -> str:
-        proc = subprocess.run(["kubectl", "--kubeconfig", str(self.kubeconfig), *args], capture_output=True,
-                              text=True, timeout=30)
-        assert proc.returncode == 0, f"kubectl {' '.join(args)}: {proc.stderr}"
-        return proc.stdout
-
-    def kget(self, *args: str) -> dict:
-        return json.loads(self.kubectl("get", *args, "-o", "json"))
-
-    def labelled(self, selector: str) -> set[str]:
-        return {n["metadata"]["name"] for n in self.kget("nodes", "-l", selector)["items"]}
-
-    def on_nodes_screen(self, screen: str) -> bool:
-        return bool(re.search(r"(^|\s)5 nodes\b", screen)) and "q Quit" in screen  # and no filter: `2/5 nodes`
-
-    def home(self) -> None:
-        """Back to the nodes screen as a user gets there: esc (and `d` on a discard question)."""
-        for _ in range(8):
-            screen = self.tmux.screen()
-            if self.on_nodes_screen(screen):
-                return
-            self.tmux.keys("d" if "Discard unsaved changes" in screen else "Escape")
-            try:  # the next screen (or the same one, when esc only closed something on it)
-                self.tmux.wait(lambda s, before=screen: s != before or self.on_nodes_screen(s), 3, "a change")
-            except AssertionError:
-                continue
-        self.tmux.wait(self.on_nodes_screen, 1, "the nodes screen after esc")
-
-    def command(self, text: str) -> None:
-        """`:` then TEXT and enter, from the nodes screen."""
-        self.tmux.keys(":")
-        self.tmux.wait_text(":nodes :pending", what="the command bar")  # focus moves with it
-        self.tmux.type(text)
-        self.tmux.keys("Enter")
-
 
 @pytest.fixture(scope="module")
 def console() -> Iterator[Console]:
-    # short paths: the lab's unix sockets (libvirt, the SSH agent) live under its state directory
-    root = Path(tempfile.mkdtemp(prefix="stories-"))
-    (root / "tmp").mkdir()
-    tmux = Tmux(root, width=80, height=24, env={"TMPDIR": str(root / "tmp")})
-    tmux.start("./dev lab")
-    try:
-        tmux.wait(lambda s: "5 nodes" in s and "kube-worker04" in s, LAB_START, "the node table")
-        kubeconfig = next((root / "tmp").glob("console-lab-*/kubeconfig"))
-        yield Console(tmux, kubeconfig)
-        c = Console(tmux, kubeconfig)
-        c.home()
-        tmux.keys("q")
-        tmux.wait(lambda s: tmux.dead(), 60, "the console (and its lab) to exit")
-    finally:
-        tmux.kill()
-        shutil.rmtree(root, ignore_errors=True)
-
-
-def mode(screen: str) -> str:
-    """EDIT or BROWSE, as the editor screen's footer says (the EDIT MODE contract)."""
-    found = re.findall(r"\b(EDIT|BROWSE)\b[^—\n]{0,40}—", screen)  # `EDIT ● unsaved —`, `BROWSE (read-only) —`
-    return found[-1] if found else ""
+    yield from console_on_lab()
 
 
 def test_filter_open_node_and_back(console: Console) -> None:
@@ -261,4 +195,61 @@ def test_c_rule_from_template_dry_run_apply_labels(console: Console) -> None:
     assert console.kget("nodefeaturerule", "avx512-story")["spec"]["rules"][0]["labels"] == {
         "example.dev/avx512": "true"}
     wait_for(lambda: console.labelled("example.dev/avx512=true") == avx512, 60, what="nfd-master's labels")
+    console.home()
+
+
+def _inventory_sha(console: Console, state: Path, nodes: tuple[str, ...]) -> dict[str, str]:
+    """Each node's sha256 of its `inventory` feature file, as the headless `nfd files list` reads it."""
+    code, doc, err = console.headless(state, "nfd", "files", "list", "--kind", "feature", "--node", *nodes)
+    assert code == 0, err
+    return {ls["node"]: next((f["sha256"] for f in ls["files"] if f["name"] == "inventory"), "")
+            for ls in doc["kinds"]["feature"]["nodes"]}
+
+
+def test_d_concurrent_edits_of_a_feature_file_on_the_nodes(console: Console, tmp_path: Path) -> None:
+    """Issue 20, point 1, hostPath store (features.d as NFD's own manifests mount it): admin A edits `inventory` in
+    `:hooks`; meanwhile admin B pushes another version to kube-worker01 and kube-worker02 with the headless CLI
+    (`console nfd files push … --node kube-worker01 --node kube-worker02`); A marks the workers, ctrl+s, y. Each
+    node compared the version A loaded in the script that renames: kube-worker01/02 keep B's file (the CLI's
+    listing), kube-worker03/04 get A's, and A sees the conflict: their version against A's edit, both shown.
+    r reloads B's version into A's editor (A's edit dropped, nothing unsaved)."""
+    t = console.tmux
+    console.home()
+    workers = ("kube-worker01", "kube-worker02", "kube-worker03", "kube-worker04")
+    before = _inventory_sha(console, tmp_path / "b", workers)
+    console.command("hooks")
+    t.wait(lambda s: "# written by the site inventory" in s and mode(s) == "BROWSE", 30,
+           "the inventory feature file, in BROWSE mode")
+    console.add_first_line("example.com/owner=admin-a")  # A's edit, unsaved
+
+    theirs = tmp_path / "inventory"
+    theirs.write_text("# pushed by admin B\nexample.com/owner=admin-b\n")
+    code, doc, err = console.headless(tmp_path / "b", "nfd", "files", "push", str(theirs), "--kind", "feature",
+                                      "--node", "kube-worker01", "--node", "kube-worker02", "--yes", "--no-wait")
+    assert (code, doc["status"]) == (0, "done"), err
+
+    t.keys("a")
+    t.wait_text("5 marked", what="every node marked")
+    t.keys("space")  # the node table's cursor is on its first row, kube-controlplane01
+    t.wait_text("4 marked", what="the control plane unmarked")
+    t.keys("C-s")
+    t.wait_text("Press y to confirm", "inventory on 4 node(s)", timeout=30, what="the push confirmation")
+    t.keys("y")
+    screen = t.wait_text("Conflict:", "changed since it was read", "Reload theirs", "Overwrite with mine",
+                         timeout=60, what="the conflict dialog")
+    text = flat(screen)
+    assert "inventory on kube-worker01" in text and "also on kube-worker02" in text, screen
+    assert "written on kube-worker03, kube-worker04" in text, screen
+    # both versions: theirs (-) and A's edit (+)
+    assert "-example.com/owner=admin-b" in text and "+example.com/owner=admin-a" in text, screen
+
+    digest = hashlib.sha256(theirs.read_bytes()).hexdigest()
+    after = _inventory_sha(console, tmp_path / "b", workers)
+    assert after["kube-worker01"] == after["kube-worker02"] == digest  # B's change survives
+    assert after["kube-worker03"] == after["kube-worker04"] not in (digest, before["kube-worker03"])  # A's
+
+    t.keys("r")
+    screen = t.wait(lambda s: "example.com/owner=admin-b" in s and "Conflict:" not in s and mode(s) == "BROWSE",
+                    20, "B's version in A's editor")
+    assert "unsaved" not in screen and "example.com/owner=admin-a" not in screen, screen
     console.home()

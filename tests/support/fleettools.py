@@ -90,6 +90,36 @@ def pods_by_node(lab: Lab, prefix: str) -> dict[str, list[str]]:
     return out
 
 
+def hold_node(lab: Lab, node: str, holder: str) -> None:
+    """Another machine's scale-up run takes `node`: its Lease (coordination.k8s.io/v1, named and filled as
+    console/runbook/lock.py writes it), created through the kubernetes client."""
+    from datetime import UTC, datetime
+
+    from kubernetes import client, config
+
+    now = datetime.now(UTC)
+    api = config.new_client_from_config(str(lab.state.kubeconfig))
+    try:
+        client.CoordinationV1Api(api).create_namespaced_lease("default", client.V1Lease(
+            metadata=client.V1ObjectMeta(name=f"console-scale-up-{node}",
+                                         labels={"app.kubernetes.io/managed-by": "console"}),
+            spec=client.V1LeaseSpec(holder_identity=holder, lease_duration_seconds=60, acquire_time=now,
+                                    renew_time=now, lease_transitions=0)))
+    finally:
+        api.close()
+
+
+def release_node(lab: Lab, node: str) -> None:
+    """That run ended: its Lease is gone."""
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(str(lab.state.kubeconfig))
+    try:
+        client.CoordinationV1Api(api).delete_namespaced_lease(f"console-scale-up-{node}", "default")
+    finally:
+        api.close()
+
+
 def journals(state: Path, kind: str) -> list[dict[str, Any]]:
     d = state / "console" / "runbooks"
     return [json.loads(p.read_text()) for p in sorted(d.glob(f"{kind}-*.json"))] if d.exists() else []

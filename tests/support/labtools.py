@@ -54,33 +54,6 @@ def wait_for(predicate: Callable[[], object], timeout: float = 60, interval: flo
     raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}; last value: {last!r}")
 
 
-def answer_on_terminal(cmd: list[str], env: dict[str, str], question: str, answer: bytes,
-                       meanwhile: Callable[[], object], *, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run `cmd` with a terminal on stdin (so it asks), wait for `question` on its stderr, call `meanwhile` (what
-    someone else does while the admin reads the preview), then type `answer`."""
-    import select
-
-    primary, secondary = os.openpty()
-    proc = subprocess.Popen(cmd, env=env, stdin=secondary, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    os.close(secondary)
-    try:
-        assert proc.stderr is not None
-        err, deadline = "", time.monotonic() + timeout
-        while question not in err and time.monotonic() < deadline:
-            ready, _, _ = select.select([proc.stderr], [], [], 1)
-            if ready:
-                err += os.read(proc.stderr.fileno(), 4096).decode()
-        assert question in err, err
-        meanwhile()
-        os.write(primary, answer)
-        out, rest = proc.communicate(timeout=timeout)
-    finally:
-        os.close(primary)
-        if proc.poll() is None:
-            proc.kill()
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err + rest)
-
-
 def kube_raw(kube_lab: Any, method: str, path: str, body: bytes | None = None, ctype: str = "",
              timeout: float = 30) -> tuple[int, dict]:
     """One HTTP request to the lab's API server as its admin, below the client: (status, JSON body)."""

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from labstart import start_lab
 from tuitools import console_app
 
@@ -90,5 +91,30 @@ async def test_binary_theme_file_gives_a_notification_and_the_default_theme(scal
             skipped = _toasts(app, "theme skipped")
             assert any(str(Path(themes / "mine.yaml")) in t and "not UTF-8" in t for t in skipped), skipped
             assert any("list.yaml" in t and "expected a mapping" in t for t in skipped), skipped
+    finally:
+        app.kube.stop()
+
+
+async def test_rbac_toast_names_the_kubeconfig_in_use_and_its_user(scale_lab: Lab, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20, point 6: with `--kubeconfig FILE` whose credentials get a 401, the RBAC toast ("permissions
+    unknown …") named $KUBECONFIG's file and its user (console/kube/access.py classified the fault without the
+    session's kubeconfig). It names FILE, the context in use and that context's user."""
+    monkeypatch.setenv("KUBECONFIG", str(scale_lab.state.kubeconfig))  # the default: another file, another user
+    doc = yaml.safe_load(scale_lab.state.kubeconfig.read_text())
+    doc["users"] = [{"name": "alice-expired", "user": {"token": "a-token-the-server-never-issued"}}]
+    doc["contexts"] = [{"name": "prod-east", "context": {"cluster": doc["clusters"][0]["name"],
+                                                         "user": "alice-expired"}}]
+    doc["current-context"] = "prod-east"
+    mine = tmp_path / "alice.kubeconfig"
+    mine.write_text(yaml.safe_dump(doc))
+    app = console_app(Settings(kubeconfig=str(mine), theme="dark"))
+    try:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_until(pilot, lambda: _toasts(app, "permissions unknown"), timeout=60, what="the RBAC toast")
+            [toast] = _toasts(app, "permissions unknown")
+            assert "401 Unauthorized" in toast, toast
+            assert f"user alice-expired in context prod-east of {mine}" in toast, toast
+            assert str(scale_lab.state.kubeconfig) not in toast and "lab-admin" not in toast, toast
     finally:
         app.kube.stop()

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fleettools import hold_node, release_node
 from labstart import start_lab
 from screentext import screen_text
 
@@ -144,5 +145,41 @@ async def test_read_only_plans_and_offers_no_run(planner_lab: Lab) -> None:
             await pilot.press("a", "enter")
             await pilot.pause()
             assert app.screen is screen and not screen.preparing and not screen.run.began
+    finally:
+        app.gateways.stop()
+
+
+async def test_a_node_another_run_takes_before_the_run_is_refused_as_headless_refuses_it(planner_lab: Lab) -> None:
+    """Issue 20 point 9: another admin's run takes the first node while this one's confirmation is open. The fleet
+    is refused before any change, exit 2 and kind "held" as `console plan --apply` and `console scale-up` say it
+    (tests/integration/planner/test_fleet_held.py) — not "needs attention" (4). Nothing in the lab changes."""
+    from console.tui.safety import ConfirmDanger
+
+    holder = "ann@bastion-2/scale-up-kube-worker01-20261205T101500-beef"
+    app = make_app(planner_lab)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = await open_plan_all(pilot)
+            first = screen.plan.nodes[0].node
+            await pilot.press("a")
+            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDanger), timeout=120, what="the confirm")
+            hold_node(planner_lab, first, holder)
+            try:
+                await pilot.press("y")
+                await wait_until(pilot, lambda: screen.run.result is not None or screen.run.error, timeout=120,
+                                 what="the fleet's end")
+            finally:
+                release_node(planner_lab, first)
+            await pilot.pause()
+            result = screen.run.result
+            assert result is not None, screen.run.error
+            assert (result.status, result.exit_code, result.refusal) == ("refused", 2, "held"), result.message
+            assert holder in result.message and f"nothing was changed on {first}" in result.message
+            assert screen.run.states[first] == "pending"
+            from console.tui.widgets.reflow_log import ReflowLog
+
+            log = screen.query_one("#fleet-log", ReflowLog).entries
+            assert any(f"{result.fleet_id}: refused (exit 2)" in line for line in log), log
+            assert "fleet refused" in flat(app)
     finally:
         app.gateways.stop()

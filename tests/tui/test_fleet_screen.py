@@ -167,8 +167,8 @@ class ScriptedFleet:
             send("run-done", message="done", status="done")
             journal[node] = "done"
             on_event(FleetEvent(fid, "node-done", node))
-        on_event(FleetEvent(fid, "done", "", "every planned pod Running where planned"))
-        return result("done", 0, "every planned pod Running where planned")
+        on_event(FleetEvent(fid, "done", "", "scaled up w1, w2, w3; 3 of 3 pods of job/train Running"))
+        return result("done", 0, "scaled up w1, w2, w3; 3 of 3 pods of job/train Running")
 
 
 class FleetHost(Host):
@@ -324,7 +324,7 @@ async def test_run_confirms_then_shows_progress_per_node_to_the_end() -> None:
         assert screen.run.states == {n: "done" for n in nodes}
         text = screen_text(app)
         assert "fleet done" in text and "3/3 done" in text
-        assert "every planned pod Running where planned" in text
+        assert "scaled up w1, w2, w3; 3 of 3 pods of job/train Running" in text
 
 
 async def test_a_failed_node_says_needs_attention_and_the_nodes_after_stay_pending() -> None:

@@ -7,6 +7,7 @@ until the discovery (console/kube/nfddiscovery.py) merges.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from kubernetes import client
 from labtools import wait_for
 from nfdcm import create_worker, deployment, scheduled
 from textual.widgets import DataTable, Input, OptionList, Static, TextArea
-from tuitools import Host, settle
+from tuitools import Host, confirm_into_conflict, settle
 
 from console.config import Settings
 from console.gateways import Gateways
@@ -26,7 +27,8 @@ from console.kube.nfdfiles import NodeFile, NodeListing
 from console.lab.world import Lab
 from console.tui.safety import ConfirmDanger
 from console.tui.screens.hooks import HooksScreen
-from console.tui.screens.hooks_messages import TargetsLoaded
+from console.tui.screens.hooks_messages import FileRead, TargetsLoaded
+from console.tui.widgets.diff_dialog import ConflictDialog
 
 pytestmark = pytest.mark.lab
 
@@ -126,7 +128,9 @@ async def test_read_only_refuses_visibly_and_below_the_ui(kube_lab: Lab, api: An
         await pilot.pause()
         assert any("read-only mode: push is disabled" in n.message for n in app._notifications)
         # reached anyway: the target's guard refuses it, nothing is sent
-        screen.write_files("Push", "feature", "rack", "example.com/rack=ro\n", scheduled(api, NS), {})
+        reach = scheduled(api, NS)
+        screen.write_files("Push", "feature", "rack", "example.com/rack=ro\n", reach, {},
+                           screen.expected("feature", "rack", reach))
         await settle(pilot)
         assert any(n.message.startswith("read-only: push of feature rack") for n in app._notifications)
     assert features(api) == before
@@ -250,3 +254,80 @@ async def test_edit_mode_gives_the_editor_the_node_tables_rows_at_80x24(kube_lab
         await pilot.pause()
         assert screen.query_one("#hooks-nodes").region.height > 0 and editor.region.height == browse
     gateways.api_client.close()
+
+
+async def test_a_push_meets_a_change_made_since_the_editor_loaded_the_file(kube_lab: Lab, api: Any) -> None:
+    """Issue 20, point 1, on the screen (ConfigMap store): the editor loads `rack`; another admin patches that key
+    of the ConfigMap; ctrl+s, y: the rules editor's conflict dialog, theirs (the ConfigMap's content now) against
+    mine, naming the resourceVersions; nothing was sent. o overwrites (carrying their version); after a second
+    change of theirs, r reloads theirs into the editor and drops the edit. The audit's intent names the version the
+    overwrite replaced."""
+    core = client.CoreV1Api(api)
+    core.patch_namespaced_config_map("nfd-features", NS, {"data": {"rack": "example.com/rack=base\n"}})
+    app, screen, gateways = app_for(kube_lab)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        editor = screen.query_one("#hooks-editor", TextArea)
+        assert editor.text == "example.com/rack=base\n"
+        editor.text = "example.com/rack=mine\n"
+        editor.blur()
+        core.patch_namespaced_config_map("nfd-features", NS, {"data": {"rack": "example.com/rack=theirs\n"}})
+        theirs_rv = core.read_namespaced_config_map("nfd-features", NS).metadata.resource_version
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmDanger)
+        dialog = await confirm_into_conflict(pilot)
+        assert dialog.theirs == "example.com/rack=theirs\n" and dialog.mine == "example.com/rack=mine\n"
+        assert f"→ {theirs_rv}" in dialog.message and "changed since it was read" in dialog.message
+        assert features(api)["rack"] == "example.com/rack=theirs\n"  # theirs survives
+        await pilot.press("o")
+        await until(pilot, lambda: "Push feature rack" in text(screen, "#hooks-result"), "the overwrite's report")
+        assert features(api)["rack"] == "example.com/rack=mine\n" and screen.unsaved_name() is None
+        audit = [json.loads(x) for x in (Path(os.environ["XDG_STATE_HOME"]) / "console" / "audit.log")
+                 .read_text().splitlines()]
+        assert audit[-2]["before"]["resourceVersion"] == theirs_rv
+        assert audit[-2]["before"]["content"] == "example.com/rack=theirs\n"
+
+        editor.text = "example.com/rack=mine2\n"
+        editor.blur()
+        core.patch_namespaced_config_map("nfd-features", NS, {"data": {"rack": "example.com/rack=theirs2\n"}})
+        await pilot.press("ctrl+s")  # (the relabel wait of the overwrite still runs: wait for what is asked)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDanger), "the confirmation")
+        await pilot.press("y")
+        await until(pilot, lambda: isinstance(app.screen, ConflictDialog), "the second conflict")
+        assert app.screen.theirs == "example.com/rack=theirs2\n"
+        await pilot.press("r")
+        await until(pilot, lambda: editor.text == "example.com/rack=theirs2\n", "theirs in the editor")
+        assert screen.unsaved_name() is None
+        assert features(api)["rack"] == "example.com/rack=theirs2\n"
+        await pilot.press("escape")
+        await settle(pilot)
+    gateways.api_client.close()
+
+
+async def test_a_read_that_arrives_late_does_not_replace_the_file_asked_for_last(kube_lab: Lab, api: Any) -> None:
+    """The screen opens the first file on its own; the admin picks another before that read is back (a node read
+    through a debug pod takes a second, a ConfigMap read milliseconds): the late read must not replace the file
+    the admin asked for, nor would a push then carry that file's version."""
+    core = client.CoreV1Api(api)
+    core.patch_namespaced_config_map("nfd-features", NS, {"data": {"zone": "example.com/zone=z1\n"}})
+    app, screen, gateways = app_for(kube_lab)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        olist = screen.query_one("#hooks-list", OptionList)
+        olist.focus()
+        olist.highlighted = olist.get_option_index("feature:zone")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert screen.current is not None and screen.current.name == "zone"
+        screen.post_message(FileRead("feature", "rack", reach_node(api), "example.com/rack=late\n", version="1/x"))
+        await pilot.pause()
+        assert screen.current.name == "zone" and screen.editor.text == "example.com/zone=z1\n"
+        await pilot.press("escape")
+        await settle(pilot)
+    core.patch_namespaced_config_map("nfd-features", NS, {"data": {"zone": None}})
+    gateways.api_client.close()
+
+
+def reach_node(api: Any) -> str:
+    return scheduled(api, NS)[0]

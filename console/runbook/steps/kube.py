@@ -10,6 +10,7 @@ from typing import Any
 from console.kube import drain as drains
 from console.kube import kubeletinfo, nodes_ops
 from console.kube.nodeaccess import NodeAccessError
+from console.runbook import cordon as cordons
 from console.runbook import verify
 from console.runbook.engine import Context, Step, StepFailed
 
@@ -28,28 +29,42 @@ def _node(ctx: Context) -> str:
     return ctx.journal.doc["node"]
 
 
+def _raw_node(ctx: Context) -> dict[str, Any]:
+    return nodes_ops.get_node_raw(_api(ctx), _node(ctx))
+
+
 def _unschedulable(ctx: Context) -> bool:
-    return bool((nodes_ops.get_node_raw(_api(ctx), _node(ctx)).get("spec") or {}).get("unschedulable"))
+    return bool((_raw_node(ctx).get("spec") or {}).get("unschedulable"))
+
+
+def _found_cordoned(ctx: Context, raw: dict[str, Any]) -> None:
+    """Journal, once, whether the run found the node cordoned by someone else — a cordon it leaves in place.
+    A cordon the console marked (console/runbook/cordon.py: a run that died or whose journal was discarded)
+    is not: this run takes it over and uncordons the node at its end."""
+    if "was_cordoned" not in ctx.facts:
+        owner = cordons.marked_by(raw)
+        ctx.remember(was_cordoned=cordons.someone_elses(raw), **({"adopted_cordon_of": owner} if owner else {}))
 
 
 def cordon_and_drain(plan: Any) -> list[Step]:
     node = plan.node.name
 
     def cordon(ctx: Context) -> dict[str, Any]:
-        if "was_cordoned" not in ctx.facts:
-            ctx.remember(was_cordoned=_unschedulable(ctx))
-        nodes_ops.set_unschedulable(_api(ctx), node, True)
+        raw = _raw_node(ctx)
+        _found_cordoned(ctx, raw)
+        if not ctx.facts["was_cordoned"]:
+            cordons.cordon(_api(ctx), node, ctx.journal.run_id)
         return {}
 
     def already(ctx: Context) -> bool:
-        if "was_cordoned" not in ctx.facts:
-            ctx.remember(was_cordoned=_unschedulable(ctx))
-        return _unschedulable(ctx)
+        raw = _raw_node(ctx)
+        _found_cordoned(ctx, raw)
+        return bool((raw.get("spec") or {}).get("unschedulable"))
 
     def undo_cordon(ctx: Context) -> str:
         if ctx.facts.get("was_cordoned"):
             return f"{node} left cordoned, as it was before the run"
-        nodes_ops.set_unschedulable(_api(ctx), node, False)
+        cordons.uncordon(_api(ctx), node)
         return f"{node} uncordoned"
 
     req = plan.request
@@ -84,11 +99,14 @@ def uncordon(plan: Any) -> Step:
 
     def act(ctx: Context) -> dict[str, Any]:
         if not ctx.facts.get("was_cordoned"):
-            nodes_ops.set_unschedulable(_api(ctx), node, False)
+            cordons.uncordon(_api(ctx), node)
         return {}
 
     def done(ctx: Context) -> bool:
-        return bool(ctx.facts.get("was_cordoned")) or not _unschedulable(ctx)
+        if ctx.facts.get("was_cordoned"):
+            return True
+        raw = _raw_node(ctx)  # uncordoned by hand (kubectl keeps annotations): the mark still goes
+        return not (raw.get("spec") or {}).get("unschedulable") and not cordons.mark_left(raw)
 
     return Step("uncordon", f"uncordon {node}", act, done=done, audit_target=lambda _c: f"node/{node}",
                 describe=lambda c: {"unschedulable": _unschedulable(c)})
@@ -97,24 +115,36 @@ def uncordon(plan: Any) -> Step:
 def verify_pods(plan: Any) -> Step:
     pods = list(plan.will_fit)
     timeout = plan.request.pods_timeout
+    share = plan.request.pods is not None  # a fleet node's share of a plan: interchangeable pods may swap places
 
     def act(ctx: Context) -> dict[str, Any]:
         # a resumed run re-plans when some pods may already run: verify what the run planned at its start
         started = ctx.facts.get("plan") or {}
         want = started.get("will_fit", pods)
-        if plan.request.pods is not None:  # a fleet node's share of a plan: interchangeable pods may swap places
+        if share:
             candidates = set(started.get("reasons") or {a.pods[0] for a in plan.advice})
             with ctx.waiting():
-                problems = verify.wait_share_running(_api(ctx), _node(ctx), want, candidates, timeout,
-                                                     sleep=ctx.sleep)
-        else:
-            with ctx.waiting(), ctx.breakable():
-                problems = verify.wait_pods_running(_api(ctx), want, timeout)
+                report = verify.wait_share_running(_api(ctx), _node(ctx), want, candidates, timeout,
+                                                   sleep=ctx.sleep)
+            said = report.texts()
+            for line in said:  # what runs where, read from the API server now: never the planned pod for its twin
+                ctx.emit(line)
+            why = {r.pod: r.said for r in report.rows}
+            problems = [f"{p} {why[p]}" for p in report.problems()]
+            if problems:
+                raise StepFailed("; ".join(problems), verify=True)
+            return {"running": report.running(), "report": said}
+        with ctx.waiting(), ctx.breakable():
+            problems = verify.wait_pods_running(_api(ctx), want, timeout)
         if problems:
             raise StepFailed("; ".join(problems), verify=True)
         return {"running": want}
 
-    title = f"verify {', '.join(pods)} Running" if pods else "verify (no Pending pods planned)"
+    if share and pods:
+        title = (f"verify {', '.join(pods)} (or {'a pod' if len(pods) == 1 else 'pods'} of the same controller) "
+                 f"Running on {plan.node.name}")
+    else:
+        title = f"verify {', '.join(pods)} Running" if pods else "verify (no Pending pods planned)"
     return Step("verify-pods", title, act, mutating=False)
 
 

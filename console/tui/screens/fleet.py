@@ -362,8 +362,18 @@ class FleetScreen(GuardsItsRun, ConsoleScreen):
         return f"stopping the fleet before the next step of {self.running_node() or 'the next node'}, then quitting"
 
     def stopped_message(self) -> str:
-        return (f"fleet {self.run.fleet_id} stopped before its next step; continue it with "
-                f"console plan --apply --resume {self.run.fleet_id}")
+        fleet, r = self.run.fleet_id, self.run.result
+        resume = f"continue it with console plan --apply --resume {fleet}"
+        if r is None:
+            return f"fleet {fleet} ended with an error: {self.run.error or 'no result'}; {resume}"
+        status, message = getattr(r, "status", ""), getattr(r, "message", "")
+        if status == "interrupted":
+            return f"fleet {fleet} stopped before its next step; {resume}"
+        if status == "done":
+            return f"fleet {fleet} finished before it could be stopped: done"
+        # the stop request is checked before a step: the fleet may have ended otherwise meanwhile
+        again = f"; {resume}" if status == "needs-attention" else ""
+        return f"fleet {fleet} ended before it could be stopped: {status}: {message}{again}"
 
     # -- log ------------------------------------------------------------------------------------------------
     def _log(self, text: str, when: str = "") -> None:

@@ -6,7 +6,10 @@ nodes differ (≠: same name, different content; n/m: missing on some), edits on
 gives on each chosen node with this cluster's NFD, then pushes or removes it after a confirmation naming the
 nodes and the target, reports per node and watches the nodes' labels until NFD has relabelled them. Nodes are
 marked in the node table (space / enter, a: all) or chosen by a label selector (l). A ConfigMap reaches every
-node nfd-worker runs on, whatever is marked; the confirmation says so.
+node nfd-worker runs on, whatever is marked; the confirmation says so. Every write carries the version of the file
+each node had when the editor loaded it, and a node whose file changed since is a conflict shown as the rules
+editor shows one (hooks_conflict.py). Where this user may not read the files (RBAC: node access, the ConfigMap),
+the list and the node table say so and why, without trying.
 
 Directory mode (`hook_store: directory`): a local source.d / features.d for offline editing, saved with
 content-hash conflict detection.
@@ -16,7 +19,6 @@ All I/O runs in thread workers that report by the typed messages of hooks_messag
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -38,9 +40,10 @@ from console.kube.nfdfiles import NodeListing, wait_relabel
 from console.kube.nfdstore import DirectoryHookStore, NfdStoreError, StoredFile, hook_store
 from console.nfd import versions as V
 from console.nfd_preview import PREVIEW_TIMEOUT, FilePreview, hook_to_feature_file, hooks_note, preview_file
-from console.tui.safety import ConfirmDanger, dangerous
+from console.tui.safety import ConfirmDanger, allow_action, dangerous
 from console.tui.screens import hooks_view as view
 from console.tui.screens.editor_base import EditorScreen
+from console.tui.screens.hooks_conflict import Concurrency, Versions
 from console.tui.screens.hooks_dir import DirectoryMode
 from console.tui.screens.hooks_messages import (
     FilePreviewReady,
@@ -68,7 +71,7 @@ class _Stopped(Exception):
     """The relabel wait's worker was cancelled (the screen was left)."""
 
 
-class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
+class HooksScreen(NodeChoice, DirectoryMode, Concurrency, EditorScreen):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     PREFIX = "hooks"
     LIST_TITLE = "hooks & feature files"
@@ -106,8 +109,10 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         self.marked: set[str] = set()
         self.files: list[StoredFile] = []  # directory mode: the store's; cluster mode: one per list entry
         self.entries: list[view.Entry] = []
-        self.current: StoredFile | None = None  # cluster mode: version = the sha256 read, location = the node
+        self.current: StoredFile | None = None  # cluster mode: version = the version read, location = the node
+        self._asked: tuple[str, str] | None = None  # the file last asked for: a read of another, back late, is dropped
         self.drafts: dict[tuple[str, str], str] = {}
+        self.bases: dict[tuple[str, str], tuple[StoredFile, Versions]] = {}  # cluster mode: hooks_conflict.py
         self.preview: FilePreview | None = None
         self.preview_content: str | None = None
         self.node_previews: dict[str, FilePreview] = {}
@@ -125,6 +130,8 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
     def hint(self) -> str:
         if self.read_only:
             return "e edits the file · ctrl+r previews it on the chosen nodes · read-only: nothing is pushed"
+        if allow_action(self.app, "save") is not True:  # RBAC: ctrl+s is dimmed, so the hint does not offer it
+            return "e edits the file · ctrl+r previews it on the chosen nodes"
         return self.HINT
 
     # -- unsaved edits (editor_base) ----------------------------------------------------------------------
@@ -137,7 +144,11 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
     def can_edit(self) -> str:
         if self.current is not None:
             return ""
-        return "open a hook or feature file first" + ("" if self.read_only else " (or n: new)")
+        return "open a hook or feature file first" + (" (or n: new)" if self._offers_new() else "")
+
+    def _offers_new(self) -> bool:
+        """Whether `n` makes a new file here (not read-only, and RBAC lets this user write the files)."""
+        return not self.read_only and allow_action(self.app, "new_file") is True
 
     def compose_under_editor(self) -> ComposeResult:
         yield Input(placeholder="l: label selector · space marks a node", id="hooks-selector-input")
@@ -201,7 +212,10 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
                 continue
             try:
                 target = self.gateways.nfd_files(kind, deployment, settings=self.settings, guard=self.guard)
-                listings[kind] = target.list(target.nodes())
+                nodes = target.nodes()
+                # what RBAC will not let this user read is said, not tried (no refused node-debug pod per node)
+                why = self.gateways.access.cannot(target.read_needs())
+                listings[kind] = [NodeListing(n, (), why) for n in nodes] if why else target.list(nodes)
             except NfdStoreError as e:
                 notes.append(f"{kind}s: {e}")
                 continue
@@ -221,18 +235,20 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         self._status_head = msg.deployment.status_line() if msg.deployment is not None else msg.error
         self.entries = view.entries(self.listings)
         self.files = [StoredFile(e.kind, e.name, "", "", "") for e in self.entries]  # type: ignore[arg-type]
-        self._fill_list([(e.id, e.label) for e in self.entries])
+        self._fill_list([(e.id, e.label) for e in self.entries], view.unreadable(self.listings))
         if self.current is None and self.entries:
             self._open_entry(self.entries[0])
         self._fill_nodes()
 
-    def _fill_list(self, items: Sequence[tuple[str, str]]) -> None:
+    def _fill_list(self, items: Sequence[tuple[str, str]], unreadable: str = "") -> None:
+        """The files; none: why not (what could not be read, else whether n makes one)."""
         olist = self.query_one("#hooks-list", OptionList)
         olist.clear_options()
         for oid, label in items:
             olist.add_option(Option(label, id=oid))
         if not items:
-            olist.add_option(Option("(none yet: press n)", id="none", disabled=True))
+            empty = f"({unreadable})" if unreadable else "(none yet: press n)" if self._offers_new() else "(none yet)"
+            olist.add_option(Option(empty, id="none", disabled=True))
         elif olist.highlighted is None:
             olist.highlighted = 0
 
@@ -245,7 +261,7 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         cur = self.current
         kind = cur.kind if cur else "feature"
         listings = self.listings.get(kind) or next(iter(self.listings.values()), [])
-        states = view.node_states(listings, cur.name) if cur else {}
+        states = view.node_states(listings, cur.name if cur else None)
         for x in listings:
             table.add_row("●" if x.node in self.marked else " ", x.node, states.get(x.node, ""), key=x.node)
         # sized here: DataTable's auto width sometimes kept the label's width after a refill ("differs (" cut)
@@ -286,21 +302,25 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
         node = node or view.majority_node(self.listings.get(entry.kind, []), entry.name)
         if node is None:
             return
+        self._asked = (entry.kind, entry.name)
         self.read_file(entry.kind, entry.name, node)
 
     @work(thread=True, exclusive=True, group="hooks-read", exit_on_error=False)
     def read_file(self, kind: str, name: str, node: str) -> None:
         try:
-            self.post_message(FileRead(kind, name, node, self.targets[kind].read(node, name)))
+            state = self.targets[kind].read(node, name)
         except (NfdStoreError, GuardRefusal) as e:
             self.post_message(FileRead(kind, name, node, None, str(e)))
+            return
+        self.post_message(FileRead(kind, name, node, state.content, version=state.version))
 
     def on_file_read(self, msg: FileRead) -> None:
+        if (msg.kind, msg.name) != self._asked:  # the admin opened another file meanwhile
+            return
         if msg.content is None:
             self.notify(msg.error or f"{msg.name} is gone from {msg.node}; ctrl+l reloads", severity="warning")
             return
-        digest = hashlib.sha256(msg.content.encode()).hexdigest()
-        self.open_file(StoredFile(msg.kind, msg.name, msg.content, digest, msg.node))  # type: ignore[arg-type]
+        self.open_file(self.loaded(msg.kind, msg.name, msg.node, msg.content, msg.version))
         self._fill_nodes()
 
     def _chosen(self, kind: str) -> tuple[list[str], str]:
@@ -315,6 +335,7 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
 
     # -- editing ------------------------------------------------------------------------------------------
     def open_file(self, f: StoredFile) -> None:
+        self._asked = (f.kind, f.name)
         if self.current is not None:
             key = (self.current.kind, self.current.name)
             if self.editor.text != self.current.content:
@@ -510,25 +531,28 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self.write_files(verb, cur.kind, cur.name, content, nodes, dict(self.node_previews))
+                self.write_files(verb, cur.kind, cur.name, content, nodes, dict(self.node_previews),
+                                 self.expected(cur.kind, cur.name, nodes))
 
         self.app.push_screen(ConfirmDanger(verb, f"{cur.kind} {cur.name} on {len(nodes)} node(s)", body), confirmed)
 
     @work(thread=True, exclusive=True, group="hooks-write", exit_on_error=False)
     def write_files(self, verb: str, kind: str, name: str, content: str, nodes: list[str],
-                    previews: Mapping[str, FilePreview]) -> None:
+                    previews: Mapping[str, FilePreview], expected: Versions) -> None:
+        """Push or remove on `nodes`, each written only while it has the version `expected` (hooks_conflict.py)."""
         target = self.targets[kind]
         try:  # the target's guard refuses it in read-only and audits it (intent before, outcome after)
-            results = target.push(name, content, nodes) if verb == "Push" else target.remove(name, nodes)
+            results = (target.push(name, content, nodes, expected=expected) if verb == "Push"
+                       else target.remove(name, nodes, expected=expected))
         except (NfdStoreError, GuardRefusal) as e:
-            self.post_message(FilesWritten(verb, kind, name, [], {}, e))
+            self.post_message(FilesWritten(verb, kind, name, [], {}, e, content))
             return
-        expected: dict[str, dict[str, str | None]] = {}
+        expected_labels: dict[str, dict[str, str | None]] = {}
         for r in results:
             p = previews.get(r.node)
             if r.ok and r.changed and p is not None and view.labels_appear(kind, self.version, self.deployment):
-                expected[r.node] = {k: (v if verb == "Push" else None) for k, v in p.labels.items()}
-        self.post_message(FilesWritten(verb, kind, name, results, expected))
+                expected_labels[r.node] = {k: (v if verb == "Push" else None) for k, v in p.labels.items()}
+        self.post_message(FilesWritten(verb, kind, name, results, expected_labels, content=content))
 
     def on_files_written(self, msg: FilesWritten) -> None:
         colors = theme_colors(self.app)
@@ -539,9 +563,10 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
                 self.notify(str(msg.error), title=f"{msg.verb.lower()} refused", severity="error", timeout=15)
             self._show_result(Text(f"✗ {msg.error}", style=colors.get("error", "red")))
             return
-        failed = [r for r in msg.results if not r.ok]
-        self.notify(f"{msg.verb.lower()} {msg.kind} {msg.name}: {len(msg.results) - len(failed)} ok, "
-                    f"{len(failed)} failed", severity="error" if failed else "information")
+        failed = [r for r in msg.results if not r.ok and not r.conflict]
+        if not any(r.conflict for r in msg.results):  # a conflict opens its dialog, which says it all
+            self.notify(f"{msg.verb.lower()} {msg.kind} {msg.name}: {len(msg.results) - len(failed)} ok, "
+                        f"{len(failed)} failed", severity="error" if failed else "information")
         report = view.report_text(msg.verb, msg.kind, msg.name, msg.results, colors)
         self._report = report.copy()  # the relabel outcome goes above it (80×24 shows the panel's first lines)
         if msg.expected:
@@ -551,18 +576,10 @@ class HooksScreen(NodeChoice, DirectoryMode, EditorScreen):
             report.append("nfd-worker does not turn this file into labels here (see the status line)\n",
                           style=colors.get("warning", "yellow"))
         self._show_result(report)
-        done = [r.node for r in msg.results if r.ok]
-        if msg.verb == "Remove" and not failed and self.current is not None:
-            # gone from the nodes: what was removed stays in the editor as a new file (ctrl+s puts it back)
-            self.current = replace(self.current, version="", location="")
-        elif msg.verb == "Push" and done and self.current is not None:
-            pushed = self.editor.text if (self.current.kind, self.current.name) == (msg.kind, msg.name) else ""
-            if pushed:
-                self.drafts.pop((msg.kind, msg.name), None)
-                self.current = StoredFile(msg.kind, msg.name, pushed,  # type: ignore[arg-type]
-                                          hashlib.sha256(pushed.encode()).hexdigest(), done[0])
+        self.rebase(msg)
         self.render_mode()  # what was pushed is what is saved now: no `● unsaved`
         self.load_targets()  # the listings as the nodes have them now
+        self.show_conflict(msg)  # theirs against mine, where a node's file changed since it was loaded
 
     @work(thread=True, exclusive=True, group="hooks-relabel", exit_on_error=False)
     def wait_for_labels(self, expected: dict[str, dict[str, str | None]]) -> None:

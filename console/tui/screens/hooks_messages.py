@@ -30,9 +30,13 @@ class TargetsLoaded(Message):
 
 
 class FileRead(Message):
-    def __init__(self, kind: str, name: str, node: str, content: str | None, error: str = "") -> None:
+    """A file read from `node`: its content (None: gone, or `error`) and the version a write must carry."""
+
+    def __init__(self, kind: str, name: str, node: str, content: str | None, error: str = "",
+                 version: str = "") -> None:
         super().__init__()
         self.kind, self.name, self.node, self.content, self.error = kind, name, node, content, error
+        self.version = version
 
 
 class NodesSelected(Message):
@@ -48,12 +52,15 @@ class NodePreviewsReady(Message):
 
 
 class FilesWritten(Message):
+    """A push or remove done: per-node results (some may be conflicts), the labels to wait for, what was sent."""
+
     def __init__(self, verb: str, kind: str, name: str, results: Sequence[WriteResult],
-                 expected: Mapping[str, Mapping[str, str | None]], error: NfdStoreError | GuardRefusal | None = None
-                 ) -> None:
+                 expected: Mapping[str, Mapping[str, str | None]], error: NfdStoreError | GuardRefusal | None = None,
+                 content: str = "") -> None:
         super().__init__()
         self.verb, self.kind, self.name, self.results, self.expected, self.error = (verb, kind, name, results,
                                                                                      expected, error)
+        self.content = content
 
 
 class RelabelProgress(Message):

@@ -72,13 +72,27 @@ def entries(listings: Mapping[str, Sequence[NodeListing]]) -> list[Entry]:
     return out
 
 
-def node_states(listings: Sequence[NodeListing], name: str) -> dict[str, str]:
-    """node -> what it has of `name`: "same" (the content most nodes hold), "differs", "missing" or the error."""
+def unreadable(listings: Mapping[str, Sequence[NodeListing]]) -> str:
+    """Why no file can be shown when no node could be read, else "": the reason all share (RBAC, found before
+    trying), or the first node's."""
+    every = [x for per_node in listings.values() for x in per_node]
+    if not every or any(not x.error for x in every):
+        return ""
+    if len({x.error for x in every}) == 1:
+        return f"not readable: {every[0].error}"
+    return f"not readable on any node; {every[0].node}: {every[0].error}"
+
+
+def node_states(listings: Sequence[NodeListing], name: str | None) -> dict[str, str]:
+    """node -> what it has of `name`: "same" (the content most nodes hold), "differs", "missing" or the error
+    (no file open: the errors only)."""
     hashes: dict[str, str] = {}
     out: dict[str, str] = {}
     for x in listings:
         if x.error:
-            out[x.node] = f"cannot read: {x.error}"
+            out[x.node] = x.error if x.error.startswith("cannot ") else f"cannot read: {x.error}"
+            continue
+        if name is None:
             continue
         f = next((f for f in x.files if f.name == name), None)
         if f is None:
@@ -146,13 +160,17 @@ def report_text(verb: str, kind: str, name: str, results: Sequence[WriteResult],
     t = Text()
     changed = [r.node for r in results if r.ok and r.changed]
     same = [r.node for r in results if r.ok and not r.changed]
-    failed = [r for r in results if not r.ok]
-    t.append(f"{verb} {kind} {name}: {len(changed)} changed, {len(same)} unchanged, {len(failed)} failed\n",
+    theirs = [r for r in results if r.conflict]
+    failed = [r for r in results if not r.ok and not r.conflict]
+    t.append(f"{verb} {kind} {name}: {len(changed)} changed, {len(same)} unchanged, "
+             + (f"{len(theirs)} changed by someone else, " if theirs else "") + f"{len(failed)} failed\n",
              style="bold")
     if changed:
         t.append(f"  changed: {named(changed)}\n")
     if same:
         t.append(f"  already so: {named(same)}\n", style="dim")
+    for r in theirs:
+        t.append(f"  ≠ {r.node}: {r.error}\n", style=colors.get("warning", "yellow"))
     for r in failed:
         t.append(f"  ✗ {r.node}: {r.error}\n", style=colors.get("error", "red"))
     return t

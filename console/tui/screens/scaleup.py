@@ -20,6 +20,7 @@ from textual.worker import Worker, WorkerState
 
 from console.config import Settings
 from console.gateways import Gateways
+from console.runbook.engine import RunResult
 from console.runbook.interrupt import StopFlag
 from console.runbook.scaleup import ScaleUpPlan, ScaleUpRequest
 from console.tui.errors import explain
@@ -92,6 +93,8 @@ class ScaleUpScreen(GuardsItsRun, ScaleUpView):
         self._node_choices: list[tuple[str, str]] = []
         self._plan_seq = 0
         self.stop_flag = StopFlag()  # the running run's: set to stop it before its next step (quit during a run)
+        # how the last run ended: (its kind, the engine's RunResult or None, the error) — what "Stop and quit" says
+        self.ended: tuple[str, RunResult | None, str] = ("scale-up", None, "")
         self.log_open: bool | None = None  # `l`: None until pressed (the layout decides), then the admin's choice
 
     # -- layout -------------------------------------------------------------------------------------------
@@ -368,6 +371,7 @@ class ScaleUpScreen(GuardsItsRun, ScaleUpView):
     def on_run_finished(self, msg: RunFinished) -> None:
         self.run.running = False
         self.run.result, self.run.error = msg.result, msg.error
+        self.ended = ("scale-up", msg.result, msg.error)
         if msg.result is not None:
             r = msg.result
             self._log(f"run {r.run_id}: {r.status} (exit {r.exit_code}) in {r.elapsed:.1f}s "
@@ -388,9 +392,10 @@ class ScaleUpScreen(GuardsItsRun, ScaleUpView):
         if event.state != WorkerState.ERROR or event.worker.error is None:
             return
         err = explain(event.worker.error)
-        if event.worker.group == "scale-up-run":
+        if event.worker.group in ("scale-up-run", "scale-up-revert") and self.run.running:
             self.run.running = False
             self.run.error = err
+            self.ended = ("revert" if event.worker.group == "scale-up-revert" else "scale-up", None, err)
             self.steps.apply("run-done")
             self._log(f"✗ the run stopped with an error: {err}. The journal keeps its state: reopen the "
                       "screen to resume it.")
@@ -484,10 +489,11 @@ class ScaleUpScreen(GuardsItsRun, ScaleUpView):
         except (SessionError, GuardRefusal) as e:  # another run holds the node; read-only
             self.post_message(RevertDone(False, f"revert not started: {e}"))
             return
-        self.post_message(RevertDone(result.status == "done", outcome(rplan, result)))
+        self.post_message(RevertDone(result.status == "done", outcome(rplan, result), result))
 
     def on_revert_done(self, msg: RevertDone) -> None:
         self.run.running = False
+        self.ended = ("revert", msg.result, "" if msg.result else msg.message)
         self.revert_message = msg.message
         self._log(("✓ " if msg.ok else "✗ ") + msg.message)
         self.notify(msg.message, title="revert", severity="information" if msg.ok else "error", timeout=12)
@@ -537,5 +543,5 @@ class ScaleUpScreen(GuardsItsRun, ScaleUpView):
         return f"stopping the run on {self.node} before its next step, then quitting"
 
     def stopped_message(self) -> str:
-        return (f"scale-up of {self.node} stopped before its next step; resume it with R on the nodes screen or "
-                f":scale-up {self.node}")
+        kind, result, error = self.ended
+        return data.stopped_outcome(kind, self.node or "?", result, error)

@@ -60,9 +60,10 @@ class RevertChecked(Message):
 
 
 class RevertDone(Message):
-    def __init__(self, ok: bool, message: str) -> None:
+    def __init__(self, ok: bool, message: str, result: RunResult | None = None) -> None:
         super().__init__()
         self.ok, self.message = ok, message
+        self.result = result  # None: the revert did not start (message says why)
 
 
 @dataclass

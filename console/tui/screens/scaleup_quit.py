@@ -2,7 +2,8 @@
 
 The run is journaled: stopped (console/runbook/interrupt.py: the engine checks its stop flag before each step and
 cuts pure waits), it is "interrupted", nothing rolled back, and resumes where it stopped (R on the nodes screen,
-or `:scale-up NODE` then r) — the same as Ctrl-C on `console scale-up`.
+or `:scale-up NODE` then r) — the same as Ctrl-C on `console scale-up`. A run already in its last step, or failing
+and rolling back, ends otherwise: what the terminal shows after quitting is decided from how the run ended.
 """
 
 from __future__ import annotations
@@ -85,7 +86,9 @@ class GuardsItsRun:
         raise NotImplementedError
 
     def stopped_message(self) -> str:
-        """What the terminal shows after the app quit: how to resume."""
+        """What the terminal shows after the app quit, once the run has ended: what the run did, decided from its
+        result — the stop request is checked only before a step, so the run may have finished, failed or rolled
+        back after it — and, when it stopped, how to resume."""
         raise NotImplementedError
 
     def _log(self, text: str, when: str = "") -> None:
@@ -109,8 +112,8 @@ class GuardsItsRun:
         def answered(yes: bool | None) -> None:
             if not yes:
                 return
-            if not self.run_in_progress():  # finished while the question was open
-                self.app.exit()
+            if not self.run_in_progress():  # ended while the question was open: say how
+                self.app.exit(message=self.stopped_message())
                 return
             self.quit_when_stopped = True
             self.stop_flag.set()

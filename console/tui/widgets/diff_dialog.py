@@ -21,6 +21,7 @@ class ConflictDialog(ModalScreen[str]):
     ConflictDialog #conflict-box {
         width: 95%; max-width: 120; height: 90%; border: thick $warning; background: $surface; padding: 0 1;
     }
+    ConflictDialog Label { width: 1fr; }  /* long messages wrap instead of being cut */
     ConflictDialog #conflict-title { text-style: bold; color: $warning; }
     ConflictDialog #conflict-diff { height: 1fr; border: round $panel; }
     ConflictDialog #conflict-buttons { height: 3; align-horizontal: right; }
@@ -28,7 +29,7 @@ class ConflictDialog(ModalScreen[str]):
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "choose('reload')", "Reload theirs", id="conflict-reload"),
-        Binding("o", "choose('overwrite')", "Overwrite", id="conflict-overwrite"),
+        Binding("o", "choose('overwrite')", "Overwrite with mine", id="conflict-overwrite"),
         Binding("v", "toggle_mode", "Split/unified", id="conflict-diff-mode"),
         Binding("escape", "choose('cancel')", "Cancel", id="conflict-cancel"),
     ]
@@ -49,7 +50,7 @@ class ConflictDialog(ModalScreen[str]):
             with Horizontal(id="conflict-buttons"):
                 yield Button("Cancel", id="conflict-cancel")
                 yield Button("Reload theirs", id="conflict-reload")
-                yield Button("Overwrite", id="conflict-overwrite", variant="error")
+                yield Button("Overwrite with mine", id="conflict-overwrite", variant="error")
 
     def on_mount(self) -> None:
         self.query_one(DiffView).show(self.theirs, self.mine, "theirs (current)", "yours")

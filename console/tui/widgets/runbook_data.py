@@ -370,7 +370,7 @@ def capacity_rows_info(info: NodeTargets) -> list[CapacityRow]:
                         "—", nova=nova_mem)]
 
 
-def verdict(plan: ScaleUpPlan | None, result: Any, error: str, live: LiveState | None) -> str:
+def _verdict(plan: ScaleUpPlan | None, result: Any, error: str, live: LiveState | None) -> str:
     """What the run achieved, or exactly why not; empty while nothing has run."""
     if error:
         return f"✗ the run stopped: {error}"
@@ -398,3 +398,42 @@ def verdict(plan: ScaleUpPlan | None, result: Any, error: str, live: LiveState |
     if result.status == "needs-attention":
         tail = f" Journal: {result.journal_path}; fix the cause, then reopen :scale-up {node} to resume."
     return f"{head}.{' ' + now if now else ''}{tail}"
+
+
+def _with_cordon(text: str, result: Any) -> str:
+    """`text`, then the sentence saying the run leaves its node cordoned (console/runbook/cordon.py), if it does."""
+    left = getattr(result, "cordoned", None)
+    return f"{text.rstrip('.')}. {left.message}" if left is not None else text
+
+
+def verdict(plan: ScaleUpPlan | None, result: Any, error: str, live: LiveState | None) -> str:
+    """What the run achieved, or exactly why not — and whether it leaves the node cordoned; empty while nothing
+    has run."""
+    said = _verdict(plan, result, error, live)
+    return _with_cordon(said, result) if said and result is not None else said
+
+
+def stopped_outcome(kind: str, node: str, result: Any, error: str = "") -> str:
+    """What the terminal shows once "Stop and quit" has let the run end (GuardsItsRun.stopped_message): what the
+    engine did, from its result. The stop request is only checked before a step (console/runbook/engine.py), so the
+    run may have finished, failed and rolled back, or needed attention meanwhile; only "interrupted" stopped it."""
+    resume = f"resume it with R on the nodes screen or :scale-up {node}"
+    if result is None:
+        return (f"{kind} of {node} ended with an error: {error or 'no result'}; its journal, if it has one, keeps its "
+                f"state: {resume}")
+    run = f"(run {result.run_id})"
+    status = result.status
+    if status == "interrupted":
+        said = f"{kind} of {node} stopped {result.stopped_at or 'between steps'}, nothing rolled back {run}; {resume}"
+    elif status == "done":
+        said = f"{kind} of {node} finished before it could be stopped: done {run}"
+    elif status == "failed":
+        said = f"{kind} of {node} failed before it could be stopped, and was rolled back: {result.message} {run}"
+    elif status == "needs-attention":
+        said = (f"{kind} of {node} needs attention, it ended before it could be stopped: {result.message} {run}. "
+                f"Journal {result.journal_path}; fix the cause, then {resume}")
+    elif status == "verify-failed":
+        said = f"{kind} of {node} ended before it could be stopped: verification failed: {result.message} {run}"
+    else:
+        said = f"{kind} of {node} was refused: {result.message} {run}"
+    return _with_cordon(said, result)

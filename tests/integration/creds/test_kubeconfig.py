@@ -216,6 +216,40 @@ def test_headless_exec_plugin_faults(lab: Lab, tmp_path: Path, mode: str, body: 
     assert (tui.returncode, tui.stdout, tui.stderr.strip()) == (6, "", f"console: {out['message']}")
 
 
+def test_a_hanging_exec_plugin_is_stopped_after_exec_plugin_timeout(lab: Lab, tmp_path: Path) -> None:
+    """Issue 20, point 4: an exec plugin that never answers (a login waiting on the network) blocked `get nodes`
+    for ever, as kubectl does (client-go waits for a plugin as long as it takes). Without a terminal it is
+    stopped after exec_plugin_timeout, with what it started, and the fault names the plugin and what to do:
+    exit 6, `kube-exec-plugin`. The setting from the environment, then from the context's block of the file."""
+    child = tmp_path / "child.pid"
+    script = tmp_path / "hanging-login"
+    script.write_text(f"#!/bin/sh\nsleep 1000 &\necho $! > {child}\nwait\n")
+    script.chmod(0o700)
+    doc = _doc(lab)
+    doc["users"] = [{"name": "plug", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                                       "command": str(script)}}}]
+    doc["contexts"] = [{"name": "plug", "context": {"cluster": "lab", "user": "plug"}}]
+    doc["current-context"] = "plug"
+    env = lab_env(lab) | _env(str(_write(tmp_path / "kc", doc))) | {"XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+                                                                    "XDG_STATE_HOME": str(tmp_path / "st")}
+    config = tmp_path / "xdg" / "console" / "config.yaml"
+    for extra, bound in (({"CONSOLE_EXEC_PLUGIN_TIMEOUT": "2"}, "2s"), ({}, "1.5s")):
+        if not extra:
+            config.parent.mkdir(parents=True)
+            config.write_text("exec_plugin_timeout: 600\ncontexts:\n  plug: {exec_plugin_timeout: 1.5}\n")
+        child.unlink(missing_ok=True)
+        proc = subprocess.run([sys.executable, "-m", "console", "get", "nodes", "-o", "json"], env=env | extra,
+                              capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        out = json.loads(proc.stdout)
+        assert (proc.returncode, out["error"], out["exit_code"]) == (6, "kube-exec-plugin", 6), proc.stderr
+        message = out["message"]
+        assert f"the exec plugin {script} of user plug gave no credential within {bound}" in message, message
+        assert "run it by hand" in message and "exec_plugin_timeout" in message, message
+        assert proc.stderr.strip() == f"console: {message}" and "Traceback" not in proc.stderr
+        pid = int(child.read_text())  # what the plugin started went with it
+        wait_for(lambda pid=pid: not os.path.exists(f"/proc/{pid}"), timeout=10, what="the plugin's child gone")
+
+
 def test_in_cluster_service_account_rotating_token(lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """In a pod (KUBERNETES_SERVICE_HOST/PORT, no kubeconfig) the console uses the service account, as
     client-go's rest.InClusterConfig and kubernetes-python's incluster_config.py do; the projected token file

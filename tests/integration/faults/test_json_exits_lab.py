@@ -30,7 +30,8 @@ import pytest
 import yaml
 from jsonexits import LAB_DEFAULT, LAB_OLD_NFD, LAB_SCALE, RULE, Case, check, fill
 from labstart import start_lab
-from labtools import answer_on_terminal, lab_env, wait_for
+from labtools import lab_env, wait_for
+from ptycli import answer_after
 
 from console.lab import scenarios
 from console.lab.faultfiles import FaultFiles
@@ -193,8 +194,9 @@ def _conflict(lab: Lab, cmd: list[str], env: dict[str, str]) -> subprocess.Compl
     """`nfd apply` on a terminal: the rule is changed by someone else (kubectl) between the diff and the answer;
     the write carries the resourceVersion read, the API server answers 409."""
     kubectl(lab, "apply", "-f", "-", stdin=RULE.replace("'true'", "'before'"))
-    return answer_on_terminal(cmd, env, "[y/N]", b"y\n",
-                              lambda: kubectl(lab, "annotate", "nodefeaturerule", "json-exits", "someone=else"))
+    code, out, err = answer_after(cmd, env, lambda _asked: kubectl(lab, "annotate", "nodefeaturerule", "json-exits",
+                                                                   "someone=else"), timeout=120)
+    return subprocess.CompletedProcess(cmd, code, out, err)
 
 
 def _lab_ready(cmd: list[str], env: dict[str, str], tmp: Path) -> subprocess.CompletedProcess[str]:

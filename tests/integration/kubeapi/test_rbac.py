@@ -192,7 +192,8 @@ def test_stores_refuse_unsent_what_rbac_does_not_allow(rbac_lab: Any, tmp_path: 
                       volume="features-d", config_map="nfd-features")
         nfd = NfdDeployment("node-feature-discovery", None, "", None, worker, False, {"feature": mount})
         with pytest.raises(StoreForbidden) as cm_err:
-            ConfigMapTarget(nfd, "feature", api_client=api, guard=guard, access=access).push("a", "A=1\n", [])
+            ConfigMapTarget(nfd, "feature", api_client=api, guard=guard, access=access).push("a", "A=1\n", [],
+                                                                                             expected={})
         assert cm_err.value.missing == ["update configmaps in node-feature-discovery"]
     finally:
         api.close()

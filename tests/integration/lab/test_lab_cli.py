@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 from labtools import env_from_file, run, wait_for
@@ -13,8 +17,8 @@ from labtools import env_from_file, run, wait_for
 pytestmark = pytest.mark.lab
 
 
-def _serve(tmp_path, *extra):
-    state = tmp_path / "state"
+def _serve(tmp_path, *extra, state: Path | None = None):
+    state = state or tmp_path / "state"
     proc = subprocess.Popen(
         [sys.executable, "-m", "console", "lab", "--state-dir", str(state), *extra],
         stdout=subprocess.PIPE,
@@ -106,3 +110,30 @@ def test_unknown_scenario_is_a_clear_error(tmp_path):
     assert proc.returncode == 2
     assert ("unknown scenario 'nope'; choose one of: default, seed-resize, seed-live, seed-drain, nfd-configmap, "
             "nfd-gpu-operator, planner, scale") in proc.stderr
+
+
+@pytest.mark.parametrize("length", [32, 64, 100])
+def test_a_long_state_dir_serves_the_lab(length):
+    """Issue 20, point 11: a state dir of 28 characters and more ended in exit 70, `UNIX socket path
+    '…/config/libvirt/qemu/lib/domain-1-instance-00003358/monitor.sock' too long` (libvirt's
+    virNetSocketNewListenUNIX: sun_path is 108 bytes), or QEMU's `-qmp unix:…` probe failing. libvirtd's sockets
+    live under a short private directory whatever the state dir; the lab is ready and virsh reaches it."""
+    root = Path(tempfile.mkdtemp(prefix="lab-", dir="/tmp"))
+    os.chmod(root, 0o755)  # a directory the daemon user can reach, as an admin's own state dir is
+    state = root / ("s" * (length - len(str(root)) - 1))
+    assert len(str(state)) == length
+    try:
+        proc, state = _serve(root, "--scenario", "seed-resize", "--libvirt", "qemu", "--no-metrics", state=state)
+        env = env_from_file(state / "env")
+        try:
+            uri = env["CONSOLE_LIBVIRT_URI"]
+            socket_path = uri.split("socket=", 1)[1]
+            assert len(socket_path) < 64 and not socket_path.startswith(str(root)), uri
+            listed = run(["virsh", "-c", uri, "list", "--name"], env).stdout.split()
+            assert sorted(listed) == ["instance-00003358", "instance-0000335a", "instance-0000335c"]
+            assert "kube-worker02" in run(["kubectl", "get", "nodes"], env).stdout
+        finally:
+            _stop(proc)
+        assert not Path(socket_path).exists()  # the private directory goes with the lab
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

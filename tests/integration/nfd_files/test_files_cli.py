@@ -10,7 +10,9 @@ tests need only the lab's API server.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +21,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 from labstart import start_lab
+from labtools import lab_env
+from ptycli import answer_after
 
 from console.kube.nfdfiles import wait_relabel
 from console.lab.guestroot import NFD_FEATURES_D
@@ -265,3 +269,55 @@ def test_usage_errors(cli, tmp_path):
     code, doc, err = cli(env, "nfd", "files", "push", str(ok), "--kind", "feature", "--node", "no-such",
                              "--yes")
     assert (code, doc["error"]) == (2, "no-such-node"), err
+
+
+def test_push_meets_a_change_made_since_its_preview_and_overwrites_nothing(lab, api, cli, tmp_path):
+    """Issue 20, point 1 (hostPath): admin A's push previews the nodes and waits at its question; admin B pushes
+    another version to kube-worker01 and kube-worker02 with the same CLI; A answers y. Each node compares what A's
+    preview showed with its file in the script that renames: B's two nodes are a conflict (exit 1, JSON "error":
+    "conflict"), left as B made them, kube-worker03 gets A's file; A's audit intent names the versions it
+    replaces. Then A runs it again: the new preview, and a push that overwrites B's version knowingly."""
+    a_env, b_env = _state(tmp_path / "a"), _state(tmp_path / "b")
+    mine, theirs = tmp_path / "mine" / "zone.feature", tmp_path / "theirs" / "zone.feature"
+    for f, text in ((mine, "zone=a\n"), (theirs, "zone=b\n")):
+        f.parent.mkdir()
+        f.write_text(text)
+    nodes = ("kube-worker01", "kube-worker02", "kube-worker03")
+    code, doc, err = cli(a_env, "nfd", "files", "push", str(mine), "--kind", "feature", "--node", *nodes[:2],
+                         "--yes", "--no-wait")
+    assert (code, doc["status"]) == (0, "done"), err
+    first = {n: (features_d(lab, n) / "zone.feature").read_text() if n in nodes[:2] else None for n in nodes}
+    mine.write_text("zone=a2\n")
+
+    def b_pushes(_asked: str) -> None:
+        code, doc, err = cli(b_env, "nfd", "files", "push", str(theirs), "--kind", "feature", "--node", *nodes[:2],
+                             "--yes", "--no-wait")
+        assert (code, doc["status"]) == (0, "done"), err
+
+    code, out, err = answer_after([sys.executable, "-m", "console", "nfd", "files", "push", str(mine), "--kind",
+                                   "feature", "--node", *nodes, "--no-wait", "-o", "json"],
+                                  lab_env(lab) | a_env, b_pushes)
+    assert "Traceback" not in err
+    doc = json.loads(out)
+    assert (code, doc["status"], doc.get("error"), doc["exit_code"]) == (1, "error", "conflict", 1), err
+    assert doc["conflicts"] == list(nodes[:2]) and doc["done"] == [nodes[2]]
+    assert "changed since the preview on kube-worker01, kube-worker02" in doc["message"]
+    assert "kube-worker01, kube-worker02" in err.splitlines()[-1]  # the one line on stderr says so too
+    for n in nodes[:2]:
+        assert (features_d(lab, n) / "zone.feature").read_text() == "zone=b\n"  # B's change survives
+    assert (features_d(lab, nodes[2]) / "zone.feature").read_text() == "zone=a2\n"
+    rows = {r["node"]: r for r in doc["nodes"]}
+    assert rows[nodes[0]]["conflict"] and not rows[nodes[0]]["ok"] and rows[nodes[2]]["ok"]
+    intent, outcome = audit(a_env)[-2:]
+    digest = hashlib.sha256(first[nodes[0]].encode()).hexdigest()
+    assert intent["before"] == {"sha256": {nodes[0]: digest, nodes[1]: digest, nodes[2]: "absent"}}
+    assert outcome["result"] == "partial"
+
+    # again: the preview shows B's version, and the push replaces it knowingly
+    code, doc, err = cli(a_env, "nfd", "files", "push", str(mine), "--kind", "feature", "--node", *nodes[:2],
+                         "--yes", "--no-wait")
+    assert (code, doc["status"]) == (0, "done"), err
+    assert all((features_d(lab, n) / "zone.feature").read_text() == "zone=a2\n" for n in nodes[:2])
+    theirs_digest = hashlib.sha256(b"zone=b\n").hexdigest()
+    assert audit(a_env)[-2]["before"] == {"sha256": dict.fromkeys(nodes[:2], theirs_digest)}
+    cli(a_env, "nfd", "files", "rm", "zone.feature", "--kind", "feature", "--node", *nodes, "--yes", "--no-wait")

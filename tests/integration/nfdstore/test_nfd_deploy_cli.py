@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from labtools import answer_on_terminal, lab_env
+from labtools import lab_env
+from ptycli import answer_after
 
 from console.kube.nfdstore import NFD_GROUP, RULES_PLURAL
 from console.lab.world import Lab
@@ -134,17 +135,17 @@ def test_apply_conflict_when_the_rule_changes_before_the_write(default_lab: Lab,
     assert console(default_lab, env, "nfd", "apply", "-f", str(f), "--yes")[0] == 0
     f.write_text(RULE.format(name="deploy-race", rule="two", label="race"))
 
-    def theirs() -> None:
-        rule = get_rule(api_client, "deploy-race")
-        rule["spec"]["rules"][0]["name"] = "theirs"
+    def theirs_meanwhile(_asked: str) -> None:
+        theirs = get_rule(api_client, "deploy-race")
+        theirs["spec"]["rules"][0]["name"] = "theirs"
         client.CustomObjectsApi(api_client).replace_cluster_custom_object(NFD_GROUP, "v1alpha1", RULES_PLURAL,
-                                                                          "deploy-race", rule)
+                                                                          "deploy-race", theirs)
 
-    proc = answer_on_terminal([sys.executable, "-m", "console", "nfd", "apply", "-f", str(f), "-o", "json"],
-                              lab_env(default_lab) | env, "[y/N]", b"y\n", theirs)  # a terminal: apply asks
-    doc = json.loads(proc.stdout)
-    assert (proc.returncode, doc["status"], doc["error"]) == (1, "conflict", "conflict"), proc.stderr
-    assert "changed by someone else" in doc["message"] and "Traceback" not in proc.stderr
+    code, out, err = answer_after([sys.executable, "-m", "console", "nfd", "apply", "-f", str(f), "-o", "json"],
+                                  lab_env(default_lab) | env, theirs_meanwhile)
+    doc = json.loads(out)
+    assert (code, doc["status"], doc["error"]) == (1, "conflict", "conflict"), err
+    assert "changed by someone else" in doc["message"] and "Traceback" not in err
     assert get_rule(api_client, "deploy-race")["spec"]["rules"][0]["name"] == "theirs"
     assert audit(env)[-1]["result"] == "conflict"  # the intent was logged, then its outcome says why
 

@@ -18,6 +18,16 @@ def test_flavor_too_small_is_refused_at_plan_time(resize_lab, tmp_path, scale_up
     assert not h.node_obj(resize_lab, "kube-worker01")["spec"].get("unschedulable")
 
 
+@pytest.mark.parametrize("args", [("--flavor", "m1.large"), ("--flavor", "m1.large", "--dry-run"), ("--revert",)])
+def test_a_node_that_does_not_exist_is_not_found(resize_lab, tmp_path, scale_up, args):
+    """Issue 20, point 10: `scale-up nosuch` exited 2 where the README's exit codes say 3 (not found), as
+    `get node NAME` does — with `-o json` that command's error object."""
+    code, doc, err = scale_up(resize_lab, tmp_path, "nosuch", *args, "--yes")
+    assert code == 3, err
+    assert doc == {"status": "error", "error": "not-found", "message": "node nosuch not found", "exit_code": 3}
+    assert err.strip() == "scale-up: node nosuch not found"
+
+
 def test_refuses_without_yes_when_not_a_tty(resize_lab, tmp_path, scale_up):
     code, _doc, err = scale_up(resize_lab, tmp_path, NODE, "--flavor", "m1.large")
     assert code == 5 and "--yes" in err

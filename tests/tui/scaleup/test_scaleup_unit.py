@@ -116,3 +116,45 @@ def test_short_terminals_collapse_the_panels_the_phase_does_not_need():
     assert steps_summary(steps, 4.0, now=9.0).startswith("✗ failed at 2/2 resize: No valid host was found")
     rows = [CapacityRow("cpu", "8", "8", "12", "12", "12", True), CapacityRow("memory", "12Gi", "x", "16Gi")]
     assert capacity_summary(rows) == "cpu 8 → 12 ✓ · memory 12Gi → 16Gi"
+
+
+def test_stop_and_quit_says_what_the_run_did_once_it_ended():
+    """Issue 20, point 10: the message after "Stop and quit" comes from the engine's result, not the request."""
+    from console.runbook.cordon import Left
+    from console.runbook.engine import RunResult
+    from console.tui.widgets.runbook_data import stopped_outcome
+
+    def result(status: str, message: str = "", stopped_at: str = "", cordoned: Left | None = None) -> RunResult:
+        return RunResult("r1", status, 0, message, "/j/r1.json", 1.0, 0.5, [], stopped_at, cordoned=cordoned)
+
+    resume = "resume it with R on the nodes screen or :scale-up w2"
+    assert stopped_outcome("scale-up", "w2", result("interrupted", stopped_at="before drain")) == \
+        f"scale-up of w2 stopped before drain, nothing rolled back (run r1); {resume}"
+    assert stopped_outcome("scale-up", "w2", result("done")) == \
+        "scale-up of w2 finished before it could be stopped: done (run r1)"
+    assert stopped_outcome("scale-up", "w2", result("failed", "NoValidHost. Rolled back: w2 uncordoned")) == \
+        "scale-up of w2 failed before it could be stopped, and was rolled back: NoValidHost. Rolled back: w2 " \
+        "uncordoned (run r1)"
+    left = Left("console", "w2 is left cordoned by this run: resuming it uncordons the node; `kubectl uncordon "
+                           "w2` lets pods schedule on it now")
+    attention = stopped_outcome("scale-up", "w2", result("needs-attention", "undo failed: server in ERROR",
+                                                         cordoned=left))
+    assert attention == (f"scale-up of w2 needs attention, it ended before it could be stopped: undo failed: server "
+                         f"in ERROR (run r1). Journal /j/r1.json; fix the cause, then {resume}. {left.message}")
+    assert "verification failed: nginx Pending" in stopped_outcome("scale-up", "w2", result("verify-failed",
+                                                                                         "nginx Pending"))
+    refused = stopped_outcome("revert", "w2", result("refused", "read-only"))
+    assert refused == "revert of w2 was refused: read-only (run r1)"
+    assert stopped_outcome("scale-up", "w2", None, "ApiException: 500") == \
+        f"scale-up of w2 ended with an error: ApiException: 500; its journal, if it has one, keeps its state: {resume}"
+
+
+def test_the_verdict_says_when_the_node_is_left_cordoned():
+    from console.runbook.cordon import Left
+
+    plan = SimpleNamespace(node=SimpleNamespace(name="w2"), target=VmSize(8, 12288))
+    left = Left("admin", "w2 is left cordoned, as it was before the run: `kubectl uncordon w2` lets pods schedule "
+                         "on it")
+    failed = SimpleNamespace(status="failed", run_id="r1", message="NoValidHost", journal_path="/j", cordoned=left)
+    assert verdict(plan, failed, "", None) == f"✗ failed — rolled back, the node and VM are in a safe state: " \
+                                               f"NoValidHost. {left.message}"

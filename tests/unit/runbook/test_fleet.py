@@ -18,7 +18,7 @@ import pytest
 from console.audit import AuditLog
 from console.guard import Guard
 from console.planner.model import Node, NodeChange, Plan, PlanInput, Size, Vm
-from console.runbook import fleet_checks
+from console.runbook import fleet_checks, placement
 from console.runbook.engine import RunEvent, RunResult
 from console.runbook.fleet import Fleet, FleetError, entries_from_plan, node_request, resume_decision, same_plan
 from console.runbook.fleet_journal import FleetJournal
@@ -57,10 +57,13 @@ class FakeSession:
     planned: list[tuple[str, str | None]] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)
     on_run: Any = None
+    refusals: dict[str, Exception] = field(default_factory=dict)  # node → what its (non-dry-run) plan raises
 
     def plan(self, request: Any, *, resume: str | None = None, new: bool = False, dry_run: bool = False):
         if not dry_run:
             self.planned.append((request.node, resume))
+            if request.node in self.refusals:
+                raise self.refusals[request.node]
         return FakePlan(request.node), None
 
     def check_permissions(self, action: str) -> None:
@@ -84,8 +87,9 @@ def state(tmp_path, monkeypatch):
     monkeypatch.setattr(fleet_checks, "unavailable_nodes", lambda api: {})
     monkeypatch.setattr(fleet_checks, "pdb_blocked", lambda api, node: [])
     monkeypatch.setattr(fleet_checks, "read_pods", lambda api, keys: dict.fromkeys(keys))
-    monkeypatch.setattr(fleet_checks, "verify_placements", lambda api, placements, timeout, stop=None: [
-        {"pod": p, "node": n, "ok": True, "why": "", "instead": ""} for p, n in placements.items()])
+    monkeypatch.setattr(fleet_checks, "verify_placements", lambda api, placements, timeout, stop=None, candidates=():
+                        placement.report(placements, {p: _pod(p.split("/")[1], n, "Running", owner="")
+                                                      for p, n in placements.items()}))
     return tmp_path
 
 
@@ -109,6 +113,8 @@ def test_nodes_run_in_plan_order_and_the_fleet_is_journaled_and_audited(state):
     assert all(n["run_id"].startswith(f"scale-up-{n['node']}-") for n in doc["nodes"])
     assert [e.kind for e in events if e.kind != "step"] == ["node-start", "node-done", "node-start", "node-done",
                                                             "verify", "verify", "verify", "done"]
+    assert result.message == ("scaled up w1, w2; default/p-w1 Running on w1; default/p-w2 Running on w2")
+    assert result.this_run == {"scaled_up": ["w1", "w2"], "resumed": [], "done_before": []}
     records = [(r["phase"], r["action"], r["result"]) for r in s.guard.audit.entries()]
     assert records == [("intent", "runbook.fleet", "pending"), ("outcome", "runbook.fleet", "ok")]
 
@@ -263,7 +269,7 @@ def test_no_node_to_grow_is_not_a_fleet(state):
         Fleet(_session(state), plan, PlanInput((), ()))
 
 
-def test_blocking_budgets_and_placement_problems():
+def test_blocking_budgets():
     pod = {"metadata": {"namespace": "db", "name": "db-0", "labels": {"app": "db"}}}
     pdb = {"metadata": {"namespace": "db", "name": "db-pdb"}, "spec": {"selector": {"matchLabels": {"app": "db"}}},
            "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1}}
@@ -272,12 +278,6 @@ def test_blocking_budgets_and_placement_problems():
     assert fleet_checks.blocking_budgets([pod], [pdb]) == [
         "db/db-0 (PodDisruptionBudget db/db-pdb allows no disruption now: 1 healthy, 1 needed)"]
     assert fleet_checks.blocking_budgets([pod], [other_ns, allows]) == []
-    running = {"spec": {"nodeName": "w1"}, "status": {"phase": "Running"}}
-    assert fleet_checks.placement_problem(running, "w1") == (True, "")
-    assert fleet_checks.placement_problem(running, "w2") == (True, "runs on w1, not on w2")
-    assert fleet_checks.placement_problem({"spec": {}, "status": {"phase": "Pending"}}, "w1") == (False,
-                                                                                                  "still Pending")
-    assert fleet_checks.placement_problem(None, "w1") == (True, "deleted")
 
 
 def copy_with(pdb: dict, namespace: str | None = None, allowed: int | None = None) -> dict:
@@ -297,36 +297,6 @@ def _pod(name: str, node: str = "", phase: str = "Pending", owner: str = "job-1"
             "spec": {"nodeName": node} if node else {}, "status": {"phase": phase}}
 
 
-def test_interchangeable_pods_fill_each_others_planned_slots():
-    """The scheduler picks which of a Job's equal pods lands first (PrioritySort), not the plan: swapped pods of
-    one controller are as planned; a pod planned on a node that got none of them is not."""
-    plan = {"default/t-a": "w1", "default/t-b": "w2"}
-    swapped = {"default/t-a": _pod("t-a", "w2", "Running"), "default/t-b": _pod("t-b", "w1", "Running")}
-    assert [(r["ok"], r["instead"]) for r in fleet_checks.placement_results(plan, swapped)] == [
-        (True, "default/t-b"), (True, "default/t-a")]
-    one_short = {"default/t-a": _pod("t-a", "w2", "Running"), "default/t-b": _pod("t-b")}
-    res = {r["pod"]: r for r in fleet_checks.placement_results(plan, one_short)}
-    assert res["default/t-b"]["ok"] and res["default/t-b"]["instead"] == "default/t-a"
-    assert not res["default/t-a"]["ok"] and res["default/t-a"]["why"] == "runs on w2, not on w1"
-    bare = {"default/t-a": _pod("t-a", "w2", "Running", owner=""),
-            "default/t-b": _pod("t-b", "w1", "Running", owner="")}
-    assert [r["ok"] for r in fleet_checks.placement_results(plan, bare)] == [False, False]  # bare pods never swap
-
-
-def test_a_node_runs_share_is_met_by_a_twin_that_was_pending_with_it():
-    from console.runbook.verify import share_problems
-
-    twin = _pod("t-b", "w1", "Running")
-    assert share_problems("w1", ["default/t-a"], {"default/t-a": _pod("t-a")}, [twin], {"default/t-b"}) == []
-    # a pod of the same controller that was not Pending when the run planned is no stand-in
-    assert share_problems("w1", ["default/t-a"], {"default/t-a": _pod("t-a")}, [twin], set()) == [
-        "default/t-a still Pending"]
-    other = _pod("x", "w1", "Running", owner="rs-9")
-    assert share_problems("w1", ["default/t-a"], {"default/t-a": _pod("t-a")}, [other], {"default/x"}) == [
-        "default/t-a still Pending"]
-    assert share_problems("w1", ["default/t-a"], {"default/t-a": None}, [], set()) == ["default/t-a was deleted"]
-
-
 def test_a_node_takes_the_pending_twin_of_its_planned_pod_that_an_earlier_node_took():
     placements = {"default/t-a": "w1", "default/t-b": "w2", "default/t-c": "w3"}
     pods = {"default/t-a": _pod("t-a"), "default/t-b": _pod("t-b", "w1", "Running"), "default/t-c": _pod("t-c")}
@@ -334,3 +304,109 @@ def test_a_node_takes_the_pending_twin_of_its_planned_pod_that_an_earlier_node_t
     assert fleet_checks.node_share(["default/t-b"], placements, pods, {"w1"}) == ["default/t-a"]
     assert fleet_checks.node_share(["default/t-c"], placements, pods, {"w1"}) == ["default/t-c"]
     assert fleet_checks.node_share(["default/t-b"], placements, pods, set()) == ["default/t-b"]  # no done twin
+
+
+def _all_done_fleet(state, plan, inp) -> FleetJournal:
+    """A fleet journal as a kill after its last node leaves it: every node done, the fleet still "running" (the
+    final verify had not ended)."""
+    fleet = Fleet(_session(state), plan, inp)
+    j = FleetJournal.create_fleet(fleet.plan_doc, fleet.entries, {"parallel": 1, "max_unavailable": 1},
+                                  cluster=CLUSTER, run_id=fleet.fleet_id)
+    for i, e in enumerate(fleet.entries):
+        j.mark_node(e["node"], "done", run_id=f"scale-up-{e['node']}-20261202T000000-{i:04x}", exit_code=0)
+    return j
+
+
+def test_a_resumed_fleet_that_changed_nothing_says_so_not_what_earlier_runs_did(state):
+    """Issue 20 point 9: a rerun of a fleet whose nodes were all done said "scaled up w1, w2"; it scaled up
+    nothing. The summary says what this invocation did, and the fleet's nodes done by earlier runs apart."""
+    plan, inp = _plan(("w1", "openstack", "cmp001"), ("w2", "openstack", "cmp001"))
+    killed = _all_done_fleet(state, plan, inp)
+    s = _session(state)
+    result = Fleet(s, None, inp).run(lambda e: None, threading.Event())
+    assert (result.status, result.exit_code, result.fleet_id) == ("done", 0, killed.run_id)
+    assert s.planned == [] and s.ran == []
+    assert "scaled up w1" not in result.message
+    assert result.message.startswith(f"this run changed nothing: w1, w2 were scaled up by an earlier run of fleet "
+                                     f"{killed.run_id}; ")
+    assert result.this_run == {"scaled_up": [], "resumed": [], "done_before": ["w1", "w2"]}
+
+
+def test_a_resumed_fleet_names_the_node_it_resumed_and_those_done_before(state):
+    plan, inp = _plan(("w1", "openstack", "cmp001"), ("w2", "openstack", "cmp001"), ("w3", "openstack", "cmp002"))
+    _killed_fleet(state, plan, inp, "interrupted")
+    result = Fleet(_session(state), None, inp).run(lambda e: None, threading.Event())
+    assert result.status == "done", result.message
+    assert result.this_run == {"scaled_up": ["w2", "w3"], "resumed": ["w2"], "done_before": ["w1"]}
+    assert result.message.startswith("scaled up w2 (its run resumed), w3; w1 was scaled up by an earlier run")
+
+
+def _held(node: str, tmp_path) -> Exception:
+    """What Session.plan raises while another run holds `node`'s Lease (Session.check_node_free: RunLock.check's
+    LockError as a SessionError)."""
+    from datetime import UTC, datetime
+
+    from console.kube.leases import Lease
+    from console.runbook.lock import RunLock
+    from console.runbook.session import SessionError
+
+    now = datetime.now(UTC)
+    lease = Lease.from_api({"metadata": {"namespace": "default", "name": f"console-scale-up-{node}"},
+                            "spec": {"holderIdentity": f"ann@bastion2/scale-up-{node}-20261202T000000-beef",
+                                     "leaseDurationSeconds": 60, "renewTime": now.isoformat()}})
+    e = RunLock(None, node, f"scale-up-{node}-20261202T000001-0000", namespace="default", resuming=False,
+                journal_dir=tmp_path)._refusal(lease, now)
+    return SessionError(str(e), e.details)
+
+
+def test_a_node_held_by_another_run_is_refused_as_scale_up_refuses_it(state, tmp_path):
+    """Issue 20 point 9: a fleet meeting a node another run holds exited 4 (needs attention) where `scale-up` of
+    that node exits 2 (refused before any change on it; README "Exit codes"). Same code, same JSON kind; the
+    fleet stays resumable once that run ends."""
+    plan, inp = _plan(("w1", "openstack", "cmp001"), ("w2", "openstack", "cmp001"))
+    s = _session(state, refusals={"w2": _held("w2", tmp_path)})
+    result = Fleet(s, plan, inp).run(lambda e: None, threading.Event())
+    assert (result.status, result.exit_code, result.refusal) == ("refused", 2, "held")
+    assert s.ran == ["w1"] and "w2 is being scaled up by ann@bastion2/" in result.message
+    assert "nothing was changed on w2" in result.message and "--resume " + result.fleet_id in result.message
+    doc = FleetJournal.load_fleet(result.fleet_id).doc
+    assert [n["status"] for n in doc["nodes"]] == ["done", "pending"]
+    assert [j.run_id for j in FleetJournal.unfinished_fleets()] == [result.fleet_id]  # resumable once it ends
+
+
+def test_the_first_node_held_refuses_the_fleet_before_any_change(state, tmp_path):
+    plan, inp = _plan(("w1", "openstack", "cmp001"))
+    s = _session(state, refusals={"w1": _held("w1", tmp_path)})
+    result = Fleet(s, plan, inp).run(lambda e: None, threading.Event())
+    assert (result.status, result.exit_code, result.refusal) == ("refused", 2, "held") and s.ran == []
+    assert "nothing was changed" in result.message
+
+
+def test_a_fleet_another_process_is_running_is_refused_as_held(state):
+    """Another process took the fleet's journal lock between this one's preview and its run (two admins applying
+    at once): refused, exit 2, kind "held" — a result the TUI shows like the headless run, not a worker error."""
+    from console.runbook.journal import runbooks_dir
+    from console.runbook.journal_lock import JournalLock
+
+    plan, inp = _plan(("w1", "openstack", "cmp001"), ("w2", "openstack", "cmp001"))
+    killed = _killed_fleet(state, plan, inp, "interrupted")
+    s = _session(state)
+    fleet = Fleet(s, None, inp)
+    with JournalLock(runbooks_dir(), killed.run_id):  # the other process's hold (a flock of its own)
+        result = fleet.run(lambda e: None, threading.Event())
+    assert (result.status, result.exit_code, result.refusal) == ("refused", 2, "held") and s.ran == []
+    assert "in progress in another process" in result.message
+
+
+def test_read_only_met_mid_fleet_names_its_kind_as_at_the_start(state):
+    """A node run the Guard refuses mid-fleet (read-only switched on between nodes) ends the fleet "refused", exit
+    2, with the Guard's kind in the result (`-o json` "error"), as a refusal before the first node has it."""
+    from console.guard import ReadOnly
+
+    def refuse(node: str) -> None:
+        if node == "w2":
+            raise ReadOnly(f"scale-up of {node}")
+
+    plan, inp = _plan(("w1", "openstack", "cmp001"), ("w2", "openstack", "cmp001"))
+    result = Fleet(_session(state, on_run=refuse), plan, inp).run(lambda e: None, threading.Event())
+    assert (result.status, result.exit_code, result.refusal) == ("refused", 2, "read-only")
