@@ -21,7 +21,7 @@ def run(args: argparse.Namespace, *, out: Callable[[argparse.Namespace, dict, st
     from console.runbook.journal import BadJournal, JournalError
     from console.runbook.journal_lock import JournalBusy
 
-    def refused(args: argparse.Namespace, message: str, kind: str, **details: Any) -> int:
+    def refused(args: argparse.Namespace, message: str, kind: str, /, **details: Any) -> int:
         return refuse("scale-up", args, message, kind, **details)
 
     try:

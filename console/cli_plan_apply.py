@@ -69,7 +69,7 @@ def _out(args: argparse.Namespace, doc: dict[str, Any], text: str) -> None:
         stdout_closed()
 
 
-def _refused(args: argparse.Namespace, message: str, kind: str, code: int = EXIT_USAGE, **details: Any) -> int:
+def _refused(args: argparse.Namespace, message: str, kind: str, code: int = EXIT_USAGE, /, **details: Any) -> int:
     from console.cli_refusal import refused
 
     return refused("plan", args, message, kind, code, **details)

@@ -9,7 +9,8 @@ from typing import Any
 from console.exit_codes import DECLINED, USAGE, print_error
 
 
-def refused(prefix: str, args: argparse.Namespace, message: str, kind: str, code: int = USAGE, **details: Any) -> int:
+def refused(prefix: str, args: argparse.Namespace, message: str, kind: str, code: int = USAGE, /,
+            **details: Any) -> int:
     """Refused before any change (a plan, a journal, another run holding the node): exit 2, with the facts in
     `details` (the Lease holder, the journal, the drain's pods); a `status` there replaces "refused"."""
     details.pop("error", None)  # the kind given

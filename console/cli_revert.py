@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
 
     from console.cli_refusal import refused as refuse
 
-    def refused(args: argparse.Namespace, message: str, kind: str, **details: Any) -> int:
+    def refused(args: argparse.Namespace, message: str, kind: str, /, **details: Any) -> int:
         return refuse("scale-up", args, message, kind, **details)
 
     try:

@@ -150,7 +150,7 @@ def declined(args: argparse.Namespace, message: str) -> int:
     return cli_refusal.declined("scale-up", args, message)
 
 
-def refused(args: argparse.Namespace, message: str, kind: str, **details: Any) -> int:
+def refused(args: argparse.Namespace, message: str, kind: str, /, **details: Any) -> int:
     return cli_refusal.refused("scale-up", args, message, kind, **details)
 
 

@@ -151,12 +151,13 @@ def kinds_of(code: int) -> list[str]:
     return [k for k, v in KINDS.items() if code in v.codes]
 
 
-def error_doc(kind: str, message: str, code: int, *, status: str = "error", **extra: Any) -> dict[str, Any]:
-    """The `-o json` object of an exit that is not a success; `extra` adds facts (`missing`, `journal`, …)."""
-    return {"status": status, "error": kind, "message": message, "exit_code": code, **extra}
+def error_doc(kind: str, message: str, code: int, /, *, status: str = "error", **extra: Any) -> dict[str, Any]:
+    """The `-o json` object of an exit that is not a success; `extra` adds facts (`missing`, `journal`, a file's
+    `kind`, …) and cannot replace the four keys."""
+    return {**extra, "status": status, "error": kind, "message": message, "exit_code": code}
 
 
-def print_error(prefix: str, as_json: bool, kind: str, message: str, code: int, *, status: str = "error",
+def print_error(prefix: str, as_json: bool, kind: str, message: str, code: int, /, *, status: str = "error",
                 **extra: Any) -> int:
     """The one line `PREFIX: message` on stderr and, with -o json, the error object on stdout; the exit code."""
     print(f"{prefix}: {message}", file=sys.stderr, flush=True)

@@ -261,3 +261,12 @@ def test_each_kind_not_triggered_has_its_test() -> None:
     for why in NOT_TRIGGERED.values():
         for name in [w.split("::")[-1].rstrip(",;") for w in why.split() if w.startswith(("test_", "tests/"))]:
             assert f"def {name}(" in here, name
+
+
+def test_an_error_objects_facts_never_replace_its_four_keys() -> None:
+    """`nfd files push` ends a conflict with the plan's fields (its file `kind` among them) as facts."""
+    from console.exit_codes import error_doc
+
+    doc = error_doc("conflict", "changed since the preview", 1, kind="feature", message="x", exit_code=0, error="y")
+    assert doc == {"kind": "feature", "status": "error", "error": "conflict", "message": "changed since the preview",
+                   "exit_code": 1}
