@@ -1,8 +1,9 @@
 """Bounded YAML/JSON loading for everything the console reads from users.
 
 Rule files, NodeFeature files, the editors' buffers: each is read with a size cap (never whole when it
-is too big, a FIFO included), parsed with PyYAML's own scanner/composer (libyaml when available), and the
-composed node graph is checked before any Python object is built:
+is too big, standard input included; a FIFO or a device named as a file is refused before it is opened),
+parsed with PyYAML's own scanner/composer (libyaml when available), and the composed node graph is checked
+before any Python object is built:
 
 - size: `MAX_BYTES` = 1.5 MiB, etcd's default request limit (etcd `embed.DefaultMaxRequestBytes`,
   https://etcd.io/docs/v3.5/dev-guide/limit/): a NodeFeatureRule or NodeFeature bigger than that cannot be
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import json
 import os
-import stat
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,24 +58,33 @@ DEFAULT = Limits()
 
 
 def _mib(n: int) -> str:
-    return f"{n / (1024 * 1024):.1f} MiB" if n >= 1024 * 1024 else f"{n} bytes"
+    if n >= 1024 * 1024:
+        return f"{n / (1024 * 1024):.1f} MiB"
+    return f"{n // 1024} KiB" if n >= 1024 and n % 1024 == 0 else f"{n} bytes"
 
 
 def read_capped(path: str | os.PathLike[str], limits: Limits = DEFAULT) -> bytes:
-    """The file's bytes, refusing (without reading it all) anything over `limits.max_bytes`."""
+    """The file's bytes, refusing (without reading it all) anything over `limits.max_bytes`; `-` is standard
+    input. Anything but a regular file (a FIFO, a device, a socket) is refused before it is opened
+    (console/userfile.py): reading one would wait for a writer, for ever."""
+    from console.userfile import NotRegularFile, open_regular
+
     source = os.fspath(path)
     cap = limits.max_bytes
     try:
-        with open(source, "rb") as f:
-            st = os.fstat(f.fileno())
-            if stat.S_ISDIR(st.st_mode):
-                raise InputError(source, "is a directory, not a file")
-            if stat.S_ISREG(st.st_mode) and st.st_size > cap:
-                raise InputError(source, f"file is {_mib(st.st_size)} ({st.st_size} bytes), over the "
-                                 f"{_mib(cap)} limit ({limits.why})")
-            data = f.read(cap + 1)  # a pipe or FIFO has no size: read one byte past the cap at most
+        if source == "-":
+            data = sys.stdin.buffer.read(cap + 1)  # a pipe has no size: read one byte past the cap at most
+        else:
+            with open_regular(source) as f:
+                size = os.fstat(f.fileno()).st_size
+                if size > cap:
+                    raise InputError(source, f"file is {_mib(size)} ({size} bytes), over the {_mib(cap)} limit "
+                                     f"({limits.why})")
+                data = f.read(cap + 1)  # the file may grow after the stat
     except IsADirectoryError:
         raise InputError(source, "is a directory, not a file") from None
+    except NotRegularFile as exc:
+        raise InputError(source, f"{exc.strerror}: give a regular file, or - for standard input") from None
     except OSError as exc:
         raise InputError(source, f"cannot read: {exc.strerror or exc}") from None
     if len(data) > cap:

@@ -9,7 +9,9 @@ to check>` on stderr, with `-o json` the error object on stdout, and exit 6 (a b
 unreachable, TLS/CA, 401, 403 — nothing was changed) or 2 (a bad kubeconfig, clouds.yaml, config or theme).
 Anything else is a bug: one line saying so and naming the log file under state_dir() that holds the
 traceback, exit 70 (EX_SOFTWARE, sysexits.h). Library warnings (urllib3 retries, keystoneauth) go to that
-log too, not to the screen. Ctrl-C that no command handles: `console: interrupted`, exit 130.
+log too, not to the screen. Ctrl-C that no command handles: `console: interrupted`, exit 130. A command line
+argparse cannot take is `usage`, exit 2 — with `-o json` on it, the error object too. The error kinds and exit
+codes are console/exit_codes.py's one list.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import json
 import logging
 import os
 import sys
 from pathlib import Path
+from typing import ClassVar, NoReturn
+
+from console import exit_codes
 
 SUBCOMMANDS = {
     "lab": "console.cli_lab",
@@ -33,10 +37,35 @@ SUBCOMMANDS = {
 }
 
 
+def wants_json(argv: list[str]) -> bool:
+    """Whether a command line asks for `-o json` (read before, or without, parsing it: a usage error)."""
+    for i, arg in enumerate(argv):
+        if arg in ("-o", "--output") and argv[i + 1:i + 2] == ["json"]:
+            return True
+        if arg in ("-ojson", "--output=json"):
+            return True
+    return False
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are the console's: with `-o json` on the command line, the error
+    object (`usage`, exit 2) on stdout besides argparse's lines on stderr. Subcommand parsers are this class too
+    (argparse makes them with the parent's class)."""
+
+    argv: ClassVar[list[str]] = []  # the command line being parsed (main sets it)
+
+    def error(self, message: str) -> NoReturn:
+        as_json = wants_json(Parser.argv)
+        if not as_json:
+            self.print_usage(sys.stderr)
+        exit_codes.print_error(f"{self.prog}: error", as_json, "usage", message, exit_codes.USAGE)
+        sys.exit(exit_codes.USAGE)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from console import config
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="console",
         description="Terminal console for Kubernetes clusters on VMs.",
         epilog=f"config file: {config.config_path()} (YAML; precedence: defaults < file < per-context < "
@@ -83,20 +112,19 @@ def _accept_after_command(sub: argparse._SubParsersAction, flags: tuple[str, ...
         todo.extend(c for a in p._actions if isinstance(a, argparse._SubParsersAction) for c in a.choices.values())
 
 
-def stdout_closed() -> None:
-    """The reader of stdout went away (`console ... | head`): point stdout at /dev/null so the interpreter's
-    final flush does not fail either (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+stdout_closed = exit_codes.stdout_closed
+
+
+def as_json(args: argparse.Namespace) -> bool:
+    return getattr(args, "output", None) == "json"
 
 
 def config_error(args: argparse.Namespace, error: Exception) -> int:
     """A bad setting (console.config.ConfigError): one line on stderr, with -o json the error object, exit 2."""
-    print(f"console: {error}", file=sys.stderr)
-    if getattr(args, "output", None) == "json":
-        print(json.dumps({"status": "error", "error": "bad-config", "message": str(error), "exit_code": 2}))
-    return 2
-EXIT_BUG = 70  # EX_SOFTWARE (sysexits.h): an unexpected exception, the traceback is in log_path()
+    return exit_codes.print_error("console", as_json(args), "bad-config", str(error), exit_codes.USAGE)
+
+
+EXIT_BUG = exit_codes.BUG  # an unexpected exception, the traceback is in log_path()
 
 
 def log_path() -> Path:
@@ -138,8 +166,6 @@ def _write_traceback(exc: BaseException) -> str:
 
 def fault_exit(args: argparse.Namespace, exc: BaseException) -> int:
     """One line (and the JSON object with -o json) for a classified fault; the bug line otherwise."""
-    import json
-
     from console import faults
 
     kubeconfig, context = getattr(args, "kubeconfig", None) or "", getattr(args, "context", None) or ""
@@ -149,29 +175,42 @@ def fault_exit(args: argparse.Namespace, exc: BaseException) -> int:
 
             kubeconfig = load({}).kubeconfig or ""
     fault = faults.classify(exc, faults.Where(kubeconfig, context))
-    as_json = getattr(args, "output", None) == "json"
     if fault is None:
-        message = (f"unexpected error ({type(exc).__name__}: {faults.redact(str(exc))[:200]}); this is a bug, "
-                   f"please report it with {_write_traceback(exc)}")
+        said = faults.describe(exc)[:200]
+        said = said if said.startswith("unexpected error") else f"unexpected error: {said}"
+        message = f"{said}; this is a bug, please report it with {_write_traceback(exc)}"
         fault = faults.Fault("bug", "console", message, "", EXIT_BUG)
         line = message
     else:
         line = fault.message
-    print(f"console: {line}", file=sys.stderr, flush=True)
-    if as_json:
-        doc = fault.to_json() | ({"message": line, "log": str(log_path())} if fault.kind == "bug" else {})
-        with contextlib.suppress(BrokenPipeError):
-            print(json.dumps(doc), flush=True)
-    return fault.exit_code
+    extra = {"log": str(log_path())} if fault.kind == "bug" else {}
+    return exit_codes.print_error("console", as_json(args), fault.kind, line, fault.exit_code, **extra)
+
+
+def check_theme_flag(args: argparse.Namespace) -> None:
+    """A broken theme named by --theme is a bad setting for every command (README "Exit codes": 2), headless
+    ones too, before anything is done: FaultError `bad-theme`. A theme only the config file names is the TUI's
+    business (it falls back to the default, with a notification)."""
+    name = getattr(args, "theme", None)
+    if not name:
+        return
+    from console.faults import EXIT_BAD_FILE, Fault, FaultError
+    from console.tui.themes import broken_theme
+
+    error = broken_theme(name)
+    if error:
+        raise FaultError(Fault("bad-theme", f"theme {name}", error, "", EXIT_BAD_FILE))
 
 
 def main(argv: list[str] | None = None) -> int:
     from console.config import ConfigError
 
+    Parser.argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     if args.command != "lab":  # the lab logs its servers' errors to stderr, where its operator looks
         _log_to_file()
     try:
+        check_theme_flag(args)
         if args.command:
             code = importlib.import_module(SUBCOMMANDS[args.command]).run(args)
         else:
@@ -185,8 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:  # from any subcommand: settings are resolved before anything is done
         return config_error(args, e)
     except KeyboardInterrupt:  # Ctrl-C where no command handles it: one line, not a traceback
-        print("console: interrupted", file=sys.stderr)
-        return 130  # 128 + SIGINT, as a shell reports it
+        return exit_codes.print_error("console", as_json(args), "interrupted", "interrupted", exit_codes.SIGINT)
     except Exception as e:  # faults of the backends and bad files, classified; anything else is a bug
         return fault_exit(args, e)
     return code

@@ -9,29 +9,25 @@ discarded (--dry-run: shown only), 2 no such journal / another node's / in progr
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from typing import Any
-
-from console.runbook.engine import EXIT_USAGE
 
 
 def run(args: argparse.Namespace, *, out: Callable[[argparse.Namespace, dict, str], None],
         confirm: Callable[..., int | None]) -> int:
+    from console.cli_refusal import refused as refuse
+    from console.exit_codes import kind_of
     from console.runbook import discard
     from console.runbook.journal import BadJournal, JournalError
     from console.runbook.journal_lock import JournalBusy
 
-    def refuse(msg: str, doc: dict[str, Any]) -> int:
-        print(f"scale-up: {msg}", file=sys.stderr)
-        if args.output == "json":
-            out(args, {"message": msg, "exit_code": EXIT_USAGE, **doc}, "")
-        return EXIT_USAGE
+    def refused(args: argparse.Namespace, message: str, kind: str, /, **details: Any) -> int:
+        return refuse("scale-up", args, message, kind, **details)
 
     try:
         found = discard.locate(args.discard, args.node)
     except JournalError as e:
-        return refuse(str(e), {"status": "error", "error": "journal", "journal": str(e.path or "")})
+        return refused(args, str(e), "journal", status="error", journal=str(e.path or ""))
     text = discard.summary(found)
     doc: dict[str, Any] = {"run_id": found.path.stem, "journal": str(found.path)}
     if isinstance(found, BadJournal):
@@ -45,10 +41,10 @@ def run(args: argparse.Namespace, *, out: Callable[[argparse.Namespace, dict, st
     try:
         moved = discard.discard(found)
     except JournalBusy as e:
-        return refuse(str(e), {"status": "refused", **e.details})
+        return refused(args, str(e), kind_of(e, "held"), **e.details)
     except OSError as e:
-        return refuse(f"cannot move {found.path} aside: {e.strerror or e}",
-                      {"status": "error", "error": "journal", "journal": str(found.path)})
+        return refused(args, f"cannot move {found.path} aside: {e.strerror or e}", "journal", status="error",
+                       journal=str(found.path))
     out(args, {"status": "discarded", "exit_code": 0, "moved_to": str(moved), **doc},
         f"discarded: run {found.path.stem}'s journal moved to {moved}")
     return 0

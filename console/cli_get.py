@@ -79,10 +79,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _error(args: argparse.Namespace, kind: str, message: str, code: int) -> int:
-    print(f"console get: {message}", file=sys.stderr)
-    if args.output == "json":
-        print(json.dumps({"status": "error", "error": kind, "message": message, "exit_code": code}))
-    return code
+    from console.exit_codes import print_error
+
+    return print_error("console get", args.output == "json", kind, message, code)
 
 
 def _nodes(args: argparse.Namespace, api: Any, settings: Any, selector: Any) -> int:

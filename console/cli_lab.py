@@ -1,4 +1,9 @@
-"""`console lab`: serve the embedded lab in the foreground until Ctrl-C."""
+"""`console lab`: serve the embedded lab in the foreground until Ctrl-C.
+
+`-o json`: one JSON object on stdout when the lab is ready ({"status": "ready", "scenario", "state_dir", "env",
+"kubeconfig", "clouds_yaml", "kube_url", "openstack_url", "libvirt_uri", "contexts"}, one line), or the error
+object when it cannot start (console/exit_codes.py: `usage` 2, `lab-not-installed` 2, `lab-failed` 1); Ctrl-C
+then stops it (exit 0) without printing more."""
 
 from __future__ import annotations
 
@@ -41,12 +46,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="lifetime of the tokens the lab-exec context's exec plugin returns (default 300)")
     p.add_argument("--no-metrics", action="store_true",
                    help="do not serve metrics.k8s.io (as a cluster without metrics-server)")
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                   help="json: one object on stdout when ready (or the error object)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from console.exit_codes import FAILED, USAGE, print_error, print_json
     from console.labdeps import refuse_without_lab
 
-    if (refused := refuse_without_lab("console lab")) is not None:
+    as_json = args.output == "json"
+
+    def usage(message: str) -> int:
+        return print_error("console lab", as_json, "usage", message, USAGE)
+
+    if (refused := refuse_without_lab("console lab", as_json=as_json)) is not None:
         return refused
     from console.lab import scenarios
     from console.lab.world import Lab, LabError
@@ -55,25 +68,19 @@ def run(args: argparse.Namespace) -> int:
         scenario = scenarios.get(args.scenario, nodes=args.nodes, pods_per_node=args.pods_per_node,
                                  pending=args.pending)
     except ValueError as e:
-        print(f"console lab: {e}", file=sys.stderr)
-        return 2
+        return usage(str(e))
     if (args.nodes is not None and args.nodes < 1) or (args.pods_per_node is not None and args.pods_per_node < 0) \
             or args.pending < 0:
-        print("console lab: --nodes must be at least 1, --pods-per-node and --pending at least 0", file=sys.stderr)
-        return 2
+        return usage("--nodes must be at least 1, --pods-per-node and --pending at least 0")
     if args.watch_expiry is not None and not 0 < args.watch_expiry < float("inf"):  # also refuses nan
-        print("console lab: --watch-expiry must be a positive number of seconds", file=sys.stderr)
-        return 2
+        return usage("--watch-expiry must be a positive number of seconds")
     if not 0 < args.token_ttl < float("inf"):  # also refuses nan
-        print("console lab: --token-ttl must be a number of seconds more than 0", file=sys.stderr)
-        return 2
+        return usage("--token-ttl must be a number of seconds more than 0")
     state_dir = (args.state_dir or default_state_dir()).resolve()
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        print(f"console lab: cannot create the state directory {state_dir}: {e.strerror}; pass --state-dir",
-              file=sys.stderr)
-        return 2
+        return usage(f"cannot create the state directory {state_dir}: {e.strerror}; pass --state-dir")
     lab = Lab(scenario, state_dir, libvirt=args.libvirt, watch_expiry=args.watch_expiry, token_ttl=args.token_ttl,
               metrics=not args.no_metrics)
     stop = threading.Event()
@@ -86,19 +93,33 @@ def run(args: argparse.Namespace) -> int:
     try:
         lab.start(progress=lambda msg: print(f"lab: {msg}", file=sys.stderr))
     except LabError as e:
-        print(f"console lab: {e}", file=sys.stderr)
         lab.stop()
-        return 1
-    print(
-        f"lab ready in {time.monotonic() - t0:.1f}s: scenario {scenario.name}\n"
-        f"  Kubernetes  {lab.kube_url} (contexts lab: cluster-admin; {', '.join(lab.rbac_users)}: RBAC)\n"
-        f"  OpenStack   {lab.openstack_url}\n  libvirt     {lab.libvirt_uri}\n"
-        f"Point your shell at it:  set -a; . {lab.state.env}; set +a\nCtrl-C stops the lab.",
-        flush=True,
-    )
+        return print_error("console lab", as_json, "lab-failed", str(e), FAILED)
+    if as_json:
+        print_json({"status": "ready", "scenario": scenario.name, "state_dir": str(state_dir),
+                    "env": str(lab.state.env), "kubeconfig": str(lab.state.kubeconfig),
+                    "clouds_yaml": str(lab.state.clouds_yaml), "kube_url": lab.kube_url,
+                    "openstack_url": lab.openstack_url, "libvirt_uri": lab.libvirt_uri,
+                    "contexts": _contexts(lab.state.kubeconfig), "seconds": round(time.monotonic() - t0, 1)})
+    else:
+        print(
+            f"lab ready in {time.monotonic() - t0:.1f}s: scenario {scenario.name}\n"
+            f"  Kubernetes  {lab.kube_url} (contexts lab: cluster-admin; {', '.join(lab.rbac_users)}: RBAC)\n"
+            f"  OpenStack   {lab.openstack_url}\n  libvirt     {lab.libvirt_uri}\n"
+            f"Point your shell at it:  set -a; . {lab.state.env}; set +a\nCtrl-C stops the lab.",
+            flush=True,
+        )
     try:
         stop.wait()
     finally:
         print("lab: stopping", file=sys.stderr)
         lab.stop()
     return 0
+
+
+def _contexts(kubeconfig: Path) -> list[str]:
+    """The contexts of the kubeconfig the lab wrote (lab, lab-viewer, lab-operator, lab-exec, …)."""
+    import yaml
+
+    doc = yaml.safe_load(kubeconfig.read_text()) or {}
+    return [str(c.get("name")) for c in doc.get("contexts") or [] if isinstance(c, dict)]

@@ -116,9 +116,22 @@ def _go_regexp(value: str) -> str:
     return value
 
 
-def _fail(msg: str) -> int:
-    print(f"error: {msg}", file=sys.stderr)
-    return 1
+def _fail(args: argparse.Namespace, kind: str, msg: str) -> int:
+    """Exit 1 (an invalid rule or input: the previews' contract) with one `error: …` on stderr and, with -o json,
+    the error object."""
+    from console.exit_codes import FAILED, print_error
+
+    return print_error("error", getattr(args, "output", "") == "json", kind, msg, FAILED)
+
+
+def _input_kind(exc: ValueError) -> str:
+    """The error kind of what a preview could not take (console/exit_codes.py)."""
+    from console.nfd.rules import RuleError
+    from console.nfd.versions import UnsupportedVersion
+
+    if isinstance(exc, UnsupportedVersion):
+        return "unsupported-version"
+    return "invalid-rule" if isinstance(exc, RuleError) else "bad-file"
 
 
 def _setup(args: argparse.Namespace, worker_side: bool = False) -> Any:
@@ -129,9 +142,6 @@ def _setup(args: argparse.Namespace, worker_side: bool = False) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from console.nfd.rules import RuleError
-    from console.nfd.versions import UnsupportedVersion
-
     if args.nfd_command == "apply":
         from console import cli_nfd_deploy
 
@@ -155,8 +165,8 @@ def run(args: argparse.Namespace) -> int:
         return handlers[args.nfd_command](args)
     except FlagStop as stop:
         return stop.report(args.nfd_command, getattr(args, "output", "text"))
-    except (UnsupportedVersion, RuleError, ValueError) as exc:
-        return _fail(str(exc))
+    except ValueError as exc:  # a bad file, rule or version (UnsupportedVersion, RuleError, InputError)
+        return _fail(args, _input_kind(exc), str(exc))
 
 
 def _dryrun(args: argparse.Namespace) -> int:
@@ -178,7 +188,7 @@ def _dryrun(args: argparse.Namespace) -> int:
             else:
                 notes.append(line)
     if errors:
-        return _fail("invalid NodeFeatureRule:\n  " + "\n  ".join(errors))
+        return _fail(args, "invalid-rule", "invalid NodeFeatureRule:\n  " + "\n  ".join(errors))
     compiled = compile_rule_objects(rule_docs, config.version)
     outcome = compute_node_outcome(nf_docs, compiled, config=config)
     result = outcome.raw.as_dict()
@@ -194,16 +204,18 @@ def _dryrun(args: argparse.Namespace) -> int:
         "master": describe(config),
         "config_source": setup.source,
     })
+    msgs = [f"rule {r.rule!r} in NodeFeatureRule {r.object!r}: {r.error}" for r in outcome.rule_errors]
+    failed = "evaluation failed (nfd-master would skip these rules):\n  " + "\n  ".join(msgs) if msgs else ""
+    result |= {"status": "failed", "error": "evaluation-failed", "message": failed, "exit_code": 1} if failed \
+        else {"status": "ok", "exit_code": 0}
     if args.output == "json":
         print(json.dumps(result, indent=2, sort_keys=True))
     else:
         _print_dryrun(result)
     for n in notes:
         print(f"note: {n}", file=sys.stderr)
-    if outcome.rule_errors:
-        msgs = [f"rule {r.rule!r} in NodeFeatureRule {r.object!r}: {r.error}" for r in outcome.rule_errors]
-        print("error: evaluation failed (nfd-master would skip these rules):\n  " + "\n  ".join(msgs),
-              file=sys.stderr)
+    if failed:
+        print(f"error: {failed}", file=sys.stderr)
         return 1
     return 0
 
@@ -259,10 +271,9 @@ def _local(args: argparse.Namespace) -> int:
         # run_hook killed the running hook's whole process tree before this propagated
         msg = (f"interrupted by {signal.Signals(sig.signum).name}: the running hook and every process it started "
                "were killed; no labels computed")
-        print(f"nfd local: {msg}", file=sys.stderr)
-        if args.output == "json":
-            print(json.dumps({"status": "interrupted", "message": msg, "exit_code": 4}))
-        return 4
+        from console.exit_codes import ATTENTION, print_error
+
+        return print_error("nfd local", args.output == "json", "interrupted", msg, ATTENTION, status="interrupted")
     if args.output == "json":
         doc = res.as_dict() | {"master": describe(setup.config), "config_source": setup.source}
         print(json.dumps(doc, indent=2, sort_keys=True))
@@ -321,7 +332,13 @@ def _validate(args: argparse.Namespace) -> int:
         bad = bad or bool(errs)
         report.append({"name": name, "valid": not errs, "issues": [i.__dict__ for i in issues]})
     if args.output == "json":
-        print(json.dumps({"nfd_version": str(config.version), "objects": report}, indent=2))
+        names = ", ".join(repr(r["name"]) for r in report if not r["valid"])
+        verdict = ({"status": "invalid", "error": "invalid-rule", "exit_code": 1,
+                    "message": f"NodeFeatureRule {names} not valid for NFD {config.version}"} if bad
+                   else {"status": "valid", "exit_code": 0})
+        print(json.dumps({**verdict, "nfd_version": str(config.version), "objects": report}, indent=2))
+        if bad:
+            print(f"error: {verdict['message']}", file=sys.stderr)
     else:
         for r in report:
             for i in r["issues"]:

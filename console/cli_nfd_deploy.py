@@ -36,21 +36,25 @@ MAX_FILE_BYTES = 1024 * 1024  # a ConfigMap's data is at most 1 MiB (Kubernetes 
 
 
 class Stop(Exception):
-    """End the command: the exit code, the JSON status and kind, the one-line message."""
+    """End the command: the exit code, the JSON status and error kind (console/exit_codes.py), the message."""
 
-    def __init__(self, code: int, status: str, message: str, kind: str = "", **extra: Any) -> None:
+    def __init__(self, code: int, status: str, message: str, kind: str, **extra: Any) -> None:
         super().__init__(message)
         self.code, self.status, self.kind, self.extra = code, status, kind, extra
 
     def report(self, command: str, output: str) -> int:
-        """The one line on stderr (and, with `-o json`, the refusal document on stdout); the exit code."""
-        print(f"{command}: {self}", file=sys.stderr)
-        if output == "json":
-            out = {"status": self.status, "message": str(self), "exit_code": self.code, **self.extra}
-            if self.kind:
-                out["error"] = self.kind
-            print(json.dumps(out, indent=1, default=str))
-        return self.code
+        """The one line on stderr (and, with `-o json`, the error object on stdout); the exit code."""
+        from console.exit_codes import print_error
+
+        return print_error(command, output == "json", self.kind, str(self), self.code, status=self.status,
+                           **self.extra)
+
+
+def interrupted(command: str, output: str, message: str) -> int:
+    """Ctrl-C in an nfd command (exit 5): the line says what was, or was not, changed."""
+    from console.exit_codes import print_error
+
+    return print_error(command, output == "json", "interrupted", message, EXIT_DECLINED, status="interrupted")
 
 
 def add_parsers(sub: Any) -> None:
@@ -75,8 +79,7 @@ def run(args: argparse.Namespace) -> int:
     except Stop as e:
         return e.report(command, args.output)
     except KeyboardInterrupt:
-        print(f"{command}: interrupted before anything was changed", file=sys.stderr)
-        return EXIT_DECLINED
+        return interrupted(command, args.output, "interrupted before anything was changed")
     if args.output == "json":
         print(json.dumps(doc, indent=1, default=str))
     else:
@@ -123,6 +126,10 @@ def _backend_error(e: Exception, what: str, settings: Any) -> Stop:
                                              "new diff", "conflict")
     if isinstance(e, StoreRejected | StoreNotFound):
         return Stop(EXIT_FAILED, "failed", str(e), "rejected")
+    from console import faults
+
+    if faults.classify(e) is not None:  # the API unusable under the store's words (discovery, a read): exit 6
+        return _unreachable(e, settings)
     status = getattr(e.__cause__, "status", None)
     if status in (401, 403) or (isinstance(status, int) and status >= 500):
         return _unreachable(e, settings)
@@ -136,9 +143,9 @@ def _unreachable(e: Exception, settings: Any) -> Stop:
     fault = faults.classify(e, faults.Where(settings.kubeconfig or "", settings.context or ""))
     if fault is not None:
         return Stop(EXIT_BACKEND, "error", f"{fault.message}; nothing was changed", fault.kind)
-    return Stop(EXIT_BACKEND, "error", f"the Kubernetes API cannot be used ({type(e).__name__}: "
-                                       f"{str(e).splitlines()[0][:200] if str(e) else ''}); check the kubeconfig's "
-                                       "server, the network and the CA; nothing was changed", "kube-unreachable")
+    return Stop(EXIT_BACKEND, "error", f"the Kubernetes API cannot be used ({faults.describe(e)}); check the "
+                                       "kubeconfig's server, the network and the CA; nothing was changed",
+                "kube-unreachable")
 
 
 def _missing(api: Any, settings: Any, action: str) -> Stop | None:
@@ -163,10 +170,10 @@ def _confirm(args: argparse.Namespace, question: str) -> None:
         return
     if not sys.stdin.isatty():
         raise Stop(EXIT_DECLINED, "not-confirmed", "refusing to change anything without --yes when stdin is not a "
-                                                   "terminal; nothing changed")
+                                                   "terminal; nothing changed", "not-confirmed")
     print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)  # stdout is for the result (-o json)
     if sys.stdin.readline().strip().lower() not in ("y", "yes"):
-        raise Stop(EXIT_DECLINED, "not-confirmed", "not confirmed; nothing changed")
+        raise Stop(EXIT_DECLINED, "not-confirmed", "not confirmed; nothing changed", "not-confirmed")
 
 
 def _refuse_or_stop(e: Any) -> Stop:
@@ -217,7 +224,9 @@ def _rule_docs(args: argparse.Namespace, settings: Any) -> list[dict[str, Any]]:
     try:
         docs = load_docs(args.rule, "NodeFeatureRule")
         config = MasterConfig(version=parse_version(settings.nfd_version))
-    except (ValueError, UnsupportedVersion) as e:
+    except UnsupportedVersion as e:
+        raise Stop(EXIT_USAGE, "error", str(e), "unsupported-version") from e
+    except ValueError as e:
         raise Stop(EXIT_USAGE, "error", str(e), "bad-file") from e
     errors = []
     for doc in docs:

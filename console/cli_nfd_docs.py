@@ -11,7 +11,8 @@ OUTPUT_FIELDS = ("labels.", "annotations.", "extendedResources.", "taints[")
 
 
 def load_docs(paths: list[str], kind: str) -> list[dict[str, Any]]:
-    from console.bounded import load_yaml_file_all
+    """The `kind` objects of the files (`-`: standard input); InputError (a ValueError) naming the file."""
+    from console.bounded import InputError, load_yaml_file_all
     from console.nfd.rules import object_name
 
     docs: list[dict[str, Any]] = []
@@ -23,15 +24,22 @@ def load_docs(paths: list[str], kind: str) -> list[dict[str, Any]]:
             if isinstance(doc, Mapping) and doc.get("kind") == "List":
                 items = doc.get("items") or []
                 if not isinstance(items, list) or not all(isinstance(i, Mapping) for i in items):
-                    raise ValueError(f"{path}: a List's items must be {kind} mappings")
+                    raise InputError(path, f"a List's items must be {kind} mappings")
                 docs.extend(dict(i) for i in items)
             elif isinstance(doc, Mapping):
                 docs.append(dict(doc))
             else:
-                raise ValueError(f"{path}: expected {kind} mapping documents, got {type(doc).__name__}")
+                raise InputError(path, f"expected {kind} mapping documents, got {_shape(doc)}")
     for doc in docs:
         if doc.get("kind") not in (None, kind):
-            raise ValueError(f"expected kind {kind}, got {doc.get('kind')!r} ({object_name(doc)})")
+            raise InputError(", ".join(paths), f"expected kind {kind}, got {doc.get('kind')!r} ({object_name(doc)})")
     if not docs:
-        raise ValueError(f"no {kind} documents in {', '.join(paths)}")
+        raise InputError(", ".join(paths), f"no {kind} documents")
     return docs
+
+
+def _shape(doc: Any) -> str:
+    """What a YAML document is, in words (not a Python class name)."""
+    if isinstance(doc, list):
+        return "a list"
+    return "a string" if isinstance(doc, str) else "a number" if isinstance(doc, int | float) else "a scalar"

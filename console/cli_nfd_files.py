@@ -41,7 +41,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from console.cli_nfd_deploy import EXIT_BACKEND, EXIT_DECLINED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, Stop
+from console.cli_nfd_deploy import EXIT_BACKEND, EXIT_FAILED, EXIT_OK, EXIT_USAGE, Stop
 
 if TYPE_CHECKING:
     from console.nfd.deployment import FileKind
@@ -63,7 +63,7 @@ def add_parser(sub: Any) -> None:
     ls.add_argument("--kind", choices=KINDS, default=None, help="hooks or feature files only (default: both)")
     _nodes(ls, required=False)
     pu = fs.add_parser("push", help="write one hook or feature file to the chosen nodes (preview, confirm)")
-    pu.add_argument("file", metavar="FILE", help="local file with the content")
+    pu.add_argument("file", metavar="FILE", help="local file with the content (- : standard input, with --name)")
     pu.add_argument("--name", default=None, help="file name on the node (default: FILE's own name)")
     pu.add_argument("--kind", choices=KINDS, required=True)
     pu.add_argument("--dry-run", action="store_true", help="show the plan and the label preview, change nothing")
@@ -100,12 +100,16 @@ def run(args: argparse.Namespace) -> int:
     except Stop as e:
         return e.report(command, args.output)
     except KeyboardInterrupt:
-        print(f"{command}: interrupted; a node whose write had begun has the old file or the new one, never a "
-              "part (each write is a rename): `nfd files list` shows what each node has", file=sys.stderr)
-        return EXIT_DECLINED
+        from console.cli_nfd_deploy import interrupted
+
+        return interrupted(command, args.output, "interrupted; a node whose write had begun has the old file or "
+                           "the new one, never a part (each write is a rename): `nfd files list` shows what each "
+                           "node has")
     doc["exit_code"] = code
     if args.output == "json":
         print(json.dumps(doc, indent=1, default=str))
+        if code:  # the one line a failure has on stderr, as with text
+            print(f"{command}: {doc['message']}", file=sys.stderr)
     else:
         print(text)
     return code
@@ -139,8 +143,10 @@ class _Ctx:
         try:
             found = self._call(lambda: discover_nfd(self.api))
         except NfdDiscoveryError as e:
-            raise Stop(EXIT_BACKEND, "error", str(e), "nfd-unreadable",
-                       **({"missing": e.missing} if getattr(e, "missing", None) else {})) from e
+            from console.cli_nfd_status import discovery_failed
+
+            kind, message, extra = discovery_failed(e, self.settings.kubeconfig, self.settings.context)
+            raise Stop(EXIT_BACKEND, "error", message, kind, **extra) from e
         if found is None:
             raise Stop(EXIT_USAGE, "refused", "no node-feature-discovery in this cluster (no nfd-worker DaemonSet in "
                                               "any namespace): nothing reads hooks or feature files; `nfd local` "
@@ -248,8 +254,7 @@ def _list(args: argparse.Namespace) -> tuple[dict[str, Any], str, int]:
     code = EXIT_OK
     if failed:
         code = EXIT_FAILED
-        doc["status"] = "failed"
-        doc["message"] = f"could not list {', '.join(sorted(failed))}"
+        doc |= {"status": "failed", "error": "failed", "message": f"could not list {', '.join(sorted(failed))}"}
         text.append(f"error: could not list {', '.join(sorted(failed))}")
     return doc, "\n".join(text), code
 
@@ -396,6 +401,9 @@ def _plan_text(target: Any, verb: str, name: str, rows: Sequence[Mapping[str, An
 def _push(args: argparse.Namespace) -> tuple[dict[str, Any], str, int]:
     from console.kube.nfdfiles import FileTargetError, check_content, check_name
 
+    if args.file == "-" and not args.name:
+        raise Stop(EXIT_USAGE, "error", "FILE - (standard input) needs --name NAME: the file's name on the nodes",
+                   "usage")
     content = _read_file(args.file)
     name = args.name or os.path.basename(args.file)
     try:
@@ -487,7 +495,10 @@ def _change(args: argparse.Namespace, name: str, content: str | None) -> tuple[d
     msg = (f"{verb} of {name} failed on {', '.join(failed)}" if failed else
            f"{verb} of {name} done on {', '.join(todo)}")
     text.append(msg if not failed else f"error: {msg}")
-    return {**base, "status": status, "message": msg, "nodes": rows, "failed": failed}, "\n".join(text), code
+    error = {"error": "failed" if failed else "not-relabelled"} if code else {}
+    if code == EXIT_NOT_SEEN:
+        msg += f"; not relabelled in time on {', '.join(late)}"
+    return {**base, "status": status, "message": msg, "nodes": rows, "failed": failed, **error}, "\n".join(text), code
 
 
 def _stop_on_conflict(verb: str, name: str, results: Sequence[Any], doc: Mapping[str, Any]) -> None:

@@ -15,12 +15,10 @@ A bad file or flag is a usage error (exit 2, JSON with -o json); no NFD in the c
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from dataclasses import dataclass
 from typing import Any
 
-EXIT_FAILED, EXIT_USAGE = 1, 2
+EXIT_FAILED, EXIT_USAGE, EXIT_BACKEND = 1, 2, 6
 
 _GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
 _GO_FALSE = ("0", "f", "F", "FALSE", "false", "False")
@@ -29,15 +27,14 @@ _GO_FALSE = ("0", "f", "F", "FALSE", "false", "False")
 class FlagStop(Exception):
     """The preview cannot start: exit code, JSON error kind, one-line message."""
 
-    def __init__(self, code: int, kind: str, message: str) -> None:
+    def __init__(self, code: int, kind: str, message: str, **extra: Any) -> None:
         super().__init__(message)
-        self.code, self.kind = code, kind
+        self.code, self.kind, self.extra = code, kind, extra
 
     def report(self, command: str, output: str) -> int:
-        print(f"nfd {command}: {self}", file=sys.stderr)
-        if output == "json":
-            print(json.dumps({"status": "error", "error": self.kind, "message": str(self), "exit_code": self.code}))
-        return self.code
+        from console.exit_codes import print_error
+
+        return print_error(f"nfd {command}", output == "json", self.kind, str(self), self.code, **self.extra)
 
 
 def go_bool(value: str) -> bool:
@@ -102,13 +99,16 @@ def _from_cluster(args: argparse.Namespace) -> Any:
     try:
         api = cli_nfd_deploy._connect(cli_nfd_deploy._settings(args))
     except cli_nfd_deploy.Stop as e:
-        raise FlagStop(e.code, e.kind or "error", str(e)) from None
+        raise FlagStop(e.code, e.kind, str(e), **e.extra) from None
     from console.kube.nfddiscovery import NfdDiscoveryError, discover_nfd  # the kubernetes client: only here
 
     try:
         dep = discover_nfd(api)
-    except NfdDiscoveryError as exc:
-        raise FlagStop(EXIT_USAGE, "forbidden" if getattr(exc, "missing", None) else "discovery", str(exc)) from None
+    except NfdDiscoveryError as exc:  # the cluster could not be read (a 403 names what is missing): exit 6
+        from console.cli_nfd_status import discovery_failed
+
+        kind, message, extra = discovery_failed(exc, getattr(args, "kubeconfig", None), getattr(args, "context", None))
+        raise FlagStop(EXIT_BACKEND, kind, message, **extra) from None
     if dep is None:
         raise FlagStop(EXIT_FAILED, "no-nfd", "no node-feature-discovery found in this cluster (no nfd-master or "
                        "nfd-worker workload in any namespace); previews still work without --from-cluster, with "
@@ -133,8 +133,8 @@ def resolve(args: argparse.Namespace, *, worker_side: bool, deployment: Any = No
         dep = deployment if deployment is not None else _from_cluster(args)
         config, worker = dep.master_config(), dep.worker_config()
         if version is None and dep.version is None:
-            raise FlagStop(EXIT_USAGE, "no-version", f"the NFD version in namespace {dep.namespace} is unknown "
-                           f"({dep.version_source or 'no image tag or annotation'}); give --nfd-version")
+            raise FlagStop(EXIT_USAGE, "nfd-version-unknown", f"the NFD version in namespace {dep.namespace} is "
+                           f"unknown ({dep.version_source or 'no image tag or annotation'}); give --nfd-version")
         config = with_flags(config, {"version": version or dep.version})
         source = f"cluster: NFD {config.version} in {dep.namespace}"
     if args.master_config:

@@ -80,10 +80,14 @@ def run(args: argparse.Namespace) -> int:
     except Stop as e:
         return e.report("nfd publish", args.output)
     except KeyboardInterrupt:
-        print("nfd publish: interrupted", file=sys.stderr)
-        return 5
+        from console.cli_nfd_deploy import interrupted
+
+        return interrupted("nfd publish", args.output, "interrupted: `nfd publish --dry-run` shows what each node's "
+                           "NodeFeature holds now")
     if args.output == "json":
         print(json.dumps(doc, indent=1, default=str))
+        if doc["exit_code"]:  # the one line a failure has on stderr, as with text
+            print(f"nfd publish: {doc['message']}", file=sys.stderr)
     else:
         print(text)
     return int(doc["exit_code"])
@@ -102,20 +106,32 @@ def _nodes(api: Any, args: argparse.Namespace) -> list[str]:
     return names
 
 
-def _content(args: argparse.Namespace, version: Any, nodes: list[str]
+def _elements(features: dict[str, Any]) -> bool:
+    """Whether a NodeFeature spec's features hold any element (attributes, flags, instances)."""
+    return any((f or {}).get("elements") for group in features.values() for f in (group or {}).values())
+
+
+def _from_file(args: argparse.Namespace) -> str | None:
+    """--from-file's text, read before anything is sent or asked of the cluster (a bad file is refused first)."""
+    if not args.from_file:
+        return None
+    if not args.kind:
+        raise Stop(EXIT_USAGE, "error", "--from-file needs --kind hook|feature", "usage")
+    return _read_file(args.from_file)
+
+
+def _content(args: argparse.Namespace, version: Any, nodes: list[str], text: str | None
              ) -> tuple[dict[str, tuple[dict[str, str], dict[str, Any]]], list[str]]:
     """node -> (labels, features) to publish, and warnings. A hook runs once per node with that node's
     NODE_NAME (nfd-worker's DaemonSet sets it from spec.nodeName), here, not on the node."""
     if args.delete:
         return {n: ({}, {}) for n in nodes}, []
-    if args.from_file:
+    if text is not None:
         from pathlib import Path
 
         from console.kube.nodefeatures import local_file_spec
 
-        if not args.kind:
-            raise Stop(EXIT_USAGE, "error", "--from-file needs --kind hook|feature", "usage")
-        content, name = _read_file(args.from_file), Path(args.from_file).name
+        content, name = text, Path(args.from_file).name
         out: dict[str, Any] = {}
         warnings: list[str] = []
         for node in nodes if args.kind == "hook" else nodes[:1]:
@@ -123,8 +139,9 @@ def _content(args: argparse.Namespace, version: Any, nodes: list[str]
                 spec = local_file_spec(args.kind, name, content, version, node_name=node)
             except ValueError as e:
                 raise Stop(EXIT_FAILED, "failed", str(e), "hook-failed") from e
-            if not spec.labels and not spec.features:
-                raise Stop(EXIT_FAILED, "failed", f"{args.from_file} yields no label and no feature", "empty")
+            if not spec.labels and not _elements(spec.features):  # the local source's feature sets are kept empty
+                raise Stop(EXIT_FAILED, "failed", f"{args.from_file} yields no label and no feature",
+                           "nothing-to-publish")
             out[node] = (spec.labels, spec.features)
             warnings.extend(w for w in spec.warnings if w not in warnings)
         return {n: out.get(n, out[nodes[0]]) for n in nodes}, warnings
@@ -144,7 +161,9 @@ def _publish(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from console.guard import Guard
     from console.kube import nodefeatures as NFS
     from console.kube.access import review
+    from console.kube.nfdstore import StoreNotFound
 
+    text = _from_file(args)
     settings = _settings(args)
     guard = Guard.from_settings(settings)
     api = _connect(settings)
@@ -155,13 +174,15 @@ def _publish(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         except NFS.PublishRefused as e:
             raise Stop(EXIT_USAGE, "refused", str(e), e.kind) from e
         nodes = _nodes(api, args)
-    content, warnings = _content(args, nfd.version, nodes)
+    content, warnings = _content(args, nfd.version, nodes, text)
     with _store_errors("reading NodeFeatures", settings):
         try:
             plans = NFS.plan_publish(api, nfd, nodes, namespace=args.namespace, name=args.name, per_node=content,
                                      delete=args.delete)
         except NFS.PublishRefused as e:
             raise Stop(EXIT_USAGE, "refused", str(e), e.kind) from e
+        except StoreNotFound as e:  # a --node that does not exist
+            raise Stop(EXIT_FAILED, "failed", str(e), "no-such-node") from e
     for p in plans:
         p.warnings[:0] = warnings
     preview = NFS.preview_text(plans)
@@ -200,5 +221,6 @@ def _publish(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     done = [f"{p.node}: {p.result}" for p in plans if p.sends and p.result != "failed"]
     lines = "; ".join([*done, *(f"{p.node}: failed ({p.error})" for p in failed)])
     if failed:
-        return report("partial" if done else "failed", f"{lines}; nfd-master relabels the others", EXIT_FAILED)
+        return report("partial" if done else "failed", f"{lines}; nfd-master relabels the others", EXIT_FAILED,
+                      error="failed")
     return report("done", f"{lines}; nfd-master relabels the node(s)")

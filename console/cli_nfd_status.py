@@ -13,7 +13,8 @@ Exit codes:
   3  no NFD in this cluster: no Deployment or DaemonSet runs nfd-master or nfd-worker (JSON "status": "not-found");
      the console's previews still work on local files (`nfd local`, `nfd dryrun`)
   6  the Kubernetes API could not be used (unreachable, TLS, 401, 403), as every headless command says it
-     (console/faults.py); a 403 on the lists names the missing permissions (JSON "error": "forbidden", "missing")
+     (console/faults.py); a 403 on the lists names the missing permissions (JSON "error": "kube-forbidden",
+     "missing")
   2  a bad kubeconfig or config file
 """
 
@@ -23,6 +24,8 @@ import argparse
 import json
 import sys
 from typing import Any
+
+from console.exit_codes import print_error
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_BACKEND = 0, 3, 6
 NOT_FOUND = ("no NFD in this cluster: no Deployment or DaemonSet in any namespace runs nfd-master or nfd-worker. "
@@ -52,10 +55,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         api.close()
     if found is None:
-        print(f"nfd status: {NOT_FOUND}", file=sys.stderr)
-        if args.output == "json":
-            print(json.dumps({"status": "not-found", "message": NOT_FOUND, "exit_code": EXIT_NOT_FOUND}))
-        return EXIT_NOT_FOUND
+        return print_error("nfd status", args.output == "json", "no-nfd", NOT_FOUND, EXIT_NOT_FOUND,
+                           status="not-found")
     if args.output == "json":
         print(json.dumps({"status": "ok", **found.as_dict()}, indent=1, sort_keys=True, default=str))
     else:
@@ -67,22 +68,24 @@ def run(args: argparse.Namespace) -> int:
 
 def _failed(args: argparse.Namespace, e: Exception) -> int:
     """A backend fault (console/faults.py's words when it classifies the cause), exit 6; a 403 names what is missing."""
+    kind, message, extra = discovery_failed(e, getattr(args, "kubeconfig", None) or "",
+                                            getattr(args, "context", None) or "")
+    return print_error("nfd status", args.output == "json", kind, message, EXIT_BACKEND, **extra)
+
+
+def discovery_failed(e: Exception, kubeconfig: str | None, context: str | None) -> tuple[str, str, dict[str, Any]]:
+    """(kind, message, extra) of an NfdDiscoveryError, exit 6 wherever discovery runs (`nfd status`, `nfd files`,
+    `--from-cluster`): a 403 on the lists is `kube-forbidden` naming the permissions (`missing`); a fault of the
+    call discovery was making is console/faults.py's kind and words."""
     from console import faults
 
     missing = list(getattr(e, "missing", ()) or ())
-    fault = None if missing else faults.classify(e, faults.Where(getattr(args, "kubeconfig", None) or "",
-                                                                 getattr(args, "context", None) or ""))
-    if missing or fault is None:
-        kind, message = ("forbidden" if missing else "failed"), str(e)
-    else:  # faults.py's words (what failed, why, what to check) after the call discovery was making
-        kind, message = fault.kind, f"cannot find NFD ({getattr(e, 'what', '') or 'discovery'}): {fault.message}"
-    print(f"nfd status: {message}", file=sys.stderr)
-    if args.output == "json":
-        doc: dict[str, Any] = {"status": "error", "error": kind, "message": message, "exit_code": EXIT_BACKEND}
-        if missing:
-            doc["missing"] = missing
-        print(json.dumps(doc))
-    return EXIT_BACKEND
+    if missing:
+        return "kube-forbidden", str(e), {"missing": missing}
+    fault = faults.classify(e, faults.Where(kubeconfig or "", context or ""))
+    if fault is None:
+        return "kube-unreachable", f"cannot find NFD: {faults.describe(e)}", {}
+    return fault.kind, f"cannot find NFD ({getattr(e, 'what', '') or 'discovery'}): {fault.message}", {}
 
 
 def describe(d: Any) -> list[str]:

@@ -68,10 +68,9 @@ def add_parser(sub: Any) -> None:
 
 
 def _error(args: argparse.Namespace, kind: str, message: str, code: int = EXIT_USAGE) -> int:
-    print(f"console plan: {message}", file=sys.stderr)
-    if args.output == "json":
-        print(json.dumps({"status": "error", "error": kind, "message": message, "exit_code": code}))
-    return code
+    from console.exit_codes import print_error
+
+    return print_error("console plan", args.output == "json", kind, message, code)
 
 
 def parse_pin(text: str) -> tuple[str, str | tuple[int, int]]:
@@ -166,11 +165,22 @@ def run(args: argparse.Namespace) -> int:
             return int(fleet.apply(args, inp, plan))
     finally:
         api.close()
+    code = EXIT_UNPLACED if plan.unplaceable else EXIT_OK
     if args.output == "json":
-        print(json.dumps(plan.to_json(), indent=1))
+        verdict: dict[str, Any] = {"status": "planned", "exit_code": code}
+        if plan.unplaceable:
+            verdict |= {"status": "partial", "error": "unplaceable", "message": unplaced_message(plan)}
+            print(f"console plan: {verdict['message']}", file=sys.stderr)  # the one line a failure has
+        print(json.dumps(verdict | plan.to_json(), indent=1))
     else:
         print("\n".join(render(inp, plan)))
-    return EXIT_UNPLACED if plan.unplaceable else EXIT_OK
+    return code
+
+
+def unplaced_message(plan: Any) -> str:
+    """One line for the pods no plan can place (the table lists each with its reason)."""
+    n = len(plan.unplaceable)
+    return f"{n} pod{'s' if n != 1 else ''} no plan can place: " + ", ".join(u.pod for u in plan.unplaceable)
 
 
 # -- the table ----------------------------------------------------------------------------------------------------

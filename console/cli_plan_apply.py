@@ -38,7 +38,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from console.guard import GuardRefusal
-from console.runbook.engine import EXIT_ATTENTION, EXIT_DECLINED, EXIT_DONE, EXIT_USAGE, EXIT_VERIFY
+from console.runbook.engine import EXIT_ATTENTION, EXIT_DONE, EXIT_USAGE, EXIT_VERIFY
 from console.runbook.fleet_preview import render_preview
 from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
 
@@ -69,11 +69,16 @@ def _out(args: argparse.Namespace, doc: dict[str, Any], text: str) -> None:
         stdout_closed()
 
 
-def _refused(args: argparse.Namespace, message: str, code: int = EXIT_USAGE, **details: Any) -> int:
-    _err(message)
-    if _json(args):
-        _out(args, {"status": "refused", "message": message, "exit_code": code, **details}, "")
-    return code
+def _refused(args: argparse.Namespace, message: str, kind: str, code: int = EXIT_USAGE, /, **details: Any) -> int:
+    from console.cli_refusal import refused
+
+    return refused("plan", args, message, kind, code, **details)
+
+
+def _declined(args: argparse.Namespace, message: str) -> int:
+    from console.cli_refusal import declined
+
+    return declined("plan", args, message)
 
 
 def apply(args: argparse.Namespace, inp: PlanInput, plan: Plan) -> int:
@@ -81,12 +86,12 @@ def apply(args: argparse.Namespace, inp: PlanInput, plan: Plan) -> int:
     try:
         return _apply(args, inp, plan)
     except KeyboardInterrupt:  # Ctrl-C while previewing or at the prompt (the run itself stops via StopFlag)
-        _err("interrupted before anything was changed")
-        return EXIT_DECLINED
+        return _declined(args, "interrupted before anything was changed")
 
 
 def _apply(args: argparse.Namespace, inp: PlanInput, plan: Plan) -> int:
     from console.config import load as load_settings
+    from console.exit_codes import kind_of, result_kind
     from console.faults import is_fault
     from console.runbook.fleet import Fleet, FleetError, NothingToDo
     from console.runbook.session import Session, SessionError
@@ -99,11 +104,11 @@ def _apply(args: argparse.Namespace, inp: PlanInput, plan: Plan) -> int:
     except SessionError as e:
         if is_fault(e):
             raise
-        return _refused(args, str(e))
+        return _refused(args, str(e), kind_of(e), **e.details)
     try:  # read-only refuses before anything is read for the run, journaled or asked
         session.guard.check("plan --apply (the fleet runbook)")
     except GuardRefusal as e:
-        return _refused(args, str(e), error=e.kind)
+        return _refused(args, str(e), e.kind)
     max_unavailable = getattr(args, "max_unavailable", None)
     if max_unavailable is None:
         max_unavailable = getattr(getattr(settings, "plan", None), "max_unavailable", 1) or 1
@@ -116,29 +121,29 @@ def _apply(args: argparse.Namespace, inp: PlanInput, plan: Plan) -> int:
     except NothingToDo as e:
         code = EXIT_VERIFY if plan.unplaceable else EXIT_DONE
         msg = f"{e}" + (f"; {len(plan.unplaceable)} pods no plan can place" if plan.unplaceable else "")
-        _out(args, {"status": "nothing-to-do", "message": msg, "exit_code": code, "plan": plan.to_json()}, msg)
+        error = {"error": "unplaceable"} if plan.unplaceable else {}
+        _out(args, {"status": "nothing-to-do", **error, "message": msg, "exit_code": code, "plan": plan.to_json()},
+             msg)
         return code
     except FleetError as e:
-        return _refused(args, f"{e}; nothing was changed", **e.details)
+        return _refused(args, f"{e}; nothing was changed", kind_of(e, "plan-refused"), **e.details)
     except SessionError as e:
         if is_fault(e):
             raise
-        return _refused(args, str(e), **e.details)
+        return _refused(args, str(e), kind_of(e), **e.details)
     print(render_preview(fleet, preview), file=sys.stderr, flush=True)
     if not getattr(args, "yes", False):
         if not sys.stdin.isatty():
-            _err("refusing to change anything without --yes when stdin is not a terminal")
-            return EXIT_DECLINED
+            return _declined(args, "refusing to change anything without --yes when stdin is not a terminal")
         todo = [e["node"] for e, p in preview if p is not None]
         if input(f"Scale up {len(todo)} nodes ({', '.join(todo)})? Type apply to go on: ").strip() != "apply":
-            _err("not confirmed; nothing changed")
-            return EXIT_DECLINED
+            return _declined(args, "not confirmed; nothing changed")
     stop = StopFlag()
     try:
         with stop_on_signals(stop):
             result = fleet.run(on_event=progress, stop=stop)
     except FleetError as e:
-        return _refused(args, str(e), **e.details)
+        return _refused(args, str(e), kind_of(e), **e.details)
     except Interrupted:  # a second signal: stopped at once; the journals are whole (atomic rewrites)
         return _interrupted(args, fleet.fleet_id, "at once (second signal)")
     if result.status == "interrupted":
@@ -147,8 +152,8 @@ def _apply(args: argparse.Namespace, inp: PlanInput, plan: Plan) -> int:
            "message": result.message, "journal": result.journal_path, "resumed": fleet.resuming,
            "this_run": result.this_run, "elapsed_s": round(result.elapsed, 3), "nodes": result.nodes,
            "verify": result.verify, "plan": fleet.plan_doc}
-    if result.refusal:
-        doc["error"] = result.refusal
+    if result.exit_code:
+        doc["error"] = result_kind(result.status, result.refusal)
     _out(args, doc, render_result(result))
     if result.exit_code:
         _err(f"{result.status}: {result.message}")
@@ -159,8 +164,8 @@ def _interrupted(args: argparse.Namespace, fleet_id: str, message: str) -> int:
     resume = f"python -m console plan --apply --resume {fleet_id}"
     line = message if resume in message else f"{message}; resume with: {resume}"
     if _json(args):
-        _out(args, {"fleet_id": fleet_id, "status": "interrupted", "exit_code": EXIT_ATTENTION, "message": line,
-                    "resume": resume}, "")
+        _out(args, {"fleet_id": fleet_id, "status": "interrupted", "error": "interrupted", "exit_code": EXIT_ATTENTION,
+                    "message": line, "resume": resume}, "")
     _err(line)
     return EXIT_ATTENTION
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from console.cli_runout import cordon_note, plan_refused
+from console.exit_codes import kind_of, result_kind
 from console.faults import is_fault
 from console.guard import GuardRefusal
-from console.runbook.engine import EXIT_USAGE
 from console.runbook.interrupt import Interrupted, StopFlag, stop_on_signals
 
 
@@ -43,6 +43,11 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
     def err(msg: str) -> None:
         print(f"scale-up: {msg}", file=sys.stderr)
 
+    from console.cli_refusal import refused as refuse
+
+    def refused(args: argparse.Namespace, message: str, kind: str, /, **details: Any) -> int:
+        return refuse("scale-up", args, message, kind, **details)
+
     try:
         plan, journal = plan_revert(session, args.node, resume=args.resume, node_timeout=args.node_timeout,
                                     resize_timeout=args.resize_timeout, dry_run=bool(args.dry_run))
@@ -66,10 +71,7 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
     except GuardRefusal as e:
         return refusal(args, e)
     except SessionError as e:  # another run holds the node (its Lease)
-        err(str(e))
-        if args.output == "json":
-            out(args, {"status": "refused", "message": str(e), "exit_code": EXIT_USAGE, **e.details}, "")
-        return EXIT_USAGE
+        return refused(args, str(e), kind_of(e), **e.details)
     except Interrupted:
         return interrupted(args, plan.node, "")
     cordoned = cordon_note(result)
@@ -78,8 +80,8 @@ def run(args: argparse.Namespace, session: Any, *, out: Callable[[argparse.Names
     doc = {"run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,
            "message": result.message, "journal": result.journal_path, "elapsed_s": round(result.elapsed, 3),
            "plan": plan.to_dict(), "steps": result.steps, "cordoned": cordoned}
-    if result.refusal:
-        doc["error"] = result.refusal
+    if result.exit_code:
+        doc["error"] = result_kind(result.status, result.refusal)
     out(args, doc, f"{result.status}: {result.message or 'resize reverted'} (run {result.run_id})")
     if result.exit_code:
         err(f"{result.status}: {result.message}")

@@ -6,36 +6,27 @@ Shared by console/cli_scaleup.py and console/cli_revert.py (neither imports the 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
-
-from console.cli import stdout_closed
-from console.runbook.engine import EXIT_USAGE
 
 EXIT_NOT_FOUND = 3  # README "Exit codes": not found, as `get node NAME` (console/cli_get.py)
 
 
 def plan_refused(args: argparse.Namespace, e: Exception) -> int:
-    """A plan refused before any change (PlanRefused, SessionError): one line on stderr, with -o json its object.
-    A node the cluster does not have is "not found" (exit 3, `"error": "not-found"`, as `get node NAME`); anything
-    else exit 2 (`"status": "refused"` and what the refusal details, e.g. the Lease's holder)."""
+    """A plan refused before any change (PlanRefused, SessionError): one line on stderr, with -o json the error
+    object (console/exit_codes.py). A node the cluster does not have is `not-found` (exit 3, as `get node NAME`); a
+    refusal of the session says its kind (held, journal, run-differs, forbidden: its details); a drain says which
+    pods block it; anything else is `plan-refused` (exit 2)."""
+    from console.cli_refusal import refused
+    from console.exit_codes import kind_of
     from console.runbook.scaleup import DrainRefused, NoSuchNode
 
-    print(f"scale-up: {e}", file=sys.stderr)
-    code = EXIT_NOT_FOUND if isinstance(e, NoSuchNode) else EXIT_USAGE
-    if args.output == "json":
-        if isinstance(e, NoSuchNode):
-            doc: dict[str, Any] = {"status": "error", "error": "not-found", "message": str(e), "exit_code": code}
-        else:
-            doc = {"status": "refused", "message": str(e), "exit_code": code, **getattr(e, "details", {})}
-        if isinstance(e, DrainRefused):
-            doc["blocking"] = [i.to_dict() for i in e.blocking]
-        try:
-            print(json.dumps(doc), flush=True)
-        except BrokenPipeError:  # `-o json | head -c1`: the exit code still says what happened
-            stdout_closed()
-    return code
+    if isinstance(e, NoSuchNode):
+        return refused("scale-up", args, str(e), "not-found", EXIT_NOT_FOUND, status="error")
+    details: dict[str, Any] = dict(getattr(e, "details", {}) or {})
+    if isinstance(e, DrainRefused):
+        details["blocking"] = [i.to_dict() for i in e.blocking]
+    return refused("scale-up", args, str(e), kind_of(e, "plan-refused"), **details)
 
 
 def cordon_note(result: Any) -> dict[str, Any] | None:

@@ -40,8 +40,10 @@ import json
 import sys
 from typing import Any
 
+from console import cli_refusal
 from console.cli import stdout_closed
 from console.cli_runout import cordon_note, plan_refused
+from console.exit_codes import kind_of, print_error, result_kind
 from console.faults import is_fault
 from console.guard import GuardRefusal
 from console.runbook.engine import EXIT_ATTENTION, EXIT_DECLINED, EXIT_USAGE
@@ -113,8 +115,9 @@ def interrupted(args: argparse.Namespace, node: str, run_id: str, stopped_at: st
     line = (f"interrupted {stopped_at}; the node is {held_state(doc)}; resume with: "
             f"{resume_command(node, run_id)}")
     if args.output == "json":
-        _out(args, {"run_id": run_id, "status": "interrupted", "exit_code": EXIT_ATTENTION, "message": line,
-                    "resume": resume_command(node, run_id), "steps": doc.get("steps", []), "cordoned": cordoned}, "")
+        _out(args, {"run_id": run_id, "status": "interrupted", "error": "interrupted", "exit_code": EXIT_ATTENTION,
+                    "message": line, "resume": resume_command(node, run_id), "steps": doc.get("steps", []),
+                    "cordoned": cordoned}, "")
     print(f"scale-up: {line}", file=sys.stderr, flush=True)
     return EXIT_ATTENTION
 
@@ -136,13 +139,19 @@ def preview_and_confirm(args: argparse.Namespace, journal: Any, plan_doc: dict[s
     print(text, file=sys.stderr)
     if not args.yes:
         if not sys.stdin.isatty():
-            print("scale-up: refusing to change anything without --yes when stdin is not a terminal", file=sys.stderr)
-            return EXIT_DECLINED
+            return declined(args, "refusing to change anything without --yes when stdin is not a terminal")
         ask = f"{question} Type the node name to go on: "
         if input(f"warning: {warning}\n{ask}" if warning else ask).strip() != node:
-            print("scale-up: not confirmed; nothing changed", file=sys.stderr)
-            return EXIT_DECLINED
+            return declined(args, "not confirmed; nothing changed")
     return None
+
+
+def declined(args: argparse.Namespace, message: str) -> int:
+    return cli_refusal.declined("scale-up", args, message)
+
+
+def refused(args: argparse.Namespace, message: str, kind: str, /, **details: Any) -> int:
+    return cli_refusal.refused("scale-up", args, message, kind, **details)
 
 
 def dry_run_refusal(args: argparse.Namespace, session: Any, action: str) -> dict[str, Any]:
@@ -160,10 +169,7 @@ def dry_run_refusal(args: argparse.Namespace, session: Any, action: str) -> dict
 
 def refusal(args: argparse.Namespace, e: Any) -> int:
     """A Guard refusal (read-only, audit log unwritable) before anything was changed: one line, exit 2."""
-    print(f"scale-up: {e}", file=sys.stderr)
-    if args.output == "json":
-        _out(args, {"status": "refused", "error": e.kind, "message": str(e), "exit_code": EXIT_USAGE}, "")
-    return EXIT_USAGE
+    return refused(args, str(e), e.kind)
 
 
 def guard_refusal(args: argparse.Namespace, session: Any, what: str) -> int | None:
@@ -195,8 +201,7 @@ def _revert(args: argparse.Namespace, err: Any) -> int:
     except SessionError as e:
         if is_fault(e):
             raise  # cli.main: one line, the fault's exit code and JSON
-        err(str(e))
-        return EXIT_USAGE
+        return refused(args, str(e), kind_of(e), **e.details)
     return cli_revert.run(args, session, out=_out, progress=_progress, interrupted=interrupted,
                           confirm=preview_and_confirm, refusal=refusal)
 
@@ -205,8 +210,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except KeyboardInterrupt:  # Ctrl-C while planning or at the prompt (the run itself stops via StopFlag)
-        print("scale-up: interrupted before anything was changed", file=sys.stderr)
-        return EXIT_DECLINED
+        return print_error("scale-up", args.output == "json", "interrupted", "interrupted before anything was "
+                           "changed", EXIT_DECLINED, status="interrupted")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -224,8 +229,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.revert or (args.resume or "").startswith("revert-"):
         return _revert(args, err)
     if not args.resume and not args.flavor and not (args.vcpus and args.memory):
-        err("give --flavor NAME, or --vcpus N and --memory SIZE")
-        return EXIT_USAGE
+        return print_error("scale-up", args.output == "json", "usage", "give --flavor NAME, or --vcpus N and "
+                           "--memory SIZE", EXIT_USAGE)
     try:
         # a ConfigError goes up to cli.main (exit 2, bad-config)
         settings = load_settings({"kubeconfig": args.kubeconfig, "context": args.context,
@@ -255,8 +260,8 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     from console.runbook.nova_drift import nova_regeneration_warning
 
-    if not args.dry_run and (refused := guard_refusal(args, session, f"scale-up of {plan.node.name}")) is not None:
-        return refused
+    if not args.dry_run and (said := guard_refusal(args, session, f"scale-up of {plan.node.name}")) is not None:
+        return said
     stop_here = preview_and_confirm(args, journal, plan.to_dict(), render_plan(plan), plan.node.name,
                                     f"Scale {plan.node.name} ({plan.vm.name}) to {plan.target}?",
                                     warning=nova_regeneration_warning(plan),
@@ -273,10 +278,7 @@ def _run(args: argparse.Namespace) -> int:
     except GuardRefusal as e:
         return refusal(args, e)
     except SessionError as e:
-        err(str(e))
-        if args.output == "json":
-            print(json.dumps({"status": "refused", "message": str(e), "exit_code": EXIT_USAGE, **e.details}))
-        return EXIT_USAGE
+        return refused(args, str(e), kind_of(e), **e.details)
     except Interrupted:  # a second signal: stopped at once; the journal is whole (atomic rewrites)
         return interrupted(args, plan.node.name, "")
     cordoned = cordon_note(result)
@@ -286,8 +288,8 @@ def _run(args: argparse.Namespace) -> int:
            "message": result.message, "journal": result.journal_path, "elapsed_s": round(result.elapsed, 3),
            "infra_wait_s": round(result.infra_wait, 3), "overhead_s": round(result.overhead, 3),
            "plan": plan.to_dict(), "steps": result.steps, "cordoned": cordoned}
-    if result.refusal:
-        doc["error"] = result.refusal
+    if result.exit_code:
+        doc["error"] = result_kind(result.status, result.refusal)
     text = f"{result.status}: {result.message or 'scale-up done'} (run {result.run_id})"
     _out(args, doc, text)
     if result.exit_code:

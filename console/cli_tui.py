@@ -35,7 +35,7 @@ def run_tui(args: argparse.Namespace) -> int:
     if args.lab:
         from console.labdeps import refuse_without_lab
 
-        if (refused := refuse_without_lab()) is not None:
+        if (refused := refuse_without_lab()) is not None:  # the TUI prints no JSON: one line
             return refused
         from console.lab import scenarios
         from console.lab.world import Lab, LabError

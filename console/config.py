@@ -229,9 +229,10 @@ def _current_context_of(path: Path) -> str | None:
     from yaml.nodes import MappingNode, ScalarNode
 
     from console.config_schema import too_deep
+    from console.userfile import open_regular
 
     try:
-        with path.open("rb") as f:
+        with open_regular(path) as f:  # a FIFO is skipped here, never waited on (the kubeconfig load refuses it)
             data = f.read(KUBECONFIG_MAX_BYTES + 1)
         text = data.decode("utf-8")
         if len(data) > KUBECONFIG_MAX_BYTES or too_deep(text, 64):

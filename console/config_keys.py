@@ -51,20 +51,36 @@ def _default(name: str, defaults: dict[str, Any]) -> str:
     return f"`{value}`"
 
 
-def keys_markdown() -> str:
-    """The keys section's text: one row per key of config.yaml, in the schema's order."""
+def _cells() -> list[tuple[str, str, str, str]]:
+    """(key, value, default, meaning) of each key of config.yaml, in the schema's order, as Markdown cells."""
     defaults = {f.name: getattr(config.Settings(), f.name) for f in dataclasses.fields(config.Settings)}
-    per_context = set(config_schema.ContextSettings.model_fields)
-    top_only = [k for k in config_schema.FileSettings.model_fields if k not in per_context]
-    rows = ["| key | value | default | meaning |", "|---|---|---|---|"]
+    out = []
     for name, field in config_schema.FileSettings.model_fields.items():
         meaning = (field.description or "").replace("|", "\\|")
-        rows.append(f"| `{name}` | {_value(field.annotation)} | {_default(name, defaults)} | {meaning} |")
+        out.append((f"`{name}`", _value(field.annotation), _default(name, defaults), meaning))
         if name == "plan":  # its keys, one row each
             plan = {f.name: getattr(config.PlanSettings(), f.name) for f in dataclasses.fields(config.PlanSettings)}
             for key, sub in config_schema.PlanKeys.model_fields.items():
                 text = (sub.description or "").replace("|", "\\|")
-                rows.append(f"| `plan.{key}` | {_value(sub.annotation)} | {_default(key, plan)} | {text} |")
+                out.append((f"`plan.{key}`", _value(sub.annotation), _default(key, plan), text))
+    return out
+
+
+def keys_rows() -> list[dict[str, str | None]]:
+    """The keys as `config keys -o json` gives them: the table's cells as plain text (no default: null)."""
+    def plain(cell: str) -> str:
+        return cell.replace("\\|", "|").replace("`", "")
+
+    return [{"key": plain(k), "value": plain(v), "default": None if d == "–" else plain(d), "meaning": plain(m)}
+            for k, v, d, m in _cells()]
+
+
+def keys_markdown() -> str:
+    """The keys section's text: one row per key of config.yaml, in the schema's order."""
+    per_context = set(config_schema.ContextSettings.model_fields)
+    top_only = [k for k in config_schema.FileSettings.model_fields if k not in per_context]
+    rows = ["| key | value | default | meaning |", "|---|---|---|---|"]
+    rows += [f"| {k} | {v} | {d} | {m} |" for k, v, d, m in _cells()]
     tail = (f"Every key but {', '.join(f'`{k}`' for k in top_only)} can be set per context under "
             "`contexts: {NAME: {...}}`; every key but `contexts` also as the environment variable "
             "`CONSOLE_<KEY>` (upper case, e.g. `CONSOLE_READ_ONLY=true`; lists as `a,b`, node_debug_tolerations, "

@@ -204,8 +204,10 @@ SETTING_NAMES = tuple(FileSettings.model_fields)
 def read_yaml(path: Path, max_bytes: int = MAX_BYTES) -> tuple[Any, Node | None]:
     """The file's data and its node tree (for line numbers); (None, None) when there is no file.
     Every problem is a ConfigError naming the file (and the line where there is one)."""
+    from console.userfile import open_regular
+
     try:
-        with path.open("rb") as f:
+        with open_regular(path) as f:  # a FIFO or a device is refused, never waited on
             data = f.read(max_bytes + 1)
     except FileNotFoundError:
         return None, None

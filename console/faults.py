@@ -24,12 +24,26 @@ from typing import Any
 EXIT_BACKEND = 6
 EXIT_BAD_FILE = 2
 
-_SECRET_RE = re.compile(r"(Bearer\s+|token[=:]\s*|password[=:]\s*|X-Auth-Token['\"]?[=:]\s*['\"]?)[^\s'\",}]+",
-                        re.IGNORECASE)
+# A secret's key and its value: `Bearer VALUE`, `token=VALUE`, `"password": "VALUE"`, `X-Auth-Token: VALUE`. After
+# `KEY: ` unquoted the next word may be the console's own prose ("its token: run it by hand"): `_secret` keeps a
+# short lowercase word that more words follow, and redacts anything else (digits, dots, capitals: a token's shape)
+_SECRET_RE = re.compile(
+    r"(?P<key>\b(?:Bearer|Basic)\s+"
+    r"|\b[\w-]*(?:token|password|passwd|secret)(?P<q1>['\"]?)\s*(?P<sep>[=:])\s*(?P<q2>['\"]?))"
+    r"(?P<value>[^\s'\",}]+)(?P<more>(?=\s+[A-Za-z]))?",
+    re.IGNORECASE)
+_WORD = re.compile(r"[a-z]{1,20}")
+
+
+def _secret(m: re.Match[str]) -> str:
+    prose = (m.group("sep") == ":" and not m.group("q1") and not m.group("q2") and m.group("more") is not None
+             and _WORD.fullmatch(m.group("value")))
+    return m.group(0) if prose else m.group("key") + "***"
 
 
 def redact(text: str) -> str:
-    return _SECRET_RE.sub(r"\1***", text)
+    """`text` with the values of tokens and passwords as `***` (server bodies, library texts, messages)."""
+    return _SECRET_RE.sub(_secret, text)
 
 
 @dataclass(frozen=True)
@@ -110,6 +124,35 @@ def classify(exc: BaseException, where: Where | None = None) -> Fault | None:
                 fault = replace(fault, what=f"libvirt at {uri.group(0)}") if uri else fault
             return fault
     return None
+
+
+def describe(exc: BaseException) -> str:
+    """One line saying what failed, in words, for an error that need not be a classified fault (a step's, a
+    worker's, a write's): the fault's message when it is one; an HTTP answer as `the server answered HTTP 503
+    Service Unavailable` (and its Status message); a request urllib3 gave up on, with its URL and why; a file or
+    socket error by its own words and file; the console's own errors by their message (they are worded);
+    anything else by its text as an unexpected error. Never a bare exception class name. Redacted."""
+    fault = classify(exc)
+    if fault is not None:
+        return fault.message
+    status, reason = getattr(exc, "status", None), getattr(exc, "reason", None)
+    if isinstance(status, int) and isinstance(reason, str) and reason:  # kubernetes' ApiException and alike
+        said = status_message(exc)
+        return redact(f"the server answered HTTP {status} {reason}" + (f": {said}" if said else ""))
+    if isinstance(exc, loaded("urllib3.exceptions:MaxRetryError")):
+        return redact(f"the request for {getattr(exc, 'url', '') or 'the API'} failed after retries: "
+                      f"{_first_line(getattr(exc, 'reason', None)) or 'no answer'}")
+    if isinstance(exc, OSError) and exc.strerror:
+        return redact(exc.strerror + (f": {exc.filename}" if exc.filename else ""))
+    text = _first_line(exc)
+    if isinstance(exc, OSError) or type(exc).__module__.split(".")[0] == "console":
+        return redact(text or "failed, without a message")
+    return redact(f"unexpected error: {text}" if text else "unexpected error, without a message")
+
+
+def _first_line(value: object) -> str:
+    text = str(value or "").strip()
+    return text.splitlines()[0][:300] if text else ""
 
 
 def is_fault(exc: BaseException) -> bool:
@@ -314,8 +357,10 @@ def _clouds_yaml_problem() -> str:
     try:
         import yaml
 
-        with open(path, encoding="utf-8") as f:
-            yaml.safe_load(f.read(1 << 20))
+        from console.userfile import open_regular
+
+        with open_regular(path) as f:
+            yaml.safe_load(f.read(1 << 20).decode("utf-8"))
     except OSError as e:
         return f" ({path}: {e.strerror})"
     except (ValueError, yaml.YAMLError) as e:

@@ -7,7 +7,6 @@ for them first and say what to install (exit 2) instead of failing on an import 
 from __future__ import annotations
 
 import importlib.util
-import sys
 
 # import names of pyproject.toml's `lab` extra (tests/unit/test_packaging.py keeps the two equal)
 LAB_MODULES = ("aiohttp", "asyncssh", "mfusepy", "psutil", "cryptography")
@@ -27,10 +26,13 @@ def missing() -> list[str]:
     return out
 
 
-def refuse_without_lab(prog: str = "console") -> int | None:
-    """Exit code 2 and one line on stderr when the lab extra is not installed; None when it is."""
+def refuse_without_lab(prog: str = "console", *, as_json: bool = False) -> int | None:
+    """Exit code 2 and one line on stderr (with -o json, the `lab-not-installed` error object on stdout) when the
+    lab extra is not installed; None when it is."""
+    from console.exit_codes import USAGE, print_error
+
     absent = missing()
     if not absent:
         return None
-    print(f"{prog}: the embedded lab needs: {INSTALL_HINT} (missing: {', '.join(absent)})", file=sys.stderr)
-    return 2
+    return print_error(prog, as_json, "lab-not-installed",
+                       f"the embedded lab needs: {INSTALL_HINT} (missing: {', '.join(absent)})", USAGE)

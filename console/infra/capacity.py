@@ -96,10 +96,12 @@ def _sdk_errors() -> tuple[type[BaseException], ...]:
 
 
 def _why(e: BaseException) -> str:
+    from console.faults import describe
+
     if "not present in the service catalog" in str(e) or "EndpointNotFound" in type(e).__name__:
         return "no endpoint in the service catalog"
     status = getattr(e, "status_code", None) or getattr(e, "http_status", None)
-    text = str(getattr(e, "details", None) or e).strip().splitlines()[0][:160] if str(e) else type(e).__name__
+    text = str(getattr(e, "details", None) or e).strip().splitlines()[0][:160] if str(e) else describe(e)
     return f"{status} {text}" if status and str(status) not in text else text
 
 

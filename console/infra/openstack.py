@@ -27,11 +27,11 @@ ENVVARS_CLOUD = "envvars"  # openstacksdk's cloud made of OS_* variables (openst
 
 def _why(e: BaseException) -> str:
     """console/faults.py's reason and hint (a wrong password is not "unreachable"), else the library's text."""
-    from console.faults import classify
+    from console.faults import classify, describe
 
     fault = classify(e)
     if fault is None:
-        return f"{type(e).__name__}: {e}"
+        return describe(e)
     if fault.kind.endswith("-unreachable"):  # mid-run: the step's message says which API went away
         return f"OpenStack API unreachable: {fault.message}"
     return f"{fault.why} — {fault.check}"
@@ -88,6 +88,30 @@ def where(cloud: str | None) -> str:
     return f"cloud {cloud or os.environ.get('OS_CLOUD') or '(default)'}"
 
 
+def check_config_files() -> None:
+    """A FaultError (bad-clouds-yaml, exit 2) naming the file when the clouds.yaml or secure.yaml openstacksdk
+    would read is not a regular file: its loader opens the first of each list that exists (openstack/config/
+    loader.py OpenStackConfig._load_yaml_json_file, OS_CLIENT_CONFIG_FILE / OS_CLIENT_SECURE_FILE first) and would
+    wait on a FIFO for ever."""
+    from openstack.config import loader
+
+    from console.faults import EXIT_BAD_FILE, Fault, FaultError
+    from console.userfile import check_regular
+
+    for override, files in (("OS_CLIENT_CONFIG_FILE", loader.CONFIG_FILES),
+                            ("OS_CLIENT_SECURE_FILE", loader.SECURE_FILES), ("", loader.VENDOR_FILES)):
+        first = next((p for p in [os.environ.get(override, "") if override else "", *files]
+                      if p and os.path.exists(p)), None)
+        if first is None:
+            continue
+        try:
+            check_regular(first)
+        except OSError as e:
+            hint = f"point {override} at the file itself" if override else "move it aside"
+            raise FaultError(Fault("bad-clouds-yaml", "clouds.yaml", f"{first}: {e.strerror}", hint,
+                                   EXIT_BAD_FILE)) from e
+
+
 class OpenStackBackend:
     kind = "openstack"
 
@@ -100,6 +124,7 @@ class OpenStackBackend:
         if self._conn is None:
             import openstack
 
+            check_config_files()  # a FaultError: cli.main's bad-clouds-yaml, exit 2
             try:
                 conn = openstack.connect(cloud=self.cloud) if self.cloud else openstack.connect()
                 conn.compute  # noqa: B018 — authenticates and discovers Nova: a wrong password fails here

@@ -153,7 +153,10 @@ def reason_of(error: BaseException) -> str:
             return said
     if isinstance(error, socket.timeout | TimeoutError):
         return "timed out"
-    return str(getattr(error, "reason", "") or error).splitlines()[0][:160] or type(error).__name__
+    from console.faults import describe
+
+    text = str(getattr(error, "reason", "") or error).strip()
+    return text.splitlines()[0][:160] if text else describe(error)[:160]
 
 
 def _api_reason(error: BaseException, status: int) -> str:

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from console.kube.execauth import EXEC_PLUGIN_TIMEOUT_S
-from console.kube.kubeconfig import KubeConfigError, candidate_files, load, not_a_kubeconfig, shape_errors
+from console.kube.kubeconfig import (
+    KubeConfigError,
+    candidate_files,
+    check_named_files,
+    load,
+    not_a_kubeconfig,
+    shape_errors,
+)
 
 __all__ = ["KubeConfigError", "KubeTarget", "connect", "connect_for", "contexts", "default_kubeconfig",
            "require_context"]
@@ -125,8 +132,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *,
     configuration = type.__call__(Configuration)
     if merged is None:
         if not _in_cluster_env():
-            raise KubeConfigError(f"no kubeconfig at {default_kubeconfig()}. Set KUBECONFIG, pass --kubeconfig, "
-                                  "or try the lab: python -m console --lab")
+            raise KubeConfigError(f"no kubeconfig at {default_kubeconfig()}. Set KUBECONFIG or pass --kubeconfig.")
         credentials = _in_cluster(configuration)
         target = KubeTarget("", "", configuration.host, (), "serviceaccount")
     else:
@@ -135,6 +141,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *,
             raise KubeConfigError(f"kubeconfig {merged.display} sets no current-context: pass --context "
                                   f"(one of: {', '.join(merged.context_names()) or 'none'})")
         _require_context(merged, name)
+        check_named_files(merged, name)  # before the client opens them: a FIFO there would block it for ever
         credentials = _from_kubeconfig(merged, name, configuration, exec_timeout)
         target = KubeTarget(kubeconfig or "", name, configuration.host, merged.files, credentials.user)
     client = _api_client_class()(configuration=configuration)

@@ -34,7 +34,7 @@ def shape_errors() -> tuple[type[BaseException], ...]:
 
 
 def not_a_kubeconfig(path: str, e: BaseException) -> KubeConfigError:
-    why = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
+    why = str(e).splitlines()[0][:160] if str(e) else "it cannot be parsed"
     return KubeConfigError(f"{path} is not a kubeconfig ({why}); expected a Config with clusters, users and "
                            "contexts. Set KUBECONFIG or pass --kubeconfig.")
 
@@ -76,8 +76,7 @@ def load(explicit: str | None = None, env: Mapping[str, str] | None = None) -> M
 
     paths = candidate_files(explicit, env)
     if explicit and not Path(explicit).exists():
-        raise KubeConfigError(f"no kubeconfig at {explicit}. Set KUBECONFIG, pass --kubeconfig, or try the lab: "
-                              "python -m console --lab")
+        raise KubeConfigError(f"no kubeconfig at {explicit}. Set KUBECONFIG or pass --kubeconfig.")
     files: list[str] = []
     merged: dict[str, Any] = {s: [] for s in SECTIONS}
     current = ""
@@ -106,6 +105,32 @@ _FILE_KEYS = {"clusters": ("cluster", ("certificate-authority",)),
               "users": ("user", ("client-certificate", "client-key", "tokenFile"))}
 
 
+def check_named_files(merged: Merged, context: str) -> None:
+    """KubeConfigError naming the key and the path when a file the context's cluster or user names
+    (certificate-authority, client-certificate, client-key, tokenFile) is not a regular file: the client would
+    wait on a FIFO for ever. A missing file is left to the loader, which says so."""
+    from console.userfile import check_regular
+
+    ctx = merged.entry("contexts", context)
+    body = (ctx.value.get("context") or {}) if ctx is not None else {}
+    if not isinstance(body, dict):
+        return
+    for section, ref in (("clusters", "cluster"), ("users", "user")):
+        entry = merged.entry(section, str(body.get(ref) or ""))
+        inner = (entry.value.get(ref) or {}) if entry is not None else {}
+        for key in _FILE_KEYS[section][1] if isinstance(inner, dict) else ():
+            path = inner.get(key)
+            if not isinstance(path, str) or not path:
+                continue
+            try:
+                check_regular(path)
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                raise KubeConfigError(f"kubeconfig {entry.path}: {ref} {body.get(ref)}: {key} {path}: "
+                                      f"{e.strerror}; point it at the file itself") from e
+
+
 def _resolve_paths(section: str, item: dict[str, Any], path: str) -> dict[str, Any]:
     """Relative file references made absolute against the directory of the file that holds them (client-go
     clientcmd ResolveLocalPaths: GetClusterFileReferences / GetAuthInfoFileReferences, and an exec command
@@ -131,9 +156,11 @@ def _resolve_paths(section: str, item: dict[str, Any], path: str) -> dict[str, A
 def _read(path: str) -> dict[str, Any] | None:
     import yaml
 
+    from console.userfile import open_regular
+
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
+        with open_regular(path) as f:  # a FIFO or a device is refused, never waited on
+            doc = yaml.safe_load(f.read().decode("utf-8"))
     except FileNotFoundError:
         return None  # client-go skips missing files of $KUBECONFIG
     except OSError as e:

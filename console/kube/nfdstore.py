@@ -182,8 +182,11 @@ class DirectoryHookStore:
         return str(self._dir(kind))
 
     def _file(self, kind: Kind, path: Path) -> StoredFile | None:
+        from console.userfile import open_regular
+
         try:
-            content = path.read_bytes().decode("utf-8", errors="replace")
+            with open_regular(path) as f:  # a FIFO in hook_dir is refused, never waited on
+                content = f.read().decode("utf-8", errors="replace")
         except FileNotFoundError:
             return None
         except OSError as e:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from console.nfd import versions as V
+from console.userfile import open_regular
 
 MAX_FEATURE_FILE_SIZE = 65536
 # Before v0.14 NFD reads a feature file whole; the console stops at etcd's 1.5 MiB request limit, past which the
@@ -161,7 +162,7 @@ def read_features_dir(path: str | os.PathLike[str], version: V.NfdVersion | str 
                                 f"fit a Node object (etcd's {MAX_UNCAPPED_FILE_SIZE}-byte limit); skipped")
             continue
         try:
-            with p.open("rb") as f:
+            with open_regular(p) as f:  # replaced by a FIFO since the stat: skipped, never waited on
                 data = f.read(MAX_UNCAPPED_FILE_SIZE + 1)  # the file may grow after the stat
         except OSError as exc:
             res.warnings.append(f"{name}: failed to read file: {exc.strerror}")

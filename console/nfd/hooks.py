@@ -171,8 +171,10 @@ def run_hooks(hooks_dir: str | os.PathLike[str], version: V.NfdVersion | str | N
 
 
 def _is_script(p: Path) -> bool:
+    from console.userfile import open_regular
+
     try:
-        with open(p, "rb") as f:
+        with open_regular(p) as f:
             return f.read(2) == b"#!"
     except OSError:
         return False

@@ -22,6 +22,7 @@ waits in `ctx.breakable()` so a stop does not sit out a long wait.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -58,10 +59,13 @@ class StepFailed(Exception):
 
 
 def describe_error(e: BaseException) -> str:
-    """One line for an error a step did not expect: HTTP status and reason when it has them, else its text."""
-    status, reason = getattr(e, "status", None), getattr(e, "reason", None)
-    text = f"HTTP {status} {reason}" if isinstance(status, int) and reason else (str(e).strip().splitlines() or [""])[0]
-    return f"{type(e).__name__}: {text[:300]}" if text else type(e).__name__
+    """One line for an error a step did not expect, in words (console/faults.py describe: the fault, the HTTP
+    answer, the console's own message; never a bare class name); its traceback goes to the console's log."""
+    from console.faults import describe
+
+    said = describe(e)
+    logging.getLogger(__name__).warning("a step's error: %s", said, exc_info=e)
+    return said
 
 
 @dataclass(frozen=True)

@@ -219,7 +219,8 @@ class Fleet:
 
                 if is_fault(err):
                     raise
-                raise FleetError(f"{e['node']}: {err}", getattr(err, "details", {}) | {"node": e["node"]}) from err
+                raise FleetError(f"{e['node']}: {err}", {"error": "plan-refused"} | getattr(err, "details", {})
+                                 | {"node": e["node"]}) from err
             out.append((e, plan))
         return out
 

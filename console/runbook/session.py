@@ -195,7 +195,8 @@ class Session:
             except JournalError as e:
                 raise journal_fault(e) from e
             except ParamsDiffer as e:
-                raise SessionError(str(e), {"journal": str(journal.path), "differences": e.differences}) from e
+                raise SessionError(str(e), {"error": "run-differs", "journal": str(journal.path),
+                                            "differences": e.differences}) from e
         self.check_node_free(request.node, journal)
         try:
             plan = prepare(request, self.api, self.openstack, self.libvirt, resuming=journal is not None)
@@ -244,7 +245,7 @@ class Session:
         try:
             self._run_lock(node, run_id, journal).check()
         except LockError as e:
-            raise SessionError(str(e), e.details) from e
+            raise SessionError(str(e), {"error": "held", **e.details}) from e
 
     def _run_lock(self, node: str, run_id: str, journal: Journal | None,
                   on_event: Callable[[RunEvent], object] | None = None) -> Any:
@@ -268,7 +269,7 @@ class Session:
         try:
             lock.acquire()
         except LockError as e:
-            raise SessionError(str(e), e.details) from e
+            raise SessionError(str(e), {"error": "held", **e.details}) from e
         try:
             yield lock
         finally:

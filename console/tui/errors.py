@@ -6,7 +6,7 @@ for the rest (other API answers, and anything unexpected).
 
 from __future__ import annotations
 
-from console.faults import KUBE_API_ERROR, OPENSTACK_ERRORS, Where, classify, loaded, redact
+from console.faults import KUBE_API_ERROR, OPENSTACK_ERRORS, Where, classify, describe, loaded, redact
 from console.infra.inventory import VmListError
 
 __all__ = ["explain", "redact"]
@@ -28,4 +28,4 @@ def explain(error: BaseException, *, server: str = "", kubeconfig: str = "", con
     if isinstance(error, loaded(*OPENSTACK_ERRORS)) or "keystone" in text.lower():
         return (f"OpenStack: {redact(text)[:160]}; check clouds.yaml and OS_CLOUD, or your openrc's OS_* variables "
                 "(VM columns are hidden until it works)")
-    return f"{type(error).__name__}: {redact(text)[:200]}"
+    return describe(error)[:200]

@@ -23,10 +23,13 @@ from typing import Any
 from textual.theme import Theme
 
 import console
-from console.bounded import InputError, load_yaml, read_capped
+from console.bounded import InputError, Limits, load_yaml, read_capped
 from console.config import xdg_data_home
+from console.faults import describe
 
 DEFAULT_THEME = "dark"
+# a theme is a few dozen lines (the shipped ones are under 2 KiB): the console's own limit, far above any real one
+THEME_LIMITS = Limits(max_bytes=64 * 1024, why="the console's limit for a theme file, which is a few dozen lines")
 COLOR_KEYS = (
     "primary", "secondary", "warning", "error", "success", "accent",
     "foreground", "background", "surface", "panel", "boost",
@@ -119,11 +122,12 @@ def theme_from_dict(doc: Any, where: str) -> Theme:
 
 def load_file(path: Path) -> Theme:
     try:
-        doc = load_yaml(read_capped(path), str(path))  # capped, depth and alias limits (console/bounded.py)
+        # capped, depth and alias limits (console/bounded.py); a FIFO or a device is refused, never waited on
+        doc = load_yaml(read_capped(path, THEME_LIMITS), str(path), THEME_LIMITS)
     except InputError as e:
         raise ThemeError(str(e)) from e
     except (OSError, ValueError) as e:
-        raise ThemeError(f"{path}: cannot read it ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from e
+        raise ThemeError(f"{path}: cannot read it ({describe(e)})") from e
     return theme_from_dict(doc, str(path))
 
 

@@ -26,7 +26,8 @@ def test_help_documents_options_and_config(tmp_path: Path) -> None:
 def test_missing_kubeconfig_exits_2_with_a_clear_message(tmp_path: Path) -> None:
     out = _run(["--kubeconfig", str(tmp_path / "nope")], tmp_path)
     assert out.returncode == 2  # a bad kubeconfig (README: exit codes)
-    assert "no kubeconfig at" in out.stderr and "--lab" in out.stderr
+    assert "no kubeconfig at" in out.stderr and "--kubeconfig" in out.stderr
+    assert "lab" not in out.stderr.replace(str(tmp_path), "")  # product code never tells a user to try the lab
     assert "Traceback" not in out.stderr
 
 

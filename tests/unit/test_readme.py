@@ -108,3 +108,53 @@ def test_shipped_roles_grant_nothing_no_need_names():
                         resource, _, sub = res.partition("/")
                         assert any((n.verb, n.group, n.resource, n.subresource) == (verb, group, resource, sub)
                                    for n in needs), (role, verb, group, res)
+
+
+# -- error kinds (issue 20 point 7): the README's exit codes and kinds are console/exit_codes.py's one list ------------
+KINDS_BEGIN, KINDS_END = "<!-- error-kinds: generated from console/exit_codes.py -->", "<!-- error-kinds: end -->"
+
+
+def test_readme_error_kinds_are_the_generated_table():
+    """Regenerate with: python -c 'from console.exit_codes import kinds_markdown; print(kinds_markdown(), end="")'."""
+    from console.exit_codes import kinds_markdown
+
+    text = README.read_text()
+    assert KINDS_BEGIN in text and KINDS_END in text, "the README's error kinds section lost its markers"
+    assert text.split(KINDS_BEGIN, 1)[1].split(KINDS_END, 1)[0].strip("\n") + "\n" == kinds_markdown()
+
+
+def _exit_code_rows() -> dict[int, set[str]]:
+    """The README "Exit codes" table: code -> the kinds named in its last column."""
+    section = README.read_text().split("### Exit codes", 1)[1].split("\n\n", 2)[1]
+    rows: dict[int, set[str]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells and cells[0].isdigit():
+            rows[int(cells[0])] = set(re.findall(r"`([a-z0-9-]+)`", cells[-1]))
+    return rows
+
+
+def test_readme_exit_code_table_names_each_codes_kinds():
+    from console.exit_codes import EXIT_CODES, OK, kinds_of
+
+    rows = _exit_code_rows()
+    assert sorted(rows) == sorted(EXIT_CODES)
+    assert {code: kinds for code, kinds in rows.items() if code != OK} == \
+        {code: set(kinds_of(code)) for code in EXIT_CODES if code != OK}
+    assert rows[OK] == set()
+
+
+def test_every_kind_has_a_documented_exit_code():
+    from console.exit_codes import EXIT_CODES, KINDS
+
+    assert [k for k, v in KINDS.items() if not v.codes or set(v.codes) - set(EXIT_CODES)] == []
+    assert [k for k in KINDS if not re.fullmatch(r"[a-z][a-z0-9-]*", k)] == []
+
+
+def test_docs_name_no_kind_outside_the_list():
+    """`"error": "KIND"` in the README and the reference is a kind of the list."""
+    from console.exit_codes import KINDS
+
+    for doc in ("README.md", "docs/reference.md"):
+        named = set(re.findall(r'"error": "([a-z0-9-]+)"', (ROOT / doc).read_text()))
+        assert named - set(KINDS) == set(), doc

@@ -23,6 +23,7 @@ from console.gateways import Gateways
 from console.runbook.engine import RunResult
 from console.runbook.interrupt import StopFlag
 from console.runbook.scaleup import ScaleUpPlan, ScaleUpRequest
+from console.tui.errors import explain
 from console.tui.safety import ConfirmDanger, dangerous
 from console.tui.screens.scaleup_messages import (
     LiveStateReady,
@@ -390,7 +391,7 @@ class ScaleUpScreen(GuardsItsRun, ScaleUpView):
         # the app turns the error into a notification; here the screen stops showing "running"
         if event.state != WorkerState.ERROR or event.worker.error is None:
             return
-        err = f"{type(event.worker.error).__name__}: {event.worker.error}"
+        err = explain(event.worker.error)
         if event.worker.group in ("scale-up-run", "scale-up-revert") and self.run.running:
             self.run.running = False
             self.run.error = err

@@ -48,7 +48,7 @@ class NfdStatusLine(Static):
 
     @work(thread=True, exclusive=True, group="nfd-status", exit_on_error=False)
     def _discover(self, gateways: Any) -> None:
-        from console.faults import classify
+        from console.faults import classify, describe
         from console.kube.nfddiscovery import NfdDiscoveryError
 
         try:
@@ -56,7 +56,7 @@ class NfdStatusLine(Static):
         except Exception as e:  # any failure is shown on the line, never a crashed worker
             fault = None if isinstance(e, NfdDiscoveryError) and e.missing else classify(e)
             why = f"cannot find NFD: {fault.message}" if fault is not None else (
-                str(e) if isinstance(e, NfdDiscoveryError) else f"discovery failed ({type(e).__name__}: {e})")
+                str(e) if isinstance(e, NfdDiscoveryError) else f"discovery failed ({describe(e)})")
             self.post_message(NfdStatusLoaded(f"NFD: {why}", None, why))
             return
         self.post_message(NfdStatusLoaded(found.status_line() if found is not None else NOT_FOUND, found))

@@ -163,7 +163,7 @@ def test_forbidden_names_the_missing_permissions_then_reads_what_it_may(lab: Lab
     assert kubectl(lab, "--context", "lab-viewer", "auth", "can-i", "list", "deployments.apps", "-A",
                    check=False).stdout.strip() == "no"
     code, doc, err = status(lab, tmp_path, "--context", "lab-viewer")
-    assert code == 6 and doc["status"] == "error" and doc["error"] == "forbidden"
+    assert code == 6 and doc["status"] == "error" and doc["error"] == "kube-forbidden"  # a 403 reading: 6
     assert doc["missing"] == ["list deployments.apps", "list daemonsets.apps"]
     assert "list deployments.apps" in err and "Traceback" not in err
     # a Role in gpu-operator only: NFD is found there, the cluster-wide refusal is a warning
@@ -183,7 +183,7 @@ def test_forbidden_names_the_missing_permissions_then_reads_what_it_may(lab: Lab
 @pytest.mark.parametrize("file, kind", [("kubeconfig-wrong-token", "kube-unauthorized"),
                                         ("kubeconfig-wrong-ca", "kube-tls"),
                                         ("kubeconfig-unreachable", "kube-unreachable"),
-                                        ("kubeconfig-forbidden", "forbidden")])
+                                        ("kubeconfig-forbidden", "kube-forbidden")])
 def test_faults_are_one_message_and_exit_6(lab: Lab, tmp_path: Path, file: str, kind: str) -> None:
     """The lab's fault files (console/lab/faultfiles.py): real 401, TLS, refused-connection and 403 answers."""
     code, doc, err = status(lab, tmp_path, "--kubeconfig", str(lab.state.root / "faults" / file))
@@ -191,5 +191,5 @@ def test_faults_are_one_message_and_exit_6(lab: Lab, tmp_path: Path, file: str, 
     assert doc["error"] == kind, doc
     assert len(err.strip().splitlines()) == 1 and err.startswith("nfd status: cannot find NFD")
     assert err.count("cannot find NFD") == 1 and doc["message"] in err
-    if kind == "forbidden":  # lab-nobody: no binding at all, so neither list nor any namespace could be read
+    if kind == "kube-forbidden":  # lab-nobody: no binding at all, so neither list nor any namespace could be read
         assert doc["missing"] == ["list deployments.apps", "list daemonsets.apps"]
