@@ -122,7 +122,7 @@ def _backend_error(e: Exception, what: str, settings: Any) -> Stop:
     if isinstance(e, StoreForbidden):
         return Stop(EXIT_USAGE, "refused", str(e), "forbidden", missing=e.missing)
     if isinstance(e, StoreConflict):
-        return Stop(EXIT_FAILED, "conflict", f"{e}; nothing was overwritten, run the command again to see the "
+        return Stop(EXIT_FAILED, "error", f"{e}; nothing was overwritten, run the command again to see the "
                                              "new diff", "conflict")
     if isinstance(e, StoreRejected | StoreNotFound):
         return Stop(EXIT_FAILED, "failed", str(e), "rejected")

@@ -144,7 +144,7 @@ def test_apply_conflict_when_the_rule_changes_before_the_write(default_lab: Lab,
     code, out, err = answer_after([sys.executable, "-m", "console", "nfd", "apply", "-f", str(f), "-o", "json"],
                                   lab_env(default_lab) | env, theirs_meanwhile)
     doc = json.loads(out)
-    assert (code, doc["status"], doc["error"]) == (1, "conflict", "conflict"), err
+    assert (code, doc["status"], doc["error"]) == (1, "error", "conflict"), err
     assert "changed by someone else" in doc["message"] and "Traceback" not in err
     assert get_rule(api_client, "deploy-race")["spec"]["rules"][0]["name"] == "theirs"
     assert audit(env)[-1]["result"] == "conflict"  # the intent was logged, then its outcome says why
