@@ -14,6 +14,10 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from console.lab.world import Lab
 
 
 def default_state_dir() -> Path:
@@ -51,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from console.exit_codes import FAILED, USAGE, print_error, print_json
+    from console.exit_codes import USAGE, print_error
     from console.labdeps import refuse_without_lab
 
     as_json = args.output == "json"
@@ -62,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if (refused := refuse_without_lab("console lab", as_json=as_json)) is not None:
         return refused
     from console.lab import scenarios
-    from console.lab.world import Lab, LabError
+    from console.lab.world import Lab
 
     try:
         scenario = scenarios.get(args.scenario, nodes=args.nodes, pods_per_node=args.pods_per_node,
@@ -84,6 +88,21 @@ def run(args: argparse.Namespace) -> int:
     lab = Lab(scenario, state_dir, libvirt=args.libvirt, watch_expiry=args.watch_expiry, token_ttl=args.token_ttl,
               metrics=not args.no_metrics)
     stop = threading.Event()
+    # restored on return: `run` is also called in-process (as `console.cli.main`), where the caller's
+    # handlers must survive it
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)}
+    try:
+        return _serve(lab, stop, as_json, scenario.name, state_dir)
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+def _serve(lab: Lab, stop: threading.Event, as_json: bool, scenario: str, state_dir: Path) -> int:
+    """Start the lab, print where it is, and serve until SIGINT/SIGTERM."""
+    from console.exit_codes import FAILED, print_error, print_json
+    from console.lab.world import LabError
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     # by hand: `kill -USR1 PID` takes the API server away (as a restart), `kill -USR2 PID` brings it back
@@ -96,14 +115,14 @@ def run(args: argparse.Namespace) -> int:
         lab.stop()
         return print_error("console lab", as_json, "lab-failed", str(e), FAILED)
     if as_json:
-        print_json({"status": "ready", "scenario": scenario.name, "state_dir": str(state_dir),
+        print_json({"status": "ready", "scenario": scenario, "state_dir": str(state_dir),
                     "env": str(lab.state.env), "kubeconfig": str(lab.state.kubeconfig),
                     "clouds_yaml": str(lab.state.clouds_yaml), "kube_url": lab.kube_url,
                     "openstack_url": lab.openstack_url, "libvirt_uri": lab.libvirt_uri,
                     "contexts": _contexts(lab.state.kubeconfig), "seconds": round(time.monotonic() - t0, 1)})
     else:
         print(
-            f"lab ready in {time.monotonic() - t0:.1f}s: scenario {scenario.name}\n"
+            f"lab ready in {time.monotonic() - t0:.1f}s: scenario {scenario}\n"
             f"  Kubernetes  {lab.kube_url} (contexts lab: cluster-admin; {', '.join(lab.rbac_users)}: RBAC)\n"
             f"  OpenStack   {lab.openstack_url}\n  libvirt     {lab.libvirt_uri}\n"
             f"Point your shell at it:  set -a; . {lab.state.env}; set +a\nCtrl-C stops the lab.",

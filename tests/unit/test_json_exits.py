@@ -249,10 +249,12 @@ def test_lab_that_does_not_start(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
     monkeypatch.setattr(world.Lab, "start", start)
     monkeypatch.setattr(world.Lab, "stop", lambda self: None)
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)}
     code = cli.main(["lab", "--scenario", "scale", "--nodes", "1", "--state-dir", str(tmp_path / "lab"), "-o", "json"])
     out, err = capsys.readouterr()
     doc = json.loads(out)
     assert code == 1 and doc["error"] == "lab-failed" and doc["exit_code"] == 1 and "libvirt did not start" in err
+    assert {s: signal.getsignal(s) for s in before} == before  # the caller's handlers survive an in-process run
 
 
 def test_each_kind_not_triggered_has_its_test() -> None:
