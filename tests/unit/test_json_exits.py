@@ -124,15 +124,21 @@ def run_case(case: Case, tmp: Path, values: dict[str, str], request: pytest.Fixt
                "sys.exit(main(sys.argv[1:]))", *argv]
     if case.driver in ("sigint-when-hook-started", "sigint-when-connected"):
         accepted = request.getfixturevalue("silent_server") if case.driver == "sigint-when-connected" else None
-        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, cwd=tmp)
+        # -X faulthandler: a run that outlives its SIGINT is sent SIGABRT and prints every thread's stack
+        proc = subprocess.Popen([cmd[0], "-X", "faulthandler", *cmd[1:]], env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp)
         try:
             if accepted is not None:
                 _wait_for(accepted.is_set, "connected", proc)
             else:
                 _wait_for((tmp / "hook-started").exists, "started the hook", proc)
             proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=60)
+            try:
+                out, err = proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGABRT)
+                out, err = proc.communicate(timeout=30)
+                raise AssertionError(f"still running 60 s after SIGINT; its threads then:\n{err[-6000:]}") from None
         finally:
             if proc.poll() is None:
                 proc.kill()
