@@ -87,22 +87,22 @@ def run(args: argparse.Namespace) -> int:
         return usage(f"cannot create the state directory {state_dir}: {e.strerror}; pass --state-dir")
     lab = Lab(scenario, state_dir, libvirt=args.libvirt, watch_expiry=args.watch_expiry, token_ttl=args.token_ttl,
               metrics=not args.no_metrics)
-    stop = threading.Event()
     # restored on return: `run` is also called in-process (as `console.cli.main`), where the caller's
     # handlers must survive it
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)}
     try:
-        return _serve(lab, stop, as_json, scenario.name, state_dir)
+        return _serve(lab, as_json, scenario.name, state_dir)
     finally:
         for s, handler in saved.items():
             signal.signal(s, handler)
 
 
-def _serve(lab: Lab, stop: threading.Event, as_json: bool, scenario: str, state_dir: Path) -> int:
+def _serve(lab: Lab, as_json: bool, scenario: str, state_dir: Path) -> int:
     """Start the lab, print where it is, and serve until SIGINT/SIGTERM."""
     from console.exit_codes import FAILED, print_error, print_json
     from console.lab.world import LabError
 
+    stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     # by hand: `kill -USR1 PID` takes the API server away (as a restart), `kill -USR2 PID` brings it back
