@@ -1,0 +1,275 @@
+"""The lab's Kubernetes control plane: upstream's etcd, kube-apiserver, kube-scheduler and kube-controller-manager,
+each its own process of the one binary built from console/lab/upstream/kube.
+
+Flags follow what others run for a local control plane (controller-runtime's envtest, kwokctl, k3s): TLS with a
+throwaway CA, client certificates for users and components, service-account keys, Node and RBAC authorizers,
+NodeRestriction beside the default admission plugins (PodSecurity among them), and the aggregation layer's
+request-header and proxy-client certificates. Nothing here decides what a server does: the servers do.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from console.lab.pki import CA, KeyPair, signing_key, write_private
+
+log = logging.getLogger(__name__)
+Progress = Callable[[str], None]
+
+SERVICE_CIDR = "10.96.0.0/16"
+SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
+ADMIN_USER = "lab-admin"
+
+
+class ControlPlaneError(Exception):
+    """A component did not start; the message names it and where its log is."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Component:
+    name: str
+    args: list[str]
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, binary: Path) -> None:
+        with open(self.log_path, "ab") as out:
+            # a process group of its own: a Ctrl-C at the lab's terminal reaches the lab, which stops these in order
+            self.proc = subprocess.Popen([str(binary), self.name, *self.args], stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 20) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+@dataclass
+class Credentials:
+    """What the lab writes into kubeconfigs: the cluster's CA and a client certificate per user."""
+
+    ca_pem: bytes
+    users: dict[str, KeyPair] = field(default_factory=dict)
+
+
+class ControlPlane:
+    def __init__(self, root: Path, binary: Path, *, host: str = "127.0.0.1",
+                 etcd_compaction_interval: str = "5m", node_monitor_grace_period: str = "50s") -> None:
+        self.root = root
+        self.binary = binary
+        self.host = host
+        self.etcd_compaction_interval = etcd_compaction_interval
+        self.node_monitor_grace_period = node_monitor_grace_period
+        self.pki_dir = root / "pki"
+        self.api_port = 0
+        self.etcd_port = 0
+        self.ca = CA("lab-kubernetes-ca")
+        self.front_proxy_ca = CA("lab-front-proxy-ca")
+        self.components: dict[str, Component] = {}
+
+    # -- facts ------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"https://{self.host}:{self.api_port}"
+
+    @property
+    def ca_pem(self) -> bytes:
+        return self.ca.cert_pem
+
+    def user_cert(self, user: str, groups: tuple[str, ...] = ()) -> KeyPair:
+        """A client certificate the API server authenticates as `user` in `groups`."""
+        return self.ca.issue(user, orgs=groups, client=True)
+
+    # -- lifecycle --------------------------------------------------------
+    def start(self, progress: Progress = lambda _msg: None) -> None:
+        t0 = time.monotonic()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.etcd_port, self.api_port = free_port(self.host), free_port(self.host)
+        self._write_pki()
+        progress("starting etcd")
+        self._start_etcd()
+        progress(f"starting kube-apiserver (etcd ready after {time.monotonic() - t0:.1f}s)")
+        self._start_apiserver()
+        self.wait_apiserver(60)
+        progress(f"starting kube-scheduler and kube-controller-manager "
+                 f"(API ready after {time.monotonic() - t0:.1f}s)")
+        for name in ("kube-scheduler", "kube-controller-manager"):
+            self._start(name, self._component_args(name))
+
+    def stop(self) -> None:
+        for name in ("kube-controller-manager", "kube-scheduler", "kube-apiserver", "etcd"):
+            if name in self.components:
+                self.components[name].stop()
+
+    def apiserver_down(self) -> None:
+        """The API server process stops: its port refuses, watches drop; etcd and the rest keep running."""
+        self.components["kube-apiserver"].stop()
+
+    def apiserver_up(self, timeout: float = 60) -> None:
+        """The API server starts again on the same port with the same certificates."""
+        self._start_apiserver()
+        self.wait_apiserver(timeout)
+
+    def stop_component(self, name: str) -> None:
+        self.components[name].stop()
+
+    def start_component(self, name: str) -> None:
+        self._start(name, self._component_args(name))
+
+    # -- parts ------------------------------------------------------------
+    def _write_pki(self) -> None:
+        d = self.pki_dir
+        self.ca.pair.write(d, "ca")
+        self.front_proxy_ca.pair.write(d, "front-proxy-ca")
+        self.ca.issue("kube-apiserver", dns=("localhost", "kubernetes", "kubernetes.default",
+                                             "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"),
+                      ips=(self.host, "127.0.0.1", "10.96.0.1"), server=True).write(d, "apiserver")
+        self.ca.issue("kube-apiserver-kubelet-client", orgs=("kubeadm:cluster-admins",),
+                      client=True).write(d, "apiserver-kubelet-client")
+        self.front_proxy_ca.issue("front-proxy-client", client=True).write(d, "front-proxy-client")
+        sa = signing_key()
+        (d / "sa.pub").write_bytes(sa.cert_pem)
+        write_private(d / "sa.key", sa.key_pem)
+        for name, user in (("kube-scheduler", "system:kube-scheduler"),
+                           ("kube-controller-manager", "system:kube-controller-manager")):
+            self.write_kubeconfig(self.root / f"{name}.kubeconfig", {name: self.user_cert(user)})
+        self.write_kubeconfig(self.root / "admin.kubeconfig", {ADMIN_USER: self.admin_cert()})
+
+    def admin_cert(self) -> KeyPair:
+        return self.user_cert(ADMIN_USER, ("system:masters",))
+
+    def write_kubeconfig(self, path: Path, users: dict[str, KeyPair], *, cluster: str = "lab") -> None:
+        """A kubeconfig with one context per user (named after it), the first current; mode 0600."""
+        doc = {
+            "apiVersion": "v1", "kind": "Config", "preferences": {},
+            "clusters": [{"name": cluster, "cluster": {
+                "server": self.url, "certificate-authority-data": base64.b64encode(self.ca_pem).decode()}}],
+            "users": [{"name": u, "user": {"client-certificate-data": base64.b64encode(p.cert_pem).decode(),
+                                           "client-key-data": base64.b64encode(p.key_pem).decode()}}
+                      for u, p in users.items()],
+            "contexts": [{"name": u, "context": {"cluster": cluster, "user": u, "namespace": "default"}}
+                         for u in users],
+            "current-context": next(iter(users)),
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_private(path, yaml.safe_dump(doc, sort_keys=False).encode())
+
+    def _start(self, name: str, args: list[str]) -> None:
+        comp = Component(name, args, self.root / f"{name}.log")
+        self.components[name] = comp
+        comp.start(self.binary)
+
+    def _start_etcd(self) -> None:
+        peer = free_port(self.host)
+        client = f"http://{self.host}:{self.etcd_port}"
+        self._start("etcd", [
+            "--name=lab", f"--data-dir={self.root / 'etcd'}", f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}", f"--listen-peer-urls=http://{self.host}:{peer}",
+            f"--initial-advertise-peer-urls=http://{self.host}:{peer}",
+            f"--initial-cluster=lab=http://{self.host}:{peer}",
+            "--unsafe-no-fsync=true",  # a throwaway store: durability costs seconds per test and buys nothing
+            "--log-level=warn",
+        ])
+        self._wait("etcd", lambda: _http_ok(f"{client}/health"), 30)
+
+    def _start_apiserver(self) -> None:
+        d = self.pki_dir
+        self._start("kube-apiserver", [
+            f"--etcd-servers=http://{self.host}:{self.etcd_port}",
+            f"--etcd-compaction-interval={self.etcd_compaction_interval}",
+            f"--bind-address={self.host}", f"--advertise-address={self.host}", f"--secure-port={self.api_port}",
+            f"--tls-cert-file={d / 'apiserver.crt'}", f"--tls-private-key-file={d / 'apiserver.key'}",
+            f"--client-ca-file={d / 'ca.crt'}",
+            f"--service-account-issuer={SA_ISSUER}", f"--service-account-key-file={d / 'sa.pub'}",
+            f"--service-account-signing-key-file={d / 'sa.key'}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            # the `kubernetes` Service's endpoint would be the advertise address, which may not be loopback
+            # (pkg/controlplane/reconcilers): kwokctl runs without the reconciler for the same reason
+            "--endpoint-reconciler-type=none",
+            "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+            "--allow-privileged=true",
+            # the node proxy, logs and exec reach each node's kubelet at its InternalIP (its own loopback address)
+            "--kubelet-preferred-address-types=InternalIP",
+            f"--kubelet-client-certificate={d / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={d / 'apiserver-kubelet-client.key'}",
+            # the aggregation layer (metrics.k8s.io): request-header authentication of the proxied requests
+            f"--requestheader-client-ca-file={d / 'front-proxy-ca.crt'}",
+            "--requestheader-allowed-names=front-proxy-client", "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group", "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={d / 'front-proxy-client.crt'}",
+            f"--proxy-client-key-file={d / 'front-proxy-client.key'}",
+            "--enable-aggregator-routing=true",  # no kube-proxy here: reach an APIService's endpoints directly
+            "--profiling=false",
+        ])
+
+    def _component_args(self, name: str) -> list[str]:
+        d = self.pki_dir
+        common = [f"--kubeconfig={self.root / f'{name}.kubeconfig'}", "--leader-elect=false",
+                  "--secure-port=0"]  # no metrics endpoint: nothing scrapes it
+        if name == "kube-scheduler":
+            return common
+        return [*common, f"--service-account-private-key-file={d / 'sa.key'}", f"--root-ca-file={d / 'ca.crt'}",
+                f"--cluster-signing-cert-file={d / 'ca.crt'}", f"--cluster-signing-key-file={d / 'ca.key'}",
+                "--use-service-account-credentials=true",
+                f"--node-monitor-grace-period={self.node_monitor_grace_period}"]
+
+    def wait_apiserver(self, timeout: float) -> None:
+        ctx = ssl.create_default_context(cadata=self.ca_pem.decode())
+        cert, key = self.pki_dir / "admin.crt", self.pki_dir / "admin.key"
+        if not cert.exists():
+            self.admin_cert().write(self.pki_dir, "admin")
+        ctx.load_cert_chain(cert, key)
+        self._wait("kube-apiserver", lambda: _http_ok(f"{self.url}/readyz", ctx), timeout)
+
+    def _wait(self, name: str, ready: Callable[[], bool], timeout: float) -> None:
+        comp, deadline = self.components[name], time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not comp.running():
+                raise ControlPlaneError(f"{name} exited (code {comp.proc.returncode if comp.proc else '?'}); "
+                                        f"its log ({comp.log_path}) ends:\n{comp.tail()}")
+            if ready():
+                return
+            time.sleep(0.1)
+        raise ControlPlaneError(f"{name} was not ready after {timeout:.0f}s; its log ({comp.log_path}) ends:\n"
+                                f"{comp.tail()}")
+
+
+def _http_ok(url: str, ctx: ssl.SSLContext | None = None) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2, context=ctx) as resp:
+            return bool(resp.status == 200)
+    except (OSError, ValueError):
+        return False
+

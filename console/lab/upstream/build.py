@@ -1,0 +1,175 @@
+"""Build a Go program of console/lab/upstream/ into `$XDG_CACHE_HOME/console/upstream/<name>-<key>/<name>`.
+
+The key hashes the module's sources (go.mod and go.sum pin every version), the build flags and the Go toolchain:
+what is built once is reused by every later start, test worker and lab. Two processes building the same key wait
+for one another (flock); a failed build leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+Progress = Callable[[str], None]
+SOURCE_ROOT = Path(__file__).resolve().parent
+_PROGRESS_EVERY = 15.0  # seconds between progress lines while the compiler runs
+
+
+class BuildError(Exception):
+    """An upstream program could not be built; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str  # its directory under console/lab/upstream/ and its binary's name
+
+    @property
+    def source(self) -> Path:
+        return SOURCE_ROOT / self.name
+
+    def requires(self, module: str) -> str:
+        """The version of `module` the program's go.mod pins."""
+        m = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", (self.source / "go.mod").read_text(),
+                      re.MULTILINE)
+        if not m:
+            raise BuildError(f"{self.source / 'go.mod'} does not require {module}")
+        return m.group(1)
+
+    def ldflags(self) -> list[str]:
+        flags = ["-s", "-w"]
+        if self.name == "kube":
+            # what `kubectl version` shows: upstream's release builds stamp it the same way (hack/lib/version.sh)
+            version = self.requires("k8s.io/kubernetes")
+            major, minor = version.lstrip("v").split(".")[:2]
+            for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+                flags += [f"-X {pkg}.gitVersion={version}", f"-X {pkg}.gitMajor={major}",
+                          f"-X {pkg}.gitMinor={minor}", f"-X {pkg}.gitTreeState=clean"]
+        return flags
+
+
+KUBE = Program("kube")
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "console" / "upstream"
+
+
+def _go() -> str:
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+    if go is None:
+        raise BuildError("Go is not installed: the lab builds Kubernetes from source with Go 1.26 or later "
+                         "(install it from https://go.dev/dl/ or your distribution, then rerun)")
+    return go
+
+
+def key(program: Program) -> str:
+    h = hashlib.sha256()
+    h.update(subprocess.run([_go(), "version"], capture_output=True, text=True, check=True).stdout.encode())
+    h.update(" ".join(program.ldflags()).encode())
+    for path in sorted(program.source.iterdir()):
+        if path.is_file() and (path.suffix == ".go" or path.name in ("go.mod", "go.sum")):
+            h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def binary(program: Program, progress: Progress = lambda _msg: None) -> Path:
+    """The program's binary, built first if this key has none yet."""
+    target_dir = cache_root() / f"{program.name}-{key(program)}"
+    target = target_dir / program.name
+    if target.exists():
+        return target
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with open(cache_root() / f"{target_dir.name}.lock", "w") as lock:
+        if not _try_lock(lock):
+            progress(f"waiting for another process building {program.name}")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.exists():  # the other process may have built it meanwhile
+            _build(program, target, progress)
+    return target
+
+
+def _try_lock(lock: object) -> bool:
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[arg-type]
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("GOFLAGS", "")
+    env["GOFLAGS"] = (env["GOFLAGS"] + " -mod=readonly -buildvcs=false").strip()  # go.sum is the pin: never edit it
+    env.setdefault("GOTOOLCHAIN", "local")  # never fetch another toolchain behind the user's back
+    return env
+
+
+def _build(program: Program, target: Path, progress: Progress) -> None:
+    go, env, t0 = _go(), _env(), time.monotonic()
+    progress(f"building {program.name} from {program.source.name}/go.mod (once; later starts reuse "
+             f"{target.parent}): downloading modules")
+    _run([go, "mod", "download"], program, env, "downloading its Go modules")
+    listed = _run([go, "list", "-deps", "."], program, env, "listing its packages")
+    total = len(listed.split())
+    tmp = target.parent.with_name(target.parent.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    cmd = [go, "build", "-v", "-trimpath", "-ldflags", " ".join(program.ldflags()), "-o", str(tmp / program.name),
+           "."]
+    progress(f"building {program.name}: compiling {total} packages (a cold build takes minutes)")
+    proc = subprocess.Popen(cmd, cwd=program.source, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stderr is not None
+    done, errors, last = 0, [], time.monotonic()
+    for line in proc.stderr:  # `-v` names each package as it is compiled (cached ones are not named)
+        if line.startswith(("#", " ", "\t")) or ".go:" in line:
+            errors.append(line.rstrip())
+        else:
+            done += 1
+        if time.monotonic() - last >= _PROGRESS_EVERY:
+            last = time.monotonic()
+            progress(f"building {program.name}: {done}/{total} packages compiled, "
+                     f"{time.monotonic() - t0:.0f}s")
+    if proc.wait() != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise BuildError(f"go build of {program.name} failed (exit {proc.returncode}):\n" + "\n".join(errors[-20:]))
+    tmp.rename(target.parent)
+    size = target.stat().st_size / 2**20
+    progress(f"built {program.name} in {time.monotonic() - t0:.0f}s ({size:.0f} MiB)")
+
+
+def _run(cmd: list[str], program: Program, env: dict[str, str], what: str) -> str:
+    proc = subprocess.run(cmd, cwd=program.source, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"{program.name}: {what} failed ({' '.join(cmd[1:3])}, exit {proc.returncode}): "
+                         f"{proc.stderr.strip()[-2000:]}")
+    return proc.stdout
+
+
+def main() -> int:
+    """`python -m console.lab.upstream.build`: build every program (./dev does, before the lab or the tests)."""
+    import sys
+
+    def say(msg: str) -> None:
+        print(f"dev: {msg}", file=sys.stderr, flush=True)
+
+    try:
+        for program in (KUBE,):
+            binary(program, say)
+    except BuildError as e:
+        say(str(e))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
