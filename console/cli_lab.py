@@ -50,6 +50,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="lifetime of the tokens the lab-exec context's exec plugin returns (default 300)")
     p.add_argument("--no-metrics", action="store_true",
                    help="do not serve metrics.k8s.io (as a cluster without metrics-server)")
+    p.add_argument("--kubernetes", choices=("lab", "upstream"), default="lab",
+                   help="upstream: run upstream's etcd, kube-apiserver, kube-scheduler and kube-controller-manager "
+                   "v1.37.2 (built from source on first use) instead of the lab's own API server; the lab's "
+                   "kubelets register the nodes and run the pods (no NFD and no scale world yet)")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text",
                    help="json: one object on stdout when ready (or the error object)")
 
@@ -86,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         return usage(f"cannot create the state directory {state_dir}: {e.strerror}; pass --state-dir")
     lab = Lab(scenario, state_dir, libvirt=args.libvirt, watch_expiry=args.watch_expiry, token_ttl=args.token_ttl,
-              metrics=not args.no_metrics)
+              metrics=not args.no_metrics, kubernetes=args.kubernetes)
     # restored on return: `run` is also called in-process (as `console.cli.main`), where the caller's
     # handlers must survive it
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
 import signal
 import socket
 import ssl
@@ -51,10 +52,13 @@ class Component:
     proc: subprocess.Popen[bytes] | None = None
 
     def start(self, binary: Path) -> None:
+        # no proxy from the environment: the API server dials kubelets and aggregated APIs through
+        # http.ProxyFromEnvironment, and the lab's are all on loopback
+        env = {k: v for k, v in os.environ.items() if k.lower() not in ("https_proxy", "http_proxy")}
         with open(self.log_path, "ab") as out:
             # a process group of its own: a Ctrl-C at the lab's terminal reaches the lab, which stops these in order
             self.proc = subprocess.Popen([str(binary), self.name, *self.args], stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+                                         stdin=subprocess.DEVNULL, start_new_session=True, env=env)
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -86,12 +90,15 @@ class Credentials:
 
 class ControlPlane:
     def __init__(self, root: Path, binary: Path, *, host: str = "127.0.0.1",
-                 etcd_compaction_interval: str = "5m", node_monitor_grace_period: str = "50s") -> None:
+                 etcd_compaction_interval: str = "5m", node_monitor_grace_period: str = "50s",
+                 authentication_config: Path | None = None) -> None:
         self.root = root
         self.binary = binary
         self.host = host
         self.etcd_compaction_interval = etcd_compaction_interval
         self.node_monitor_grace_period = node_monitor_grace_period
+        # an AuthenticationConfiguration (apiserver.config.k8s.io/v1) for the API server: JWT authenticators
+        self.authentication_config = authentication_config
         self.pki_dir = root / "pki"
         self.api_port = 0
         self.etcd_port = 0
@@ -138,9 +145,14 @@ class ControlPlane:
         self.components["kube-apiserver"].stop()
 
     def apiserver_up(self, timeout: float = 60) -> None:
-        """The API server starts again on the same port with the same certificates."""
+        """The API server starts again on the same port with the same certificates; a scheduler or controller
+        manager that exited meanwhile (they exit when the API server is gone at the wrong moment) starts again,
+        as their systemd units' Restart= would."""
         self._start_apiserver()
         self.wait_apiserver(timeout)
+        for name in ("kube-scheduler", "kube-controller-manager"):
+            if name in self.components and not self.components[name].running():
+                self.start_component(name)
 
     def stop_component(self, name: str) -> None:
         self.components[name].stop()
@@ -232,6 +244,7 @@ class ControlPlane:
             f"--proxy-client-key-file={d / 'front-proxy-client.key'}",
             "--enable-aggregator-routing=true",  # no kube-proxy here: reach an APIService's endpoints directly
             "--profiling=false",
+            *([f"--authentication-config={self.authentication_config}"] if self.authentication_config else []),
         ])
 
     def _component_args(self, name: str) -> list[str]:

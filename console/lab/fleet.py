@@ -117,7 +117,8 @@ class Fleet:
             return
         pod = ev.object
         kubelet = self._kubelets.get(pod.get("spec", {}).get("nodeName") or "")
-        if kubelet is not None and pod.get("status", {}).get("phase", "Pending") == "Pending":
+        if kubelet is not None and (pod.get("status", {}).get("phase", "Pending") == "Pending"
+                                    or pod["metadata"].get("deletionTimestamp")):
             meta = pod["metadata"]
             self.call_soon(kubelet._sync_pod, meta.get("namespace", "default"), meta["name"])
 

@@ -102,6 +102,7 @@ class Kubelet:
         record_events: bool = True,
         ephemeral_storage_kib: int = 20470152,
         files: MutableMapping[str, str] | None = None,
+        upstream: bool = False,
     ) -> None:
         self.store = store
         self.node_name = node_name
@@ -127,6 +128,10 @@ class Kubelet:
         self.record_events = record_events
         self.ephemeral_storage_kib = ephemeral_storage_kib
         self._internal_ip = internal_ip
+        # on the upstream control plane its kube-controller-manager marks nodes Unknown and taints them, and the
+        # API server's deletes are graceful (the kubelet finishes them); on the lab's own API server this
+        # kubelet models the node-lifecycle controller's part and deletes are immediate
+        self.upstream = upstream
         self.machine_id = hashlib.md5(node_name.encode()).hexdigest()
         self.state = "stopped"
         self.service = "inactive"  # systemd's view: active | activating | failed | inactive
@@ -140,6 +145,7 @@ class Kubelet:
         self.files[CONFIG] = _config_yaml(cpu_manager_policy, in_place_resize, max_pods)
         self._started_config: str | None = None
         self._pull_failures: set[tuple[str, int]] = set()
+        self._terminating: set[str] = set()  # uids of pods whose grace period is running
         self._gen = 0
         self._post_token = 0
         self._timers: list[Timer] = []
@@ -343,7 +349,8 @@ class Kubelet:
     def _silence(self) -> None:
         """Stop posting; the node controller marks the node Unknown after the grace period."""
         self._post_token += 1
-        self.fleet.call_later(self.node_monitor_grace, self._mark_unknown, self._post_token)
+        if not self.upstream:
+            self.fleet.call_later(self.node_monitor_grace, self._mark_unknown, self._post_token)
 
     def _check_cpu_manager(self) -> str | None:
         if self.cpu_manager_policy != "static":
@@ -423,7 +430,8 @@ class Kubelet:
                 "operatingSystem": "linux", "architecture": "amd64",
             }
             status.setdefault("images", [])
-            set_taints(node, ready=ready, unknown=False, stamp=stamp)
+            if not self.upstream:
+                set_taints(node, ready=ready, unknown=False, stamp=stamp)
 
         try:
             self.store.mutate("nodes", None, self.node_name, edit)
@@ -466,9 +474,13 @@ class Kubelet:
             pod = self.store.get("pods", namespace, name)
         except NotFound:
             return
-        if (pod.get("spec", {}).get("nodeName") != self.node_name or is_node_debug_pod(pod)
-                or pod.get("status", {}).get("phase", "Pending") != "Pending"
-                or pod["metadata"].get("deletionTimestamp")):
+        if pod.get("spec", {}).get("nodeName") != self.node_name or is_node_debug_pod(pod):
+            return
+        if pod["metadata"].get("deletionTimestamp"):
+            if self.upstream:
+                self._terminate_later(pod)
+            return
+        if pod.get("status", {}).get("phase", "Pending") != "Pending":
             return
         missing = [c for c in pod.get("spec", {}).get("containers") or [] if not images.can_pull(c.get("image", ""))]
         if missing:
@@ -508,6 +520,30 @@ class Kubelet:
             for c in updated.get("spec", {}).get("containers") or []:
                 ref = object_ref(updated) | {"fieldPath": f"spec.containers{{{c['name']}}}"}
                 self.recorder.event(ref, "Normal", "Started", f"Started container {c['name']}")
+
+    def _terminate_later(self, pod: Obj) -> None:
+        """A graceful delete (the API server set deletionTimestamp): the containers get the pod's grace period
+        (deletionGracePeriodSeconds, what the request or terminationGracePeriodSeconds gave) to stop, then the
+        kubelet removes the pod (a delete with grace 0), as pkg/kubelet/status does once it has terminated."""
+        meta = pod["metadata"]
+        if meta.get("uid") in self._terminating:
+            return
+        self._terminating.add(meta.get("uid", ""))
+        if self.record_events:
+            for c in pod.get("spec", {}).get("containers") or []:
+                ref = object_ref(pod) | {"fieldPath": f"spec.containers{{{c['name']}}}"}
+                self.recorder.event(ref, "Normal", "Killing", f"Stopping container {c['name']}")
+        grace = int(meta.get("deletionGracePeriodSeconds") or 0)
+        self._later(grace, self._remove_pod, meta.get("namespace", "default"), meta["name"], meta.get("uid", ""))
+
+    def _remove_pod(self, namespace: str, name: str, uid: str) -> None:
+        self._terminating.discard(uid)
+        try:
+            pod = self.store.get("pods", namespace, name)
+            if pod["metadata"].get("uid") == uid:
+                self.store.delete("pods", namespace, name)
+        except NotFound:
+            return
 
     def _pull_failed(self, pod: Obj, missing: list[Obj]) -> None:
         """An image not in the lab's registry: the pod stays Pending, its container in ErrImagePull/ImagePullBackOff."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import uuid
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,55 @@ def pod_object(spec: PodSpec) -> Obj:
     if spec.node:
         pod["spec"]["nodeName"] = spec.node
     return pod
+
+
+_JOB_LABELS = ("batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name")
+
+
+def upstream_objects(objects: tuple[tuple[str, Obj], ...]) -> list[tuple[str, Obj]]:
+    """A scenario's workloads as a user creates them on a real cluster: Deployments, StatefulSets, DaemonSets,
+    Jobs, budgets and bare pods, without the ReplicaSets and pods their controllers make (pkg/controller/*)
+    and without what the server sets (uid, status, a Job's selector and controller-uid labels: the API server
+    generates them, pkg/registry/batch/job/strategy.go). The nodes the scenario put a workload's pods on become
+    its template's node affinity, spread one per node where it names several, for the scheduler to follow."""
+    rs_owner = {o["metadata"]["uid"]: o["metadata"]["ownerReferences"][0]["uid"]
+                for r, o in objects if r == "replicasets.apps"}
+    placed: dict[str, set[str]] = {}
+    for resource, obj in objects:
+        refs = obj["metadata"].get("ownerReferences") or []
+        if resource == "pods" and refs and obj.get("spec", {}).get("nodeName"):
+            owner = rs_owner.get(refs[0]["uid"], refs[0]["uid"])
+            placed.setdefault(owner, set()).add(obj["spec"]["nodeName"])
+    out = []
+    for resource, obj in objects:
+        meta = obj["metadata"]
+        if resource == "replicasets.apps" or (resource == "pods" and meta.get("ownerReferences")):
+            continue
+        nodes = placed.get(meta.get("uid", ""), set())
+        obj = copy.deepcopy(obj)
+        obj.pop("status", None)
+        for key in ("uid", "ownerReferences"):
+            obj["metadata"].pop(key, None)
+        if resource == "jobs.batch":
+            for m in (obj["metadata"], obj["spec"]["template"]["metadata"]):
+                m["labels"] = {k: v for k, v in (m.get("labels") or {}).items() if k not in _JOB_LABELS}
+            for key in ("selector", "manualSelector"):
+                obj["spec"].pop(key, None)
+        if nodes:
+            _pin(obj["spec"]["template"], sorted(nodes))
+        out.append((resource, obj))
+    return out
+
+
+def _pin(template: Obj, nodes: list[str]) -> None:
+    spec = template["spec"]
+    affinity = spec.setdefault("affinity", {})
+    affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}]}]}}
+    if len(nodes) > 1:  # spread, but a replacement may still land beside a sibling when its node drains
+        spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                              "whenUnsatisfiable": "ScheduleAnyway",
+                                              "labelSelector": {"matchLabels": dict(template["metadata"]["labels"])}}]
 
 
 def _scale_node_name(i: int) -> str:

@@ -46,6 +46,7 @@ class Lab:
         watch_expiry: float | None = None,
         token_ttl: float = 300,
         metrics: bool = True,
+        kubernetes: Literal["lab", "upstream"] = "lab",
     ) -> None:
         self.scenario = scenario
         self.state = StateDir(Path(state_dir))
@@ -54,7 +55,12 @@ class Lab:
         self.watch_expiry = watch_expiry  # seconds: watches end with 410 and etcd-like compaction (kubeapi)
         self.token_ttl = token_ttl  # seconds the `lab-exec` context's exec-plugin tokens live
         self.metrics = metrics  # serve metrics.k8s.io, as metrics-server does
-        self.store = Store()
+        # "upstream": upstream's control plane (console/lab/controlplane.py) instead of the lab's API server,
+        # scheduler and controllers; the store is then a view of the real API server (console/lab/apistore.py)
+        self.kubernetes = kubernetes
+        self.control_plane: Any = None
+        self.token_issuer: Any = None  # the lab-exec context's OIDC issuer on the upstream control plane
+        self.store: Any = Store()
         self.logs = PodLogs()
         self.vms = seed.vm_specs(scenario)
         self.scale_servers = seed.scale_vm_specs(scenario)  # Nova servers without a hypervisor (scale world)
@@ -85,6 +91,8 @@ class Lab:
     # -- public facts ---------------------------------------------------
     @property
     def kube_url(self) -> str:
+        if self.control_plane is not None:
+            return str(self.control_plane.url)
         return self.kube_api.url if self.kube_api else ""
 
     @property
@@ -101,6 +109,8 @@ class Lab:
         self.state.prepare()
         self._loop.start()
         self._stack.append(self._loop.stop)
+        if self.kubernetes == "upstream":
+            self._start_control_plane(progress)
         self._seed(progress)
         if self.vms:
             self._start_hypervisor(progress)
@@ -111,6 +121,10 @@ class Lab:
             self._start_sshd(progress)
         self.state.write_env(libvirt_uri=self.libvirt_uri, ssh_config=self.ssh_config)
         self._wait_ready(progress)
+        if self.control_plane is not None and self.metrics:
+            self._start_metrics_server(progress)
+        if self.control_plane is not None:
+            self._seed_workloads(progress)
         self.state.mark_ready()
         progress(f"ready after {time.monotonic() - t0:.1f}s")
 
@@ -126,16 +140,101 @@ class Lab:
     def kube_api_down(self) -> None:
         """The API server goes away (its port refuses, watches drop) until `kube_api_up()` serves again on the
         same port with the same certificate; the world (and its compaction) keeps running behind it."""
+        if self.control_plane is not None:
+            self.control_plane.apiserver_down()
+            return
         self._loop.call(self.kube_api.close_port())
 
     def kube_api_up(self) -> None:
+        if self.control_plane is not None:
+            self.control_plane.apiserver_up()
+            return
         self._loop.call(self.kube_api.reopen_port())
 
     # -- parts ----------------------------------------------------------
+    def _start_control_plane(self, progress: Progress) -> None:
+        from console.lab.apistore import ApiStore
+        from console.lab.controlplane import ControlPlane, ControlPlaneError
+        from console.lab.kubeclient import KubeClient
+        from console.lab.tokenissuer import TokenIssuer
+        from console.lab.upstream.build import KUBE, BuildError, binary
+
+        if self.scenario.scale_nodes:
+            raise LabError("the scale world does not run on the upstream control plane yet: "
+                           "leave out --kubernetes upstream")
+        try:
+            kube = binary(KUBE, progress)
+        except BuildError as e:
+            raise LabError(str(e)) from e
+        # a new cluster each start, as the VMs are new: no etcd data of an earlier run in this state dir
+        shutil.rmtree(self.state.root / "kube", ignore_errors=True)
+        # the `lab-exec` user's tokens: an OIDC issuer the API server's JWT authenticator trusts, serving its
+        # discovery document and keys before the API server starts (console/lab/tokenissuer.py)
+        authn_config = self.state.root / "kube" / "authentication-config.yaml"
+        self.control_plane = ControlPlane(self.state.root / "kube", kube, authentication_config=authn_config)
+        self.token_issuer = TokenIssuer(self.control_plane.ca)
+        self._loop.call(self.token_issuer.start())
+        self._stack.append(lambda: self._loop.call(self.token_issuer.stop()))
+        self.token_issuer.write_authentication_config(authn_config)
+        self._stack.append(self.control_plane.stop)
+        try:
+            self.control_plane.start(progress)
+            self.token_issuer.wait_accepted(self.control_plane.url)
+        except (ControlPlaneError, TimeoutError) as e:
+            raise LabError(str(e)) from e
+        pki = self.control_plane.pki_dir
+        self.store = ApiStore(KubeClient(self.control_plane.url, ca=pki / "ca.crt", cert=pki / "admin.crt",
+                                         key=pki / "admin.key"))
+        self._stack.append(self.store.stop)
+
+    def _start_metrics_server(self, progress: Progress) -> None:
+        """Upstream's metrics-server serving metrics.k8s.io from the kubelet agents' /metrics/resource
+        (console/lab/metricsserver.py); `kubectl top` answers once it has scraped twice."""
+        from console.lab.metricsserver import MetricsServer, MetricsServerError
+        from console.lab.upstream.build import METRICS_SERVER, BuildError, binary
+
+        if not self.kubelets:
+            return
+        try:
+            exe = binary(METRICS_SERVER, progress)
+        except BuildError as e:
+            raise LabError(str(e)) from e
+        node_ip = next(iter(self.kubelets.values())).internal_ip
+        server = MetricsServer(self.control_plane, self.store.client, exe, self.state.root / "metrics-server",
+                               node_ip=node_ip)
+        self._stack.append(server.stop)
+        try:
+            server.start(progress)
+        except MetricsServerError as e:
+            raise LabError(str(e)) from e
+
+    def _wait_service_account(self, namespace: str, timeout: float = 60) -> None:
+        from console.lab.kubeclient import ApiError
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.store.client.request("GET", f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
+                return
+            except ApiError as e:
+                if e.code != 404 or time.monotonic() > deadline:
+                    raise LabError(f"kube-controller-manager made no service account in {namespace}: {e}") from e
+            time.sleep(0.1)
+
     def _seed(self, progress: Progress) -> None:
+        from console.lab.store import AlreadyExists
+
         sc = self.scenario
+        upstream = self.control_plane is not None
         for ns in sc.namespaces:
-            self.store.create("namespaces", seed.namespace(ns))
+            try:
+                self.store.create("namespaces", seed.namespace(ns))
+            except AlreadyExists:
+                if not upstream:  # a real API server made default and kube-system itself
+                    raise
+        if upstream:  # the ServiceAccount admission plugin refuses pods until the controller made `default`
+            for ns in {"default", *sc.namespaces}:
+                self._wait_service_account(ns)
         by_node = {vm.node_name: vm for vm in self.vms}
         for spec in sc.nodes:
             self.store.create("nodes", seed.node_object(spec, by_node.get(spec.name)))
@@ -147,6 +246,8 @@ class Lab:
             self.store.bulk_load("pods", pods)
         for pod in sc.pods:
             self.store.create("pods", seed.pod_object(pod))
+        if upstream:
+            return  # the workloads come once the nodes are Ready (_seed_workloads)
         for resource, obj in seed.nfd_objects(sc):
             self.store.create(resource, obj)
         for resource, obj in sc.objects:
@@ -182,6 +283,7 @@ class Lab:
 
         # the nodes' disks are new with the lab's VMs: nothing of an earlier run (a CPU manager checkpoint, hooks)
         shutil.rmtree(self.state.root / "guests", ignore_errors=True)
+        addresses = self._node_addresses()
 
         for vm in self.vms:
             guest = self.hypervisor.guest(vm.server_id)
@@ -201,6 +303,8 @@ class Lab:
                 kernel_version=sc.host_os.kernel_release,
                 cpu_manager_policy="static" if specs[vm.node_name].cpu_manager_static else "none",
                 files=root.files,
+                upstream=self.control_plane is not None,
+                internal_ip=addresses.get(vm.node_name),
             )
             kubelet.start()
             self.kubelets[vm.node_name] = kubelet
@@ -208,6 +312,9 @@ class Lab:
         self.node_exec = NodeExec(self.store, self.logs, guests, self.kubelets, roots=self.guest_roots)
         self.node_exec.start()
         self._stack.append(self.node_exec.stop)
+        if self.control_plane is not None:
+            self._start_kubelet_servers()
+            return  # upstream's kube-scheduler and kube-controller-manager run
         self.scheduler = Scheduler(self.store, version=sc.kubernetes_version)
         self.scheduler.start()
         self._stack.append(self.scheduler.stop)
@@ -215,8 +322,56 @@ class Lab:
         self.controllers.start()
         self._stack.append(self.controllers.stop)
 
+    def _node_addresses(self) -> dict[str, str]:
+        """On the upstream control plane each node gets an address its kubelet serves on (console/lab/nodeaddrs.py);
+        the lab's own API server reaches its kubelets in process."""
+        from console.lab.nodeaddrs import AddressError, NodeAddresses
+
+        if self.control_plane is None or not self.vms:
+            return {}
+        addrs = NodeAddresses()
+        try:
+            ips = addrs.allocate(len(self.vms))
+        except AddressError as e:
+            raise LabError(str(e)) from e
+        self._stack.append(addrs.release)
+        return {vm.node_name: ip for vm, ip in zip(self.vms, ips, strict=True)}
+
+    def _start_kubelet_servers(self) -> None:
+        """Each kubelet's HTTPS endpoints (console/lab/kubeletserver.py), listening while its kubelet runs."""
+        import asyncio
+        import functools
+
+        from console.lab.kubeletserver import KubeletServer
+
+        servers = []
+        for name, kubelet in self.kubelets.items():
+            server = KubeletServer(kubelet, ca=self.control_plane.ca, logs=self.logs,
+                                   pods=functools.partial(self.store.pods_on_node, name))
+            servers.append(server)
+
+        async def follow_states() -> None:
+            # a stopped kubelet's port refuses, as a dead process's does
+            while True:
+                for server in servers:
+                    await server.sync()
+                await asyncio.sleep(0.2)
+
+        task = asyncio.run_coroutine_threadsafe(follow_states(), self._loop.loop)
+
+        def stop() -> None:
+            task.cancel()
+            for server in servers:
+                self._loop.call(server.stop())
+
+        self._stack.append(stop)
+
     def _start_nfd(self, progress: Progress) -> None:
         from console.lab.nfd_sim import NfdSim
+
+        if self.control_plane is not None:
+            progress("NFD does not run on the upstream control plane yet")
+            return
 
         progress(f"starting NFD {self.scenario.nfd_version} (workers and master)")
         self.nfd = NfdSim(self.store, self.scenario, self.state.root / "nfd", guest_roots=self.guest_roots)
@@ -230,15 +385,36 @@ class Lab:
         return kubelet_endpoint(self.kubelets.get(node), path)
 
     def _start_servers(self, progress: Progress) -> None:
-        from console.lab.cloudsyaml import write_clouds_yaml, write_openrc
-        from console.lab.faultfiles import NOBODY_USER, write_fault_files
+        if self.control_plane is not None:
+            self._upstream_users()
+        else:
+            self._start_kube_api(progress)
+        self._start_openstack(progress)
+
+    def _upstream_users(self) -> None:
+        """The kubeconfig's contexts as client certificates the real API server authenticates (CN = user,
+        O = groups), and the lab's RBAC as plain objects; `lab-exec` gets its token from an exec plugin that signs
+        as the lab's token issuer, valid token_ttl s (console/lab/tokenissuer.py)."""
+        from console.lab.kubeconfig import add_context
+        from console.lab.rbac_policy import OPERATOR_USER, VIEWER_USER, lab_users, seed
+        from console.lab.tokenissuer import EXEC_USER
+
+        cp = self.control_plane
+        seed(self.store, lab_users())
+        cp.write_kubeconfig(self.state.kubeconfig, {"lab": cp.admin_cert(), "lab-viewer": cp.user_cert(VIEWER_USER),
+                                                    "lab-operator": cp.user_cert(OPERATOR_USER)})
+        plugin = self.token_issuer.write_plugin(self.state.exec_plugin, self.token_ttl)
+        add_context(self.state.kubeconfig, "lab-exec", EXEC_USER, {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "args": [],
+            "interactiveMode": "Never", "provideClusterInfo": False}})
+
+    def _start_kube_api(self, progress: Progress) -> None:
+        from console.lab.faultfiles import NOBODY_USER
         from console.lab.kubeapi.server import start_kube_api
         from console.lab.kubeconfig import add_contexts, write_kubeconfig
-        from console.lab.openstack.nova import Nova
-        from console.lab.openstack.server import start_openstack
         from console.lab.rbac_policy import lab_users, seed
 
-        progress("starting the Kubernetes and OpenStack APIs")
+        progress("starting the Kubernetes API")
         self.kube_api = self._loop.call(start_kube_api(self.store, self.logs, token=self._token,
                                                        node_proxy=self._kubelet_proxy,
                                                        unbound={self._nobody_token: NOBODY_USER},
@@ -251,6 +427,14 @@ class Lab:
         write_kubeconfig(self.state.kubeconfig, self.kube_api.url, self._token, ca_pem=self.kube_api.ca_pem)
         add_contexts(self.state.kubeconfig, {ctx: (user, token) for ctx, (user, token) in self.rbac_users.items()})
         self._add_exec_context()
+
+    def _start_openstack(self, progress: Progress) -> None:
+        from console.lab.cloudsyaml import write_clouds_yaml, write_openrc
+        from console.lab.faultfiles import write_fault_files
+        from console.lab.openstack.nova import Nova
+        from console.lab.openstack.server import start_openstack
+
+        progress("starting the OpenStack APIs")
         if self.vms:
             self.nova = Nova(self.scenario.flavors, self.vms, self.hypervisor, self.nova_timing,
                              hosts=self.scenario.compute_hosts, quota=self.scenario.quota)
@@ -274,9 +458,10 @@ class Lab:
         )
         write_openrc(self.state.openrc_member, auth_url=self.openstack_api.auth_url, username=MEMBER_USER,
                      password=self._os_member_password, project="admin")
-        write_fault_files(self.state.root / "faults", kube_url=self.kube_api.url, ca_pem=self.kube_api.ca_pem,
-                          nobody_token=self._nobody_token, auth_url=self.openstack_api.auth_url,
-                          os_password=self._os_password)
+        if self.kube_api is not None:
+            write_fault_files(self.state.root / "faults", kube_url=self.kube_api.url, ca_pem=self.kube_api.ca_pem,
+                              nobody_token=self._nobody_token, auth_url=self.openstack_api.auth_url,
+                              os_password=self._os_password)
 
     def _add_exec_context(self) -> None:
         """Context `lab-exec`: its user's token comes from an exec plugin in the state dir, valid token_ttl s."""
@@ -314,6 +499,26 @@ class Lab:
         # and for NFD's own pods (what the nodes' requests and usage include) to be Running
         while not self._nfd_pods_running() and time.monotonic() < deadline:
             time.sleep(0.05)
+
+    def _seed_workloads(self, progress: Progress, timeout: float = 60) -> None:
+        """The scenario's workloads as a user creates them, on Ready nodes (placed by kube-scheduler as on a
+        cluster in steady state, not in the race of nodes registering); waits until their pods run."""
+        objects = seed.upstream_objects(self.scenario.objects)
+        if not objects:
+            return
+        progress(f"creating {len(objects)} workload objects")
+        for resource, obj in objects:
+            self.store.create(resource, obj)
+        deadline = time.monotonic() + timeout
+
+        def waiting() -> list[str]:
+            pods, _ = self.store.list("pods", None, lambda p: bool(p["metadata"].get("ownerReferences")))
+            return [p["metadata"]["name"] for p in pods if p.get("status", {}).get("phase") != "Running"]
+
+        while (left := waiting()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if left:
+            log.warning("lab: workload pods not Running when the lab became ready: %s", ", ".join(left))
 
     def _nfd_pods_running(self) -> bool:
         ns = self.scenario.nfd.namespace

@@ -56,6 +56,7 @@ class Program:
 
 
 KUBE = Program("kube")
+METRICS_SERVER = Program("metrics-server")
 
 
 def cache_root() -> Path:
@@ -163,7 +164,7 @@ def main() -> int:
         print(f"dev: {msg}", file=sys.stderr, flush=True)
 
     try:
-        for program in (KUBE,):
+        for program in (KUBE, METRICS_SERVER):
             binary(program, say)
     except BuildError as e:
         say(str(e))

@@ -8,21 +8,16 @@ Issue 21's first acceptance point. What a v1.37 cluster serves is read from upst
 from __future__ import annotations
 
 import json
-import time
+from collections.abc import Callable
 from typing import Any
+
+from labtools import wait_for
 
 from console.lab.controlplane import ControlPlane
 
 
-def _until(what: str, check: Any, timeout: float = 90) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+def _until(what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
+    return wait_for(check, timeout, 0.1, what)
 
 
 def test_kubectl_version_shows_the_server_as_v1_37_2(kubectl: Any) -> None:
