@@ -34,6 +34,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -199,14 +200,17 @@ class SessionDaemon:
         finally:
             os.close(ctl_r)
         deadline = time.monotonic() + self.socket_timeout
-        while not self.socket_path.exists():
+        # the socket's file appears at bind(), before libvirtd listens: a connect until then is refused (seen
+        # under load: "Failed to connect socket … Connection refused"), so wait until one is accepted
+        while not _accepts(self.socket_path):
             if self._keeper.poll() is not None:
                 rc = self._keeper.returncode
                 self.stop()
                 raise RuntimeError(f"libvirtd exited ({rc}); see {self.log_path}")
             if time.monotonic() > deadline:
                 self.stop()
-                raise TimeoutError(f"libvirtd socket did not appear in {self.socket_timeout}s; see {self.log_path}")
+                raise TimeoutError(f"libvirtd did not accept connections on its socket in {self.socket_timeout}s; "
+                                   f"see {self.log_path}")
             time.sleep(0.05)
 
     def stop(self) -> None:
@@ -383,3 +387,12 @@ def _keeper(base: Path, ctl_fd: int, remove_base: bool, argv: list[str]) -> int:
 
 if __name__ == "__main__" and len(sys.argv) > 5 and sys.argv[1] == "keeper":
     sys.exit(_keeper(Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5:]))
+
+
+def _accepts(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+    return True
