@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -44,6 +45,13 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def die_with_parent() -> list[str]:
+    """A command prefix (util-linux setpriv, installed by ./dev) that makes the process die with the lab; empty
+    where setpriv is missing."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+
+
 @dataclass
 class Component:
     name: str
@@ -56,9 +64,12 @@ class Component:
         # http.ProxyFromEnvironment, and the lab's are all on loopback
         env = {k: v for k, v in os.environ.items() if k.lower() not in ("https_proxy", "http_proxy")}
         with open(self.log_path, "ab") as out:
-            # a process group of its own: a Ctrl-C at the lab's terminal reaches the lab, which stops these in order
-            self.proc = subprocess.Popen([str(binary), self.name, *self.args], stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+            # a process group of its own: a Ctrl-C at the lab's terminal reaches the lab, which stops these in
+            # order; and killed with the lab if the lab itself is killed (setpriv sets the parent-death signal,
+            # then execs the component)
+            self.proc = subprocess.Popen([*die_with_parent(), str(binary), self.name, *self.args], stdout=out,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                         env=env)
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from console.lab.controlplane import ControlPlane, free_port
+from console.lab.controlplane import ControlPlane, die_with_parent, free_port
 from console.lab.kubeclient import ApiError, KubeClient
 
 log = logging.getLogger(__name__)
@@ -233,8 +233,9 @@ class MetricsServer:
         env = {k: v for k, v in os.environ.items() if k.lower() not in ("https_proxy", "http_proxy")}
         with open(self.log_path, "ab") as out:
             # its own process group: a Ctrl-C at the lab's terminal reaches the lab, which stops it in order
-            self.proc = subprocess.Popen([str(self.binary), *args], stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+            self.proc = subprocess.Popen([*die_with_parent(), str(self.binary), *args], stdout=out,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                         env=env)
 
     def _wait(self, timeout: float) -> None:
         """Until it serves /livez (its delegated authentication and authorization are set up by then)."""
