@@ -22,8 +22,8 @@ from typing import Any
 import urllib3
 
 from console.lab.kubeclient import ApiError, KubeClient
-from console.lab.resources import CRD_RESOURCE, RESOURCES, ResourceType
-from console.lab.store import AlreadyExists, Conflict, Gone, Invalid, NotFound, StoreError, WatchEvent
+from console.lab.resources import CRD_RESOURCE, ResourceType
+from console.lab.store import AlreadyExists, Conflict, Gone, Invalid, NotFound, Store, StoreError, WatchEvent
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -206,12 +206,7 @@ class ApiStore:
         self._sub_ids = iter(range(1, 1 << 62))
 
     # -- helpers --------------------------------------------------------
-    @staticmethod
-    def rtype(resource: str) -> ResourceType:
-        try:
-            return RESOURCES[resource]
-        except KeyError:
-            raise NotFound(f"the server could not find the requested resource ({resource})") from None
+    rtype = staticmethod(Store.rtype)  # the same table and the same NotFound as the in-memory store
 
     def served(self, rt: ResourceType) -> bool:
         if not rt.custom:
