@@ -50,10 +50,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="lifetime of the tokens the lab-exec context's exec plugin returns (default 300)")
     p.add_argument("--no-metrics", action="store_true",
                    help="do not serve metrics.k8s.io (as a cluster without metrics-server)")
-    p.add_argument("--kubernetes", choices=("lab", "upstream"), default="lab",
+    p.add_argument("--kubernetes", choices=("lab", "upstream"), default=None,
                    help="upstream: run upstream's etcd, kube-apiserver, kube-scheduler and kube-controller-manager "
                    "v1.37.2 (built from source on first use) instead of the lab's own API server; the lab's "
-                   "kubelets register the nodes and run the pods (no NFD and no scale world yet)")
+                   "kubelets register the nodes and run the pods (no NFD and no scale world yet); default "
+                   "$CONSOLE_LAB_KUBERNETES, else lab")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text",
                    help="json: one object on stdout when ready (or the error object)")
 

@@ -102,7 +102,7 @@ class Credentials:
 class ControlPlane:
     def __init__(self, root: Path, binary: Path, *, host: str = "127.0.0.1",
                  etcd_compaction_interval: str = "5m", node_monitor_grace_period: str = "50s",
-                 authentication_config: Path | None = None) -> None:
+                 authentication_config: Path | None = None, pod_max_backoff: int = 10) -> None:
         self.root = root
         self.binary = binary
         self.host = host
@@ -110,6 +110,9 @@ class ControlPlane:
         self.node_monitor_grace_period = node_monitor_grace_period
         # an AuthenticationConfiguration (apiserver.config.k8s.io/v1) for the API server: JWT authenticators
         self.authentication_config = authentication_config
+        # kube-scheduler's podMaxBackoffSeconds (its default 10): how long an unschedulable pod may wait for its
+        # next attempt after a cluster event
+        self.pod_max_backoff = pod_max_backoff
         self.pki_dir = root / "pki"
         self.api_port = 0
         self.etcd_port = 0
@@ -164,6 +167,13 @@ class ControlPlane:
         for name in ("kube-scheduler", "kube-controller-manager"):
             if name in self.components and not self.components[name].running():
                 self.start_component(name)
+
+    def set_pod_max_backoff(self, seconds: int) -> None:
+        """kube-scheduler starts again with podMaxBackoffSeconds `seconds`: it reads its configuration once."""
+        self.pod_max_backoff = seconds
+        if "kube-scheduler" in self.components:
+            self.stop_component("kube-scheduler")
+            self.start_component("kube-scheduler")
 
     def stop_component(self, name: str) -> None:
         self.components[name].stop()
@@ -260,14 +270,27 @@ class ControlPlane:
 
     def _component_args(self, name: str) -> list[str]:
         d = self.pki_dir
+        if name == "kube-scheduler":
+            return [f"--config={self._scheduler_config()}", "--secure-port=0"]
         common = [f"--kubeconfig={self.root / f'{name}.kubeconfig'}", "--leader-elect=false",
                   "--secure-port=0"]  # no metrics endpoint: nothing scrapes it
-        if name == "kube-scheduler":
-            return common
         return [*common, f"--service-account-private-key-file={d / 'sa.key'}", f"--root-ca-file={d / 'ca.crt'}",
                 f"--cluster-signing-cert-file={d / 'ca.crt'}", f"--cluster-signing-key-file={d / 'ca.key'}",
                 "--use-service-account-credentials=true",
                 f"--node-monitor-grace-period={self.node_monitor_grace_period}"]
+
+    def _scheduler_config(self) -> Path:
+        """A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1): with --config, kube-scheduler reads
+        the client connection and leader election from it and ignores their flags
+        (cmd/kube-scheduler/app/options/options.go: ApplyDeprecated only without a config file)."""
+        path = self.root / "kube-scheduler.yaml"
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": str(self.root / "kube-scheduler.kubeconfig")},
+            "leaderElection": {"leaderElect": False},
+            "podInitialBackoffSeconds": min(1, self.pod_max_backoff), "podMaxBackoffSeconds": self.pod_max_backoff,
+        }, sort_keys=False))
+        return path
 
     def wait_apiserver(self, timeout: float) -> None:
         ctx = ssl.create_default_context(cadata=self.ca_pem.decode())

@@ -8,6 +8,7 @@ exec, Nova, NFD. The state directory receives what other processes need.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import shutil
 import time
@@ -46,7 +47,7 @@ class Lab:
         watch_expiry: float | None = None,
         token_ttl: float = 300,
         metrics: bool = True,
-        kubernetes: Literal["lab", "upstream"] = "lab",
+        kubernetes: Literal["lab", "upstream"] | None = None,
     ) -> None:
         self.scenario = scenario
         self.state = StateDir(Path(state_dir))
@@ -57,7 +58,8 @@ class Lab:
         self.metrics = metrics  # serve metrics.k8s.io, as metrics-server does
         # "upstream": upstream's control plane (console/lab/controlplane.py) instead of the lab's API server,
         # scheduler and controllers; the store is then a view of the real API server (console/lab/apistore.py)
-        self.kubernetes = kubernetes
+        # (default: $CONSOLE_LAB_KUBERNETES, else "lab" — while the lab moves onto upstream's control plane)
+        self.kubernetes = kubernetes or os.environ.get("CONSOLE_LAB_KUBERNETES", "lab")
         self.control_plane: Any = None
         self.token_issuer: Any = None  # the lab-exec context's OIDC issuer on the upstream control plane
         self.store: Any = Store()

@@ -94,6 +94,9 @@ def quick_scheduler_retries(lab: Lab) -> Lab:
     (kubernetes/kubernetes cmd/kube-scheduler/app/server.go: scheduler.WithPodMaxBackoffSeconds); Kubernetes' own
     scheduler integration tests lower it the same way (test/integration/scheduler: WithPodMaxBackoffSeconds(1)).
     Nothing is skipped: the pod still fails while it does not fit and binds on the first retry after it does."""
+    if lab.control_plane is not None:  # upstream's kube-scheduler restarts with podMaxBackoffSeconds: 1
+        lab.control_plane.set_pod_max_backoff(1)
+        return lab
     scheduler = lab.scheduler
     if not hasattr(scheduler, "max_backoff"):  # an assignment would add the attribute and change nothing
         raise AttributeError("the lab scheduler has no max_backoff any more: update quick_scheduler_retries")
