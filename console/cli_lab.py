@@ -53,8 +53,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kubernetes", choices=("lab", "upstream"), default=None,
                    help="upstream: run upstream's etcd, kube-apiserver, kube-scheduler and kube-controller-manager "
                    "v1.37.2 (built from source on first use) instead of the lab's own API server; the lab's "
-                   "kubelets register the nodes and run the pods (no NFD and no scale world yet); default "
-                   "$CONSOLE_LAB_KUBERNETES, else lab")
+                   "kubelets register the nodes and run the pods (the scale world's nodes have no kubelets: the "
+                   "lab renews their Leases); default $CONSOLE_LAB_KUBERNETES, else lab")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text",
                    help="json: one object on stdout when ready (or the error object)")
 
@@ -134,7 +134,11 @@ def _serve(lab: Lab, as_json: bool, scenario: str, state_dir: Path) -> int:
             flush=True,
         )
     try:
-        stop.wait()
+        # in slices: Python runs signal handlers in the main thread only, between bytecodes, and a SIGINT the
+        # kernel hands to another of the lab's threads does not wake an untimed wait (seen: a lab that ignored
+        # its one Ctrl-C until a second came)
+        while not stop.wait(0.5):
+            pass
     finally:
         print("lab: stopping", file=sys.stderr)
         lab.stop()

@@ -215,6 +215,17 @@ def _rule_view(obj: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
+def _ordered_like(value: Any, like: Any) -> Any:
+    """`value` with its mappings' keys in the order `like` has them (keys `like` lacks after, as they were), down
+    through mappings and lists."""
+    if isinstance(value, dict) and isinstance(like, dict):
+        keys = [k for k in like if k in value] + [k for k in value if k not in like]
+        return {k: _ordered_like(value[k], like.get(k)) for k in keys}
+    if isinstance(value, list) and isinstance(like, list):
+        return [_ordered_like(v, like[i] if i < len(like) else None) for i, v in enumerate(value)]
+    return value
+
+
 def _rule_docs(args: argparse.Namespace, settings: Any) -> list[dict[str, Any]]:
     from console.cli_nfd_docs import OUTPUT_FIELDS, load_docs
     from console.nfd.master import MasterConfig
@@ -263,7 +274,9 @@ def _apply(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
                 current = None
             new_view, old_view = _rule_view(doc), _rule_view(current) if current else None
             new_text = yaml.safe_dump(new_view, sort_keys=False)
-            old_text = yaml.safe_dump(old_view, sort_keys=False) if old_view else ""
+            # the API server answers a custom object with its keys sorted (it keeps them as unstructured JSON):
+            # shown in the file's order, the diff is what differs, not where
+            old_text = yaml.safe_dump(_ordered_like(old_view, new_view), sort_keys=False) if old_view else ""
             action = "create" if current is None else "unchanged" if old_view == new_view else "replace"
             rv = (current or {}).get("metadata", {}).get("resourceVersion", "")
             plan.append({"name": name, "action": action, "resourceVersion": rv, "obj": doc, "current": current,

@@ -26,7 +26,9 @@ Exit codes (without --apply):
   3  some pods cannot be placed by any plan (each has its reason)
   6  a backend could not be used (Kubernetes API, Keystone/Nova, libvirt), as every headless command says it:
      one `console: ...` line and, with -o json, {"status": "error", "error": KIND, "message", "exit_code"}
-With --apply: the fleet's exit codes (console/cli_plan_apply.py; the scale-up's).
+With --apply: the fleet's exit codes (console/cli_plan_apply.py; the scale-up's). When it continues an
+unfinished fleet run, a --pods pod that no longer waits is not a usage error: the fleet carries out the plan
+it recorded, and its own scale-ups may have let that pod run.
 """
 
 from __future__ import annotations
@@ -137,7 +139,12 @@ def run(args: argparse.Namespace) -> int:
             inp = read_plan_input(api, settings, pods=args.pods or None,
                                   prefs=preferences(settings, dropped=args.drop))
         except PlanInputError as e:
-            return _error(args, "bad-pod", str(e))
+            if not (args.apply and args.pods and _fleet_to_continue(args)):
+                return _error(args, "bad-pod", str(e))
+            # the unfinished fleet is carried out as it recorded its plan (never re-planned): the pods named that
+            # no longer wait (its grown nodes run them now, or their controller replaced them) are not planned
+            inp = read_plan_input(api, settings, pods=args.pods, prefs=preferences(settings, dropped=args.drop),
+                                  waiting_only=True)
         known = {n.name for n in inp.nodes}
         unknown = [n for n in args.drop if n not in known]
         if unknown:
@@ -175,6 +182,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n".join(render(inp, plan)))
     return code
+
+
+def _fleet_to_continue(args: argparse.Namespace) -> bool:
+    """Whether `plan --apply` continues an unfinished fleet run (--resume, or one is journaled) rather than
+    carrying out the plan computed now."""
+    if getattr(args, "resume", None):
+        return True
+    from console.runbook.fleet_journal import FleetJournal, FleetJournalError
+
+    try:
+        return bool(FleetJournal.unfinished_fleets())
+    except FleetJournalError:
+        return True  # the fleet runbook refuses it, saying which journal
 
 
 def unplaced_message(plan: Any) -> str:

@@ -16,7 +16,9 @@ them, as the real controllers' work queues do. What each writes follows kubernet
   affinity on metadata.name (the scheduler binds it) and with the tolerations the controller adds
   (not-ready, unreachable, pressure, unschedulable), so a cordoned node keeps its DaemonSet pods.
 - Job (pkg/controller/job): min(parallelism, completions - succeeded) active pods with generateName
-  `<job>-` and the job's labels; status active, ready, succeeded, failed, startTime.
+  `<job>-` and the job's labels; status active, ready, succeeded, failed, startTime; done once enough pods
+  succeeded (SuccessCriteriaMet and Complete, completionTime) or the failures passed backoffLimit (FailureTarget
+  and Failed, BackoffLimitExceeded; its active pods deleted).
 - PodDisruptionBudget status: console/lab/disruption.py.
 Evicted or deleted pods are recreated; when nothing fits they stay Pending (console/lab/scheduler.py).
 """
@@ -296,19 +298,51 @@ class Controllers:
         succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
         failed = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
         active = [p for p in pods if _active(p)]
-        parallelism = int(spec.get("parallelism", 1))
+        # the API server's defaults (pkg/apis/batch/v1/defaults.go): neither set → both 1; backoffLimit 6
+        parallelism = int(spec["parallelism"]) if spec.get("parallelism") is not None else 1
         completions = spec.get("completions")
-        want = 0 if spec.get("suspend") else max(0, min(parallelism, int(completions) - succeeded)
-                                                 if completions is not None else parallelism)
+        if completions is None and spec.get("parallelism") is None:
+            completions = 1
+        old = job.get("status") or {}
+        conditions = list(old.get("conditions") or [])
+        done = next((c["type"] for c in conditions if c.get("type") in ("Complete", "Failed")
+                     and c.get("status") == "True"), None)
+        if done is None:
+            # pkg/controller/job/job_controller.go: failures past backoffLimit (restarts of OnFailure pods count,
+            # pastBackoffLimitOnFailure), or enough completions (with none set: one success and none active)
+            limit = int(spec.get("backoffLimit", 6))
+            restarts = sum(int(s.get("restartCount", 0)) for p in active
+                           for s in (p.get("status") or {}).get("containerStatuses") or [])
+            on_failure = ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy") == "OnFailure"
+            if failed > limit or (on_failure and (restarts > 0 if limit == 0 else restarts >= limit)):
+                done = "Failed"
+                reason, message = "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+            elif succeeded and (succeeded >= int(completions) if completions is not None else not active):
+                done = "Complete"
+                reason, message = "CompletionsReached", "Reached expected number of succeeded pods"
+            if done is not None:
+                stamp = now_iso()
+                first = "FailureTarget" if done == "Failed" else "SuccessCriteriaMet"
+                conditions += [{"type": t, "status": "True", "lastProbeTime": stamp, "lastTransitionTime": stamp,
+                                "reason": reason, "message": message} for t in (first, done)]
+                for p in active:
+                    with contextlib.suppress(NotFound):
+                        self.store.delete("pods", ns, p["metadata"]["name"])
+                active = []
+        want = 0 if spec.get("suspend") or done else max(0, min(parallelism, int(completions) - succeeded)
+                                                         if completions is not None else parallelism)
         for _ in range(want - len(active)):
             made = self._new_pod(job, JOB)
             if made:
                 active.append(made)
-        old = job.get("status") or {}
         status: Obj = {"active": len(active), "ready": sum(1 for p in active if disruption.pod_ready(p)),
                        "terminating": 0, "uncountedTerminatedPods": {},
                        "startTime": old.get("startTime") or now_iso()}
         status |= {k: v for k, v in (("succeeded", succeeded), ("failed", failed)) if v}
+        if conditions:
+            status["conditions"] = conditions
+        if done == "Complete":
+            status["completionTime"] = old.get("completionTime") or now_iso()
         self._write_status(JOB, job, {**old, **status})
 
     # -- Deployment ---------------------------------------------------------------------------------------

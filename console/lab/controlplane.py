@@ -10,6 +10,7 @@ request-header and proxy-client certificates. Nothing here decides what a server
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import os
 import shutil
@@ -102,17 +103,29 @@ class Credentials:
 class ControlPlane:
     def __init__(self, root: Path, binary: Path, *, host: str = "127.0.0.1",
                  etcd_compaction_interval: str = "5m", node_monitor_grace_period: str = "50s",
-                 authentication_config: Path | None = None, pod_max_backoff: int = 10) -> None:
+                 authentication_config: Path | None = None, pod_max_backoff: int = 10,
+                 audit_users: tuple[str, ...] = (), watch_cache: bool = True,
+                 controller_manager_qps: int = 0) -> None:
         self.root = root
         self.binary = binary
         self.host = host
         self.etcd_compaction_interval = etcd_compaction_interval
+        # False: --watch-cache=false, every list and watch is served by etcd (no cacher in front,
+        # k8s.io/apiserver/pkg/storage/cacher): a watch from a compacted revision then ends in 410 Expired
+        self.watch_cache = watch_cache
         self.node_monitor_grace_period = node_monitor_grace_period
         # an AuthenticationConfiguration (apiserver.config.k8s.io/v1) for the API server: JWT authenticators
         self.authentication_config = authentication_config
         # kube-scheduler's podMaxBackoffSeconds (its default 10): how long an unschedulable pod may wait for its
         # next attempt after a cluster event
         self.pod_max_backoff = pod_max_backoff
+        # kube-controller-manager's --kube-api-qps and --kube-api-burst (0: its defaults, 20 and 30); each of its
+        # controllers has a client of its own held to that rate
+        self.controller_manager_qps = controller_manager_qps
+        # the users whose requests the API server's audit log records (requests()): the people at the cluster,
+        # not its components
+        self.audit_users = audit_users
+        self.audit_log = root / "audit.log"
         self.pki_dir = root / "pki"
         self.api_port = 0
         self.etcd_port = 0
@@ -132,6 +145,29 @@ class ControlPlane:
     def user_cert(self, user: str, groups: tuple[str, ...] = ()) -> KeyPair:
         """A client certificate the API server authenticates as `user` in `groups`."""
         return self.ca.issue(user, orgs=groups, client=True)
+
+    @property
+    def etcd_url(self) -> str:
+        return f"http://{self.host}:{self.etcd_port}"
+
+    def compact_revision(self) -> int:
+        """etcd's last compaction: the revisions below it are gone (0 before the first). From its /metrics,
+        etcd_debugging_mvcc_compact_revision (go.etcd.io/etcd/server/v3/storage/mvcc/metrics.go)."""
+        with _NO_PROXY.open(f"{self.etcd_url}/metrics", timeout=5) as resp:
+            for line in resp.read().decode().splitlines():
+                if line.startswith("etcd_debugging_mvcc_compact_revision "):
+                    return int(float(line.split()[1]))
+        return 0
+
+    def etcd_delete(self, key: str) -> int:
+        """Delete `key` (/registry/pods/NAMESPACE/NAME) in etcd itself, past the API server, as another API
+        server of the cluster would while this one is down; the number of keys deleted. etcd's gRPC gateway
+        (POST /v3/kv/deleterange, keys in base64: go.etcd.io/etcd/api/v3/etcdserverpb/gw)."""
+        body = json.dumps({"key": base64.b64encode(key.encode()).decode()}).encode()
+        req = urllib.request.Request(f"{self.etcd_url}/v3/kv/deleterange", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with _NO_PROXY.open(req, timeout=10) as resp:
+            return int(json.loads(resp.read()).get("deleted", 0))
 
     # -- lifecycle --------------------------------------------------------
     def start(self, progress: Progress = lambda _msg: None) -> None:
@@ -203,8 +239,11 @@ class ControlPlane:
     def admin_cert(self) -> KeyPair:
         return self.user_cert(ADMIN_USER, ("system:masters",))
 
-    def write_kubeconfig(self, path: Path, users: dict[str, KeyPair], *, cluster: str = "lab") -> None:
-        """A kubeconfig with one context per user (named after it), the first current; mode 0600."""
+    def write_kubeconfig(self, path: Path, users: dict[str, KeyPair], *, cluster: str = "lab",
+                         contexts: dict[str, str] | None = None) -> None:
+        """A kubeconfig with one context per user, the first current; mode 0600. `contexts` ({context: user})
+        names them; without it each context is named after its user."""
+        contexts = contexts or {u: u for u in users}
         doc = {
             "apiVersion": "v1", "kind": "Config", "preferences": {},
             "clusters": [{"name": cluster, "cluster": {
@@ -212,9 +251,9 @@ class ControlPlane:
             "users": [{"name": u, "user": {"client-certificate-data": base64.b64encode(p.cert_pem).decode(),
                                            "client-key-data": base64.b64encode(p.key_pem).decode()}}
                       for u, p in users.items()],
-            "contexts": [{"name": u, "context": {"cluster": cluster, "user": u, "namespace": "default"}}
-                         for u in users],
-            "current-context": next(iter(users)),
+            "contexts": [{"name": c, "context": {"cluster": cluster, "user": u, "namespace": "default"}}
+                         for c, u in contexts.items()],
+            "current-context": next(iter(contexts)),
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         write_private(path, yaml.safe_dump(doc, sort_keys=False).encode())
@@ -242,6 +281,7 @@ class ControlPlane:
         self._start("kube-apiserver", [
             f"--etcd-servers=http://{self.host}:{self.etcd_port}",
             f"--etcd-compaction-interval={self.etcd_compaction_interval}",
+            *([] if self.watch_cache else ["--watch-cache=false"]),
             f"--bind-address={self.host}", f"--advertise-address={self.host}", f"--secure-port={self.api_port}",
             f"--tls-cert-file={d / 'apiserver.crt'}", f"--tls-private-key-file={d / 'apiserver.key'}",
             f"--client-ca-file={d / 'ca.crt'}",
@@ -266,7 +306,41 @@ class ControlPlane:
             "--enable-aggregator-routing=true",  # no kube-proxy here: reach an APIService's endpoints directly
             "--profiling=false",
             *([f"--authentication-config={self.authentication_config}"] if self.authentication_config else []),
+            *self._audit_args(),
         ])
+
+    def _audit_args(self) -> list[str]:
+        """The API server's audit log (k8s.io/apiserver/pkg/apis/audit/v1 Policy; --audit-log-* in
+        k8s.io/apiserver/pkg/server/options/audit.go), one JSON event per line, for the audit users only."""
+        if not self.audit_users:
+            return []
+        policy = self.root / "audit-policy.yaml"
+        policy.write_text(yaml.safe_dump({
+            "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+            "rules": [{"level": "Metadata", "users": list(self.audit_users)}, {"level": "None"}]}, sort_keys=False))
+        return [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}", "--audit-log-format=json"]
+
+    def requests(self, prefix: str = "") -> list[str]:
+        """The audit users' requests so far as "GET /api/v1/nodes?limit=500", oldest first, those starting with
+        `prefix`: a watch once it has started (stage ResponseStarted), anything else once answered."""
+        out, seen = [], set()
+        try:
+            lines = self.audit_log.read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            return []
+        for line in lines:
+            try:
+                ev = json.loads(line)
+            except ValueError:  # the line being written
+                continue
+            if ev.get("auditID") in seen:
+                continue
+            seen.add(ev.get("auditID"))
+            method = _HTTP_METHOD.get(ev.get("verb", ""), str(ev.get("verb", "")).upper())
+            request = f"{method} {ev.get('requestURI', '')}"
+            if request.startswith(prefix):
+                out.append(request)
+        return out
 
     def _component_args(self, name: str) -> list[str]:
         d = self.pki_dir
@@ -277,7 +351,9 @@ class ControlPlane:
         return [*common, f"--service-account-private-key-file={d / 'sa.key'}", f"--root-ca-file={d / 'ca.crt'}",
                 f"--cluster-signing-cert-file={d / 'ca.crt'}", f"--cluster-signing-key-file={d / 'ca.key'}",
                 "--use-service-account-credentials=true",
-                f"--node-monitor-grace-period={self.node_monitor_grace_period}"]
+                f"--node-monitor-grace-period={self.node_monitor_grace_period}",
+                *([f"--kube-api-qps={self.controller_manager_qps}", f"--kube-api-burst={self.controller_manager_qps}"]
+                  if self.controller_manager_qps else [])]
 
     def _scheduler_config(self) -> Path:
         """A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1): with --config, kube-scheduler reads
@@ -311,6 +387,15 @@ class ControlPlane:
             time.sleep(0.1)
         raise ControlPlaneError(f"{name} was not ready after {timeout:.0f}s; its log ({comp.log_path}) ends:\n"
                                 f"{comp.tail()}")
+
+
+# the audit event's verb is the API verb (k8s.io/apiserver/pkg/endpoints/request/requestinfo.go); its HTTP method
+_HTTP_METHOD = {"get": "GET", "list": "GET", "watch": "GET", "create": "POST", "update": "PUT", "patch": "PATCH",
+                "delete": "DELETE", "deletecollection": "DELETE"}
+
+
+# etcd is on loopback: no proxy from the environment
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def _http_ok(url: str, ctx: ssl.SSLContext | None = None) -> bool:

@@ -3,7 +3,7 @@
 Written beside the good ones in `<state>/faults/` when the lab starts; each one is a real fault of a real
 server or socket, not a simulation in the client:
   kubeconfig-wrong-token  the lab API server answers 401 (a token it never issued)
-  kubeconfig-forbidden    a token the server knows for user `lab-nobody`, who has no RBAC binding: 403
+  kubeconfig-forbidden    credentials the server authenticates as user `lab-nobody`, who has no RBAC binding: 403
   kubeconfig-wrong-ca     the lab server's URL, but the CA of a second throwaway CA: TLS verification fails
   kubeconfig-unreachable  https://127.0.0.1:<a closed port>: connection refused
   clouds.yaml             cloud `lab-wrong-password` (Keystone answers 401), `lab-wrong-project` (the right
@@ -15,6 +15,7 @@ server or socket, not a simulation in the client:
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,17 +62,18 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def write_fault_files(root: Path, *, kube_url: str, ca_pem: bytes | None, nobody_token: str, auth_url: str,
-                      os_password: str, project: str = "admin") -> FaultFiles:
+def write_fault_files(root: Path, *, kube_url: str, ca_pem: bytes | None, write_nobody: Callable[[Path], None],
+                      auth_url: str, os_password: str, project: str = "admin") -> FaultFiles:
+    """`write_nobody(path)` writes a kubeconfig of user NOBODY_USER, as the API server authenticates users."""
     from console.lab.cloudsyaml import write_clouds_yaml
-    from console.lab.kubeapi.tls import make_serving_cert
     from console.lab.kubeconfig import write_kubeconfig
+    from console.lab.pki import CA
 
     files = FaultFiles(root)
     root.mkdir(parents=True, exist_ok=True)
     write_kubeconfig(files.wrong_token, kube_url, "lab-not-a-token-it-issued", user="lab-admin", ca_pem=ca_pem)
-    write_kubeconfig(files.forbidden, kube_url, nobody_token, user=NOBODY_USER, ca_pem=ca_pem)
-    other_ca = make_serving_cert("127.0.0.1").ca_pem  # a CA that never signed the lab server's certificate
+    write_nobody(files.forbidden)
+    other_ca = CA("lab-other-ca").pair.cert_pem  # a CA that never signed the lab server's certificate
     write_kubeconfig(files.wrong_ca, kube_url, "unused", ca_pem=other_ca)
     write_kubeconfig(files.unreachable, f"https://127.0.0.1:{closed_port()}", "unused", ca_pem=ca_pem)
     write_clouds_yaml(files.clouds_yaml, "lab-wrong-password", auth_url=auth_url, username="admin",

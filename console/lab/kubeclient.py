@@ -35,11 +35,13 @@ class KubeClient:
         self._watches: set[urllib3.BaseHTTPResponse] = set()
         self._closed = False
 
-    def request(self, method: str, path: str, body: Obj | None = None) -> Obj:
+    def request(self, method: str, path: str, body: Obj | None = None, *,
+                content_type: str = "application/json") -> Obj:
+        """`content_type` of a PATCH: application/merge-patch+json or application/strategic-merge-patch+json."""
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Accept": "application/json"}
         if data is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         resp = self._pool.request(method, self.url + path, body=data, headers=headers)
         return _answer(resp.status, resp.data)
 

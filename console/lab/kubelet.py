@@ -42,7 +42,7 @@ from console.lab.kubelet_status import (
     node_skeleton,
     set_taints,
 )
-from console.lab.nodeexec import is_node_debug_pod
+from console.lab.nodeexec import runs_in_sandbox
 from console.lab.nodelease import renew as renew_lease
 from console.lab.recorder import EventRecorder, node_ref, object_ref
 from console.lab.store import NotFound, Obj, Store, now_iso
@@ -467,20 +467,21 @@ class Kubelet:
 
     # -- pods ---------------------------------------------------------------
     def _sync_pod(self, namespace: str, name: str) -> None:
-        """Start a Pending pod bound here (node-debug pods belong to NodeExec)."""
+        """Start a Pending pod bound here (node-debug pods and pods whose commands run to completion belong to
+        NodeExec, console/lab/nodeexec.py runs_in_sandbox); finish a graceful delete of any pod bound here."""
         if self.state != "running":
             return
         try:
             pod = self.store.get("pods", namespace, name)
         except NotFound:
             return
-        if pod.get("spec", {}).get("nodeName") != self.node_name or is_node_debug_pod(pod):
+        if pod.get("spec", {}).get("nodeName") != self.node_name:
             return
         if pod["metadata"].get("deletionTimestamp"):
-            if self.upstream:
+            if self.upstream:  # NodeExec's pods too: their removal kills their commands
                 self._terminate_later(pod)
             return
-        if pod.get("status", {}).get("phase", "Pending") != "Pending":
+        if runs_in_sandbox(pod) or pod.get("status", {}).get("phase", "Pending") != "Pending":
             return
         missing = [c for c in pod.get("spec", {}).get("containers") or [] if not images.can_pull(c.get("image", ""))]
         if missing:
@@ -529,11 +530,16 @@ class Kubelet:
         if meta.get("uid") in self._terminating:
             return
         self._terminating.add(meta.get("uid", ""))
+        # only running containers are stopped, each given the grace period: a pod whose containers all ended (a
+        # finished Job's) or never started goes at once (pkg/kubelet/kubelet.go SyncTerminatingPod kills
+        # kubecontainer.ConvertPodStatusToRunningPod's containers, the running ones)
+        running = [s.get("name", "") for s in pod.get("status", {}).get("containerStatuses") or []
+                   if "running" in (s.get("state") or {})]
         if self.record_events:
-            for c in pod.get("spec", {}).get("containers") or []:
-                ref = object_ref(pod) | {"fieldPath": f"spec.containers{{{c['name']}}}"}
-                self.recorder.event(ref, "Normal", "Killing", f"Stopping container {c['name']}")
-        grace = int(meta.get("deletionGracePeriodSeconds") or 0)
+            for cname in running:
+                ref = object_ref(pod) | {"fieldPath": f"spec.containers{{{cname}}}"}
+                self.recorder.event(ref, "Normal", "Killing", f"Stopping container {cname}")
+        grace = int(meta.get("deletionGracePeriodSeconds") or 0) if running else 0
         self._later(grace, self._remove_pod, meta.get("namespace", "default"), meta["name"], meta.get("uid", ""))
 
     def _remove_pod(self, namespace: str, name: str, uid: str) -> None:
@@ -583,6 +589,10 @@ class Kubelet:
     def _pod_ip(self) -> str:
         n = next(self._pod_seq) % 254 or 1
         return f"10.{64 + self._index // 256}.{self._index % 256}.{n}"
+
+    def pod_ip(self) -> str:
+        """An address of this node's pod range for a new pod (NodeExec's pods that are not on the host network)."""
+        return self._pod_ip()
 
     # -- helpers ------------------------------------------------------------
     def _event(self, type_: str, reason: str, message: str) -> None:

@@ -224,9 +224,12 @@ class ResourceUsage:
     """The usage model of one node's containers and of the node (see the module's doc); remembers what ended
     containers used, so the node's CPU counter never goes back."""
 
-    def __init__(self, node_name: str, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, node_name: str, *, clock: Callable[[], float] = time.time, steady: bool = False) -> None:
+        """`steady`: every container (and the node's system part) uses exactly its mean share at all times, so
+        metrics-server's rates between any two scrapes are the same numbers in every run (pictures, snapshots)."""
         self.node_name = node_name
         self.clock = clock
+        self.swing = 0.0 if steady else 1.0  # times each share's swing around its mean
         self.since = clock()  # the node's counter counts from here (its boot, as far as scrapes can tell)
         self._seen: dict[str, float] = {}  # container id -> CPU seconds at the last scrape
         self._retired = 0.0  # CPU seconds of containers no longer running
@@ -276,8 +279,8 @@ class ResourceUsage:
                 cpu_m = quantity("cpu", str(req["cpu"])) if "cpu" in req else 10
                 mem = quantity("memory", str(req["memory"])) if "memory" in req else 32 * _MiB
                 key = f"{self._key(pod)}/{cname}"
-                cpu = cpu_m / 1000 * _integral(key, start, max(t, start), 0.45, 0.3)
-                mem_b = int(mem * _fraction(key + "m", t, 0.6, 0.15)) // 1024 * 1024
+                cpu = cpu_m / 1000 * _integral(key, start, max(t, start), 0.45, 0.3 * self.swing)
+                mem_b = int(mem * _fraction(key + "m", t, 0.6, 0.15 * self.swing)) // 1024 * 1024
                 seen[f"{meta.get('uid', '')}/{cname}/{start}"] = cpu
                 labels = (cname, name, namespace)
                 fams["container_cpu_usage_seconds_total"][1].append((labels, cpu, ms))
@@ -295,7 +298,7 @@ class ResourceUsage:
         cap_cores = quantity("cpu", str(capacity.get("cpu", "1"))) / 1000
         cap_b = quantity("memory", str(capacity.get("memory", "1Gi")))
         # kubelet, container runtime and the OS: ~50m + 3% of the CPUs, ~300Mi + 5% of the memory
-        system_cpu = (0.05 + 0.03 * cap_cores) * _integral(self.node_name, self.since, t, 1.0, 0.2)
+        system_cpu = (0.05 + 0.03 * cap_cores) * _integral(self.node_name, self.since, t, 1.0, 0.2 * self.swing)
         system_mem = 300 * _MiB + int(0.05 * cap_b)
         fams["node_cpu_usage_seconds_total"] = ((), [((), self._retired + node_cpu + system_cpu, ms)])
         fams["node_memory_working_set_bytes"] = ((), [((), min(cap_b, node_mem + system_mem), ms)])
@@ -319,7 +322,7 @@ class KubeletServer:
     """The kubelet HTTPS endpoint of one node; `start()`, `stop()` and `sync()` run on the lab's asyncio loop."""
 
     def __init__(self, agent: KubeletAgent, *, ca: CA, pods: PodsSource, logs: LogSource,
-                 host: str | None = None, port: int = PORT) -> None:
+                 host: str | None = None, port: int = PORT, steady_usage: bool = False) -> None:
         """`host` defaults to the agent's InternalIP; `pods` returns the pods bound to the node (v1 dicts)."""
         self.agent = agent
         self.pods = pods
@@ -331,7 +334,7 @@ class KubeletServer:
         self.serving: KeyPair = ca.issue(f"system:node:{agent.node_name}", orgs=("system:nodes",),
                                          dns=(agent.node_name,), ips=(self.host,), server=True)
         self._ssl = self._ssl_context()
-        self.usage = ResourceUsage(agent.node_name)
+        self.usage = ResourceUsage(agent.node_name, steady=steady_usage)
         self._runner: web.AppRunner | None = None
         self._streams: set[asyncio.Event] = set()  # wake-ups of the log followers, set on stop
         self._run = 0  # bumped by stop(): a stream of an earlier run ends even if start() came right after

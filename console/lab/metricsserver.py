@@ -176,6 +176,22 @@ class MetricsServer:
             apply(self.client, collection, obj)
         log.info("metrics-server serving after %.1fs", time.monotonic() - t0)
 
+    def wait_scraped(self, nodes: set[str], timeout: float = 40) -> bool:
+        """Until metrics.k8s.io has the usage of every node in `nodes`: metrics-server reports a node once it has
+        two of its samples, one --metric-resolution apart (a CPU rate needs the sample before;
+        sigs.k8s.io/metrics-server pkg/storage/node.go). False if not after `timeout` s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                doc = self.client.request("GET", "/apis/metrics.k8s.io/v1beta1/nodes")
+                if nodes <= {i["metadata"]["name"] for i in doc.get("items") or []}:
+                    return True
+            except ApiError as e:  # 503 while the aggregator has not seen the APIService available yet
+                log.debug("metrics.k8s.io: %s", e)
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.5)
+
     def stop(self, timeout: float = 20) -> None:
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:

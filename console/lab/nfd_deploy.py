@@ -8,7 +8,12 @@ Followed (github:kubernetes-sigs/node-feature-discovery, at each version's tag):
   worker-config[, master-config v0.13+]}: worker `-server=nfd-master:8080` up to v0.16, host-usr-lib (v0.10),
   host-lib (v0.13), host-proc-swaps (v0.16), source-d up to v0.16 (hooks removed in v0.17), nfd-master-conf
   mounted at /etc/kubernetes/node-feature-discovery (v0.13+); registry.k8s.io from v0.12.
-- CRDs (base/nfd-crds/nfd-api-crds.yaml): NodeFeatureRule from v0.10, NodeFeature from v0.12.
+- CRDs (base/nfd-crds/nfd-api-crds.yaml): NodeFeatureRule from v0.10, NodeFeature from v0.12, NodeFeatureGroup
+  from v0.16.
+- RBAC (v0.8.2 nfd-master.yaml.template, v0.9+ base/rbac): nfd-master's ServiceAccount, ClusterRole and
+  ClusterRoleBinding; nfd-worker's ServiceAccount, Role and RoleBinding from v0.12 (before, the worker ran as the
+  namespace's `default` service account and its DaemonSet named none). Only for a real API server
+  (`objects(..., rbac=True)`): the lab's own serves no ServiceAccounts.
 - The master's flags (cmd/nfd-master/main.go): Go `flag` syntax (`-name=value`, `--name value`, bare bools);
   `-enable-nodefeature-api` (v0.12-v0.13 default false, v0.14-v0.15 default true) and
   `-feature-gates=NodeFeatureAPI=…` (v0.16) choose between gRPC and the NodeFeature API; gRPC is gone in v0.17.
@@ -18,12 +23,13 @@ Followed (github:kubernetes-sigs/node-feature-discovery, at each version's tag):
   core.labelSources (v0.12; core.sources before), sources.local.hooksEnabled (v0.14-v0.16).
 Lab choices: names as the Helm chart with release `nfd` gives them (Deployment nfd-master, DaemonSet nfd-worker,
 ConfigMaps nfd-worker-conf / nfd-master-conf, no kustomize name hash); the worker tolerates the control-plane
-taints (as gpu-operator's NFD values do) so the control-plane node is labelled too; the CRDs carry names and
-versions only (no validation schema).
+taints (as gpu-operator's NFD values do) so the control-plane node is labelled too; the CRDs are NFD's own for the
+release (console/lab/nfd_crds.py, without descriptions).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -60,6 +66,11 @@ def has_master_config(version: V.NfdVersion) -> bool:
     return version.at_least(13)
 
 
+def has_worker_rbac(version: V.NfdVersion) -> bool:
+    """nfd-worker's own ServiceAccount, Role and RoleBinding (it writes NodeFeatures): v0.12+."""
+    return version.at_least(12)
+
+
 def crd_names(version: V.NfdVersion) -> list[tuple[str, str, str, str]]:
     """(plural, kind, singular, scope) of the NFD CRDs this version's manifests install."""
     out = []
@@ -67,20 +78,47 @@ def crd_names(version: V.NfdVersion) -> list[tuple[str, str, str, str]]:
         out.append(("nodefeatures", "NodeFeature", "nodefeature", "Namespaced"))
     if version.at_least(10):
         out.append(("nodefeaturerules", "NodeFeatureRule", "nodefeaturerule", "Cluster"))
+    if version.at_least(16):  # nothing in the lab reads NodeFeatureGroups; the lab's own API server serves none
+        out.append(("nodefeaturegroups", "NodeFeatureGroup", "nodefeaturegroup", "Namespaced"))
     return out
 
 
-def crd(plural: str, kind: str, singular: str, scope: str) -> Obj:
+def released_crd(version: V.NfdVersion, kind: str) -> Obj | None:
+    """NFD's own CRD of `kind` as the latest release up to `version` installs it (console/lab/nfd_crds.py:
+    annotations and spec, schemas included, descriptions left out); None where the lab has no such release."""
+    from console.lab.nfd_crds import CRDS
+
+    known = [r for r in CRDS if V.parse_version(r) <= version and kind in CRDS[r]]
+    if not known:
+        return None
+    best = max(known, key=V.parse_version)
+    return copy.deepcopy(CRDS[best][kind])
+
+
+def crd(plural: str, kind: str, singular: str, scope: str, version: V.NfdVersion | None = None) -> Obj:
+    """The CRD object: with `version`, NFD's own for that release (its validation schemas: a real API server
+    checks and prunes custom objects by them); otherwise names and a schema that takes any object."""
+    released = released_crd(version, kind) if version is not None else None
+    if released is not None:
+        spec = released["spec"]
+        return {"metadata": {"name": f"{plural}.{NFD_API_GROUP}", "annotations": released["annotations"]},
+                "spec": spec,
+                "status": {"acceptedNames": spec["names"], "storedVersions": [v["name"] for v in spec["versions"]
+                                                                              if v.get("storage")],
+                           "conditions": [{"type": "Established", "status": "True",
+                                           "reason": "InitialNamesAccepted"}]}}
     names: Obj = {"plural": plural, "singular": singular, "kind": kind, "listKind": f"{kind}List"}
-    if kind == "NodeFeatureRule":
-        names["shortNames"] = ["nfr"]
+    short = {"NodeFeatureRule": "nfr", "NodeFeatureGroup": "nfg"}.get(kind)
+    if short:
+        names["shortNames"] = [short]
+    served: Obj = {"name": "v1alpha1", "served": True, "storage": True,
+                   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+    if kind == "NodeFeatureGroup":  # nfd-master writes the nodes it found into its status subresource
+        served["subresources"] = {"status": {}}
     return {
         "metadata": {"name": f"{plural}.{NFD_API_GROUP}", "annotations": {"controller-gen.kubebuilder.io/version":
                                                                           "v0.14.0"}},
-        "spec": {"group": NFD_API_GROUP, "names": names, "scope": scope,
-                 "versions": [{"name": "v1alpha1", "served": True, "storage": True,
-                               "schema": {"openAPIV3Schema": {"type": "object",
-                                                              "x-kubernetes-preserve-unknown-fields": True}}}]},
+        "spec": {"group": NFD_API_GROUP, "names": names, "scope": scope, "versions": [served]},
         "status": {"acceptedNames": names, "storedVersions": ["v1alpha1"],
                    "conditions": [{"type": "Established", "status": "True", "reason": "InitialNamesAccepted"}]},
     }
@@ -149,9 +187,10 @@ def worker_daemonset(version: V.NfdVersion, namespace: str, *, features_configma
                       "volumeMounts": mounts}
     if args:
         container["args"] = args
-    pod = {"serviceAccountName": WORKER, "dnsPolicy": "ClusterFirstWithHostNet", "containers": [container],
-           "volumes": volumes,
-           "tolerations": [dict(t) for t in (*CONTROL_PLANE_TOLERATIONS, *tolerations)]}
+    pod: Obj = {"dnsPolicy": "ClusterFirstWithHostNet", "containers": [container], "volumes": volumes,
+                "tolerations": [dict(t) for t in (*CONTROL_PLANE_TOLERATIONS, *tolerations)]}
+    if has_worker_rbac(version):  # before v0.12 the worker ran as its namespace's `default` service account
+        pod = {"serviceAccountName": WORKER, **pod}
     return {"metadata": {"name": WORKER, "namespace": namespace, "labels": {"app": "nfd"}},
             "spec": {"selector": {"matchLabels": _labels(WORKER)},
                      "template": {"metadata": {"labels": _labels(WORKER)}, "spec": pod}}}
@@ -159,6 +198,75 @@ def worker_daemonset(version: V.NfdVersion, namespace: str, *, features_configma
 
 def configmap(namespace: str, name: str, data: Mapping[str, str]) -> Obj:
     return {"metadata": {"name": name, "namespace": namespace, "labels": {"app": "nfd"}}, "data": dict(data)}
+
+
+def _rule(groups: Sequence[str], resources: Sequence[str], verbs: Sequence[str], names: Sequence[str] = ()) -> Obj:
+    rule: Obj = {"apiGroups": list(groups), "resources": list(resources)}
+    if names:
+        rule["resourceNames"] = list(names)
+    return {**rule, "verbs": list(verbs)}
+
+
+def master_cluster_role(version: V.NfdVersion) -> Obj:
+    """ClusterRole nfd-master as each version's manifests have it (v0.8.2 nfd-master.yaml.template, v0.9+
+    deployment/base/rbac/master-clusterrole.yaml)."""
+    read = ["get", "list", "watch"]
+    rules = []
+    if version.at_least(17):
+        rules.append(_rule([""], ["namespaces"], ["watch", "list"]))
+    node_verbs = ["get", "patch", "update"] if version.minor == 9 else ["get", "patch", "update", "list"]
+    rules.append(_rule([""], ["nodes", "nodes/status"] if version.at_least(13) else ["nodes"], node_verbs))
+    if version.at_least(10) and not version.at_least(12):
+        rules.append(_rule(["topology.node.k8s.io"], ["noderesourcetopologies"], ["create", "get", "update"]))
+    if version.at_least(16):
+        rules.append(_rule([NFD_API_GROUP], ["nodefeatures", "nodefeaturerules", "nodefeaturegroups"], read))
+        status = "nodefeaturegroups/status" if version.at_least(19) else "nodefeaturegroup/status"
+        rules.append(_rule([NFD_API_GROUP], [status], ["patch", "update"]))
+    elif version.at_least(12):
+        rules.append(_rule([NFD_API_GROUP], ["nodefeatures", "nodefeaturerules"], read))
+    elif version.at_least(10):
+        rules.append(_rule([NFD_API_GROUP], ["nodefeaturerules"], read))
+    if version.at_least(14):
+        rules.append(_rule(["coordination.k8s.io"], ["leases"], ["create"]))
+        rules.append(_rule(["coordination.k8s.io"], ["leases"], ["get", "update"],
+                           ["nfd-master.nfd.kubernetes.io"]))
+    return {"metadata": {"name": MASTER}, "rules": rules}
+
+
+def worker_role(version: V.NfdVersion, namespace: str) -> Obj:
+    """Role nfd-worker (deployment/base/rbac/worker-role.yaml, v0.12+): its NodeFeature; its own pod from v0.15
+    (the owner reference it puts on the NodeFeature); delete from v0.17."""
+    rules = [_rule([NFD_API_GROUP], ["nodefeatures"],
+                   ["create", "get", "update", "delete"] if version.at_least(17) else ["create", "get", "update"])]
+    if version.at_least(15):
+        rules.append(_rule([""], ["pods"], ["get"]))
+    return {"metadata": {"name": WORKER, "namespace": namespace}, "rules": rules}
+
+
+def _binding(name: str, namespace: str, role_kind: str) -> Obj:
+    # kustomize's namespace transformer puts the ServiceAccount subjects in the overlay's namespace
+    meta: Obj = {"name": name, "namespace": namespace} if role_kind == "Role" else {"name": name}
+    return {"metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]}
+
+
+def rbac_objects(version: V.NfdVersion, namespace: str) -> list[tuple[str, Obj]]:
+    """NFD's service accounts and RBAC (deployment/base/rbac; the v0.8 templates had nfd-master's only): what a
+    real API server needs before the pods that name the service accounts may be created (the ServiceAccount
+    admission plugin refuses a pod whose service account does not exist)."""
+    def sa(name: str) -> Obj:
+        return {"metadata": {"name": name, "namespace": namespace}}
+
+    out: list[tuple[str, Obj]] = [
+        ("serviceaccounts", sa(MASTER)),
+        ("clusterroles.rbac.authorization.k8s.io", master_cluster_role(version)),
+        ("clusterrolebindings.rbac.authorization.k8s.io", _binding(MASTER, namespace, "ClusterRole"))]
+    if has_worker_rbac(version):
+        out += [("serviceaccounts", sa(WORKER)),
+                ("roles.rbac.authorization.k8s.io", worker_role(version, namespace)),
+                ("rolebindings.rbac.authorization.k8s.io", _binding(WORKER, namespace, "Role"))]
+    return out
 
 
 @dataclass(frozen=True)
@@ -177,14 +285,17 @@ class Manifest:
     worker_tolerations: tuple[Obj, ...] = ()  # beyond the control plane's (Helm value worker.tolerations)
 
 
-def objects(m: Manifest) -> list[tuple[str, Obj]]:
-    """(store resource, object) in the order `kubectl apply -k` would create them."""
-    out: list[tuple[str, Obj]] = [("customresourcedefinitions.apiextensions.k8s.io", crd(*c))
+def objects(m: Manifest, *, rbac: bool = False) -> list[tuple[str, Obj]]:
+    """(store resource, object) in the order `kubectl apply -k` would create them. `rbac`: with the service
+    accounts and RBAC objects (rbac_objects), which the lab's own API server does not serve."""
+    out: list[tuple[str, Obj]] = [("customresourcedefinitions.apiextensions.k8s.io", crd(*c, m.version))
                                   for c in crd_names(m.version)]
     if not m.workloads:
         return out
     out.append(("namespaces", {"metadata": {"name": m.namespace, "labels": {
         "kubernetes.io/metadata.name": m.namespace}}, "spec": {}, "status": {"phase": "Active"}}))
+    if rbac:
+        out += rbac_objects(m.version, m.namespace)
     out.append(("configmaps", configmap(m.namespace, WORKER_CONF, {WORKER_CONF_KEY: m.worker_config})))
     if has_master_config(m.version):
         out.append(("configmaps", configmap(m.namespace, MASTER_CONF, {MASTER_CONF_KEY: m.master_config})))

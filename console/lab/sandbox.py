@@ -56,7 +56,7 @@ class SandboxError(Exception):
 
 @dataclass(frozen=True)
 class Result:
-    code: int | None  # None: killed on the timeout
+    code: int | None  # None: killed on the timeout (or on `cancel`)
     stdout: str
     stderr: str  # "" when stderr was merged into stdout
     timed_out: bool = False
@@ -140,12 +140,13 @@ def run(root: GuestRoot, argv: Sequence[str], *, stdin: str = "", timeout: float
         max_output: int = DEFAULT_MAX_OUTPUT, env: Mapping[str, str] | None = None, cwd: str = "/",
         kubelet: KubeletControl | None = None, on_kubelet_restart: Callable[[bool], None] | None = None,
         stdout: Sink | None = None, stderr: Sink | None = None, merge_stderr: bool = False,
-        hook: bool = False, source_d: Path | None = None) -> Result:
+        hook: bool = False, source_d: Path | None = None, cancel: threading.Event | None = None) -> Result:
     """Run `argv` on the node `root` (exec form: no shell unless argv is one).
 
     `stdout`/`stderr` receive the output as it comes (the pod log, an SSH channel); `merge_stderr` sends
     stderr to stdout, as a container's log has both. `kubelet` answers the systemctl/journalctl shims;
-    `on_kubelet_restart(blocking)` is called before a `systemctl restart kubelet` is carried out.
+    `on_kubelet_restart(blocking)` is called before a `systemctl restart kubelet` is carried out. Setting
+    `cancel` kills the command as the timeout does (its container's pod was removed, the lab stops).
     """
     root.ready()
     hostname = root.hostname
@@ -162,7 +163,7 @@ def run(root: GuestRoot, argv: Sequence[str], *, stdin: str = "", timeout: float
         cmd = bwrap_args(root, run_dir, hostname=hostname, env=full_env, cwd=cwd, hook=hook,
                          source_d=source_d) + list(argv)
         return _Runner(root, run_dir / "ctl", kubelet, on_kubelet_restart, max_output).run(
-            cmd, stdin, timeout, stdout, stderr, merge_stderr)
+            cmd, stdin, timeout, stdout, stderr, merge_stderr, cancel)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
 
@@ -201,7 +202,7 @@ class _Runner:
         self.truncated = False
 
     def run(self, cmd: list[str], stdin: str, timeout: float, out: Sink | None, err: Sink | None,
-            merge: bool) -> Result:
+            merge: bool, cancel: threading.Event | None = None) -> Result:
         try:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT if merge else subprocess.PIPE, env={})
@@ -219,7 +220,7 @@ class _Runner:
         timed_out = False
         try:
             while sel.get_map():
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline or (cancel is not None and cancel.is_set()):
                     timed_out = True
                     proc.kill()  # bwrap's death kills its PID namespace (--die-with-parent on its init)
                     break

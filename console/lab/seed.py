@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from console.lab import nfd_deploy
+from console.lab.resources import RESOURCES
 from console.lab.scenarios import FLAVOR_BY_NAME, MASTER_TAINT, SCALE_NODES_PER_HOST, NodeSpec, PodSpec, Scenario
 from console.lab.vm import VMSpec
 from console.nfd import versions as V
@@ -59,9 +62,8 @@ def node_object(spec: NodeSpec, vm: VMSpec | None) -> Obj:
         # the field report's v1.21 cluster labels and taints its control plane "master"
         labels["node-role.kubernetes.io/master"] = ""
         labels["node-role.kubernetes.io/control-plane"] = ""
-        node_spec["taints"] = [dict(MASTER_TAINT)]
-    if spec.taints:
-        node_spec["taints"] = [*node_spec.get("taints", []), *(dict(t) for t in spec.taints)]
+    if taints := node_taints(spec):
+        node_spec["taints"] = taints
     if vm is not None:
         node_spec["providerID"] = f"openstack:///{vm.server_id}"
         labels["node.kubernetes.io/instance-type"] = vm.flavor.name
@@ -105,26 +107,61 @@ def pod_object(spec: PodSpec) -> Obj:
 _JOB_LABELS = ("batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name")
 
 
-def upstream_objects(objects: tuple[tuple[str, Obj], ...]) -> list[tuple[str, Obj]]:
+@dataclass
+class Placed:
+    """A workload whose pods the scenario runs on named nodes: the object as a user creates it, and the node of each
+    of those pods in the order its controller makes them (a StatefulSet's by ordinal)."""
+
+    resource: str
+    obj: Obj
+    nodes: list[str]
+
+
+@dataclass
+class UpstreamSeed:
+    """A scenario's workloads for a real cluster, in three rounds (console/lab/placement.py creates them):
+    `first` what places none of the scenario's pods by name (DaemonSets, budgets, bare pods already bound to a
+    node), `placed` the workloads whose pods run on the nodes the scenario names, `last` what leaves its pods to
+    the scheduler (bare Pending pods, a Job's Pending pods), which meets it once the placed pods took their room."""
+
+    first: list[tuple[str, Obj]] = field(default_factory=list)
+    placed: list[Placed] = field(default_factory=list)
+    last: list[tuple[str, Obj]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.first or self.placed or self.last)
+
+    def __len__(self) -> int:
+        return len(self.first) + len(self.placed) + len(self.last)
+
+
+_CONTROLLERS = ("deployments.apps", "statefulsets.apps", "replicasets.apps", "jobs.batch")
+
+
+def upstream_objects(objects: tuple[tuple[str, Obj], ...]) -> UpstreamSeed:
     """A scenario's workloads as a user creates them on a real cluster: Deployments, StatefulSets, DaemonSets,
-    Jobs, budgets and bare pods, without the ReplicaSets and pods their controllers make (pkg/controller/*)
-    and without what the server sets (uid, status, a Job's selector and controller-uid labels: the API server
-    generates them, pkg/registry/batch/job/strategy.go). The nodes the scenario put a workload's pods on become
-    its template's node affinity, spread one per node where it names several, for the scheduler to follow."""
-    rs_owner = {o["metadata"]["uid"]: o["metadata"]["ownerReferences"][0]["uid"]
+    Jobs, budgets and bare pods, without the ReplicaSets and pods their controllers make (pkg/controller/*: the
+    real controllers make them) and without what the server sets (uid, status, a Job's selector and
+    controller-uid labels: the API server generates them, pkg/registry/batch/job/strategy.go). Templates stay the
+    scenario's: where its pods run is kept by placing them (`Placed`), not by constraints the scenario lacks."""
+    owner_of = {o["metadata"]["uid"]: (o["metadata"].get("ownerReferences") or [{}])[0].get("uid", "")
                 for r, o in objects if r == "replicasets.apps"}
-    placed: dict[str, set[str]] = {}
+    nodes: dict[str, list[str]] = {}
     for resource, obj in objects:
         refs = obj["metadata"].get("ownerReferences") or []
         if resource == "pods" and refs and obj.get("spec", {}).get("nodeName"):
-            owner = rs_owner.get(refs[0]["uid"], refs[0]["uid"])
-            placed.setdefault(owner, set()).add(obj["spec"]["nodeName"])
-    out = []
+            owner = owner_of.get(refs[0]["uid"]) or refs[0]["uid"]
+            nodes.setdefault(owner, []).append(obj["spec"]["nodeName"])
+    out = UpstreamSeed()
     for resource, obj in objects:
         meta = obj["metadata"]
-        if resource == "replicasets.apps" or (resource == "pods" and meta.get("ownerReferences")):
+        if resource == "pods" and meta.get("ownerReferences"):
             continue
-        nodes = placed.get(meta.get("uid", ""), set())
+        if resource == "replicasets.apps" and meta.get("ownerReferences"):
+            continue  # its Deployment's controller makes it
+        if _custom(resource):  # NFD's objects come with NFD's CRDs (upstream_nfd_objects)
+            continue
+        on = nodes.get(meta.get("uid", ""), [])
         obj = copy.deepcopy(obj)
         obj.pop("status", None)
         for key in ("uid", "ownerReferences"):
@@ -134,21 +171,19 @@ def upstream_objects(objects: tuple[tuple[str, Obj], ...]) -> list[tuple[str, Ob
                 m["labels"] = {k: v for k, v in (m.get("labels") or {}).items() if k not in _JOB_LABELS}
             for key in ("selector", "manualSelector"):
                 obj["spec"].pop(key, None)
-        if nodes:
-            _pin(obj["spec"]["template"], sorted(nodes))
-        out.append((resource, obj))
+        if on:
+            out.placed.append(Placed(resource, obj, on))
+        elif resource in _CONTROLLERS or (resource == "pods" and not obj.get("spec", {}).get("nodeName")):
+            out.last.append((resource, obj))
+        else:
+            out.first.append((resource, obj))
     return out
 
 
-def _pin(template: Obj, nodes: list[str]) -> None:
-    spec = template["spec"]
-    affinity = spec.setdefault("affinity", {})
-    affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}]}]}}
-    if len(nodes) > 1:  # spread, but a replacement may still land beside a sibling when its node drains
-        spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
-                                              "whenUnsatisfiable": "ScheduleAnyway",
-                                              "labelSelector": {"matchLabels": dict(template["metadata"]["labels"])}}]
+def node_taints(spec: NodeSpec) -> list[Obj]:
+    """The taints a scenario's node has: a control plane's `master` one (the field report's v1.21 cluster taints
+    its control plane so), then the scenario's own."""
+    return [*([dict(MASTER_TAINT)] if spec.role == "control-plane" else []), *(dict(t) for t in spec.taints)]
 
 
 def _scale_node_name(i: int) -> str:
@@ -253,6 +288,33 @@ def scale_objects(scenario: Scenario) -> tuple[list[Obj], list[Obj]]:
     return nodes, pods + scale_pending_pods(scenario)
 
 
+def kubelet_statuses(nodes: list[Obj], pods: list[Obj], stamp: str) -> None:
+    """The scale world's statuses as kubelets post them (in place), for the real API server, where nodes and pods
+    have no kubelet to post them: each node's pressure and Ready conditions with heartbeat times, each bound
+    pod's Running status with the conditions and container statuses the kubelet generates
+    (pkg/kubelet/kubelet_pods.go generateAPIPodStatus: PodReadyToStartContainers, Initialized, Ready,
+    ContainersReady, PodScheduled). Pending pods keep theirs: kube-scheduler writes their PodScheduled."""
+    from console.lab.kubelet_status import conditions
+
+    for node in nodes:
+        node["status"]["conditions"] = conditions(node, True, stamp)
+    ready = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
+    for pod in pods:
+        if not pod["spec"].get("nodeName"):
+            continue
+        key = f"{pod['metadata'].get('namespace', 'default')}/{pod['metadata']['name']}"
+        pod["status"] = {
+            "phase": "Running", "startTime": stamp,
+            "conditions": [{"type": t, "status": "True", "lastTransitionTime": stamp} for t in ready],
+            "containerStatuses": [
+                {"name": c["name"], "image": c["image"], "imageID": f"{c['image']}@sha256:" + "0" * 64,
+                 "containerID": "containerd://" + hashlib.sha256(f"{key}/{c['name']}".encode()).hexdigest(),
+                 "ready": True, "started": True, "restartCount": 0, "state": {"running": {"startedAt": stamp}},
+                 "lastState": {}}
+                for c in pod["spec"]["containers"]],
+        }
+
+
 def nfd_manifest(scenario: Scenario) -> nfd_deploy.Manifest:
     """The scenario's NFD deployment, for its NFD version."""
     n = scenario.nfd
@@ -272,8 +334,27 @@ def write_guest_files(spec: NodeSpec, root: Any) -> None:
         path.chmod(0o755 if "/source.d/" in guest_path else 0o644)
 
 
-def nfd_objects(scenario: Scenario) -> list[tuple[str, Obj]]:
-    """NFD's manifests for the scenario, minus a Namespace the scenario already creates."""
+def nfd_objects(scenario: Scenario, *, rbac: bool = False) -> list[tuple[str, Obj]]:
+    """NFD's manifests for the scenario, minus a Namespace the scenario already creates (`rbac`: with NFD's
+    service accounts and RBAC, console/lab/nfd_deploy.py rbac_objects)."""
     m = nfd_manifest(scenario)
-    return [(r, o) for r, o in nfd_deploy.objects(m)
+    return [(r, o) for r, o in nfd_deploy.objects(m, rbac=rbac)
             if not (r == "namespaces" and o["metadata"]["name"] in scenario.namespaces)]
+
+
+def _custom(resource: str) -> bool:
+    rt = RESOURCES.get(resource)
+    return rt is not None and rt.custom
+
+
+def upstream_nfd_objects(scenario: Scenario) -> list[tuple[str, Obj]]:
+    """The scenario's NFD as a user applies it to a real cluster: NFD's manifests with their service accounts
+    and RBAC, without the status the lab's own API server is handed (on a real one the apiextensions
+    controllers set a CRD's conditions, the namespace controller a Namespace's phase), then the scenario's own
+    NFD objects (NodeFeatureRules: custom resources, served once their CRDs are established)."""
+    out = []
+    for resource, obj in [*nfd_objects(scenario, rbac=True), *((r, o) for r, o in scenario.objects if _custom(r))]:
+        obj = copy.deepcopy(obj)
+        obj.pop("status", None)
+        out.append((resource, obj))
+    return out

@@ -7,6 +7,7 @@ exec, Nova, NFD. The state directory receives what other processes need.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import os
 import secrets
@@ -48,6 +49,7 @@ class Lab:
         token_ttl: float = 300,
         metrics: bool = True,
         kubernetes: Literal["lab", "upstream"] | None = None,
+        steady_usage: bool = False,
     ) -> None:
         self.scenario = scenario
         self.state = StateDir(Path(state_dir))
@@ -60,8 +62,11 @@ class Lab:
         # scheduler and controllers; the store is then a view of the real API server (console/lab/apistore.py)
         # (default: $CONSOLE_LAB_KUBERNETES, else "lab" — while the lab moves onto upstream's control plane)
         self.kubernetes = kubernetes or os.environ.get("CONSOLE_LAB_KUBERNETES", "lab")
+        # the kubelets' usage at its mean, the same in every scrape (pictures that do not change between runs)
+        self.steady_usage = steady_usage
         self.control_plane: Any = None
         self.token_issuer: Any = None  # the lab-exec context's OIDC issuer on the upstream control plane
+        self.metrics_server: Any = None  # upstream's metrics-server (console/lab/metricsserver.py), on upstream
         self.store: Any = Store()
         self.logs = PodLogs()
         self.vms = seed.vm_specs(scenario)
@@ -79,6 +84,7 @@ class Lab:
         self.node_exec: Any = None
         self.fleet: Any = None
         self.nfd: Any = None
+        self._crds_established = 0.0  # monotonic time the lab saw NFD's CRDs Established (upstream)
         self.sshd: Any = None
         self.ssh_config: Path | None = None
         self._token = "lab-" + secrets.token_urlsafe(24)
@@ -98,6 +104,50 @@ class Lab:
         return self.kube_api.url if self.kube_api else ""
 
     @property
+    def kube_ca_pem(self) -> bytes:
+        """The CA that signed the Kubernetes API server's certificate (PEM): what a kubeconfig's
+        certificate-authority-data and a pod's service-account ca.crt hold."""
+        if self.control_plane is not None:
+            return bytes(self.control_plane.ca_pem)
+        return bytes(self.kube_api.ca_pem) if self.kube_api else b""
+
+    def compacted_revision(self) -> int:
+        """The storage's compaction: a watch or an Exact list from a resourceVersion below this is answered 410
+        (the lab's store; etcd's last compaction revision less one on upstream, a watch from R reading R+1 on)."""
+        if self.control_plane is not None:
+            return max(0, int(self.control_plane.compact_revision()) - 1)
+        return int(self.store.compacted)
+
+    def delete_behind_api(self, resource: str, namespace: str, name: str) -> None:
+        """Delete an object in the storage behind the API server, which may be down meanwhile, as another API server
+        of the cluster would: the lab's store, or etcd's key of it on upstream (/registry/<resource>/<ns>/<name>,
+        pods and other namespaced core resources)."""
+        if self.control_plane is None:
+            self.store.delete(resource, namespace, name)
+            return
+        key = f"/registry/{resource}/{namespace}/{name}"
+        if self.control_plane.etcd_delete(key) != 1:
+            raise LabError(f"etcd has no key {key}")
+
+    def mint_token(self, user: str, ttl: float) -> str:
+        """A bearer token the API server authenticates as `user`, with no groups, for `ttl` seconds: signed as the
+        lab-exec plugin's tokens are (the lab's token authenticator, or the issuer upstream's JWT authenticator
+        trusts, console/lab/tokenissuer.py)."""
+        if self.token_issuer is not None:
+            return str(self.token_issuer.mint(user, ttl)[0])
+        from console.lab.kubeapi.authn import mint
+
+        return mint(self._exec_key, user, ttl)[0]
+
+    def write_token_plugin(self, path: Path, ttl: float, user: str) -> Path:
+        """An exec credential plugin at `path` whose tokens (mint_token's) make its user `user` for `ttl` s."""
+        if self.token_issuer is not None:
+            return Path(self.token_issuer.write_plugin(path, ttl, subject=user))
+        from console.lab.kubeapi.authn import write_plugin
+
+        return write_plugin(path, self._exec_key, ttl, user=user)
+
+    @property
     def openstack_url(self) -> str:
         return self.openstack_api.auth_url if self.openstack_api else ""
 
@@ -112,10 +162,17 @@ class Lab:
         self._loop.start()
         self._stack.append(self._loop.stop)
         if self.kubernetes == "upstream":
-            self._start_control_plane(progress)
-        self._seed(progress)
-        if self.vms:
-            self._start_hypervisor(progress)
+            # the VMs boot while the control plane starts (neither needs the other), as a cluster's machines do
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                hypervisor = pool.submit(self._start_hypervisor, progress) if self.vms else None
+                self._start_control_plane(progress)
+                self._seed(progress)
+                if hypervisor is not None:
+                    hypervisor.result()
+        else:
+            self._seed(progress)
+            if self.vms:
+                self._start_hypervisor(progress)
         self._start_cluster_sims(progress)
         self._start_nfd(progress)
         self._start_servers(progress)
@@ -127,6 +184,10 @@ class Lab:
             self._start_metrics_server(progress)
         if self.control_plane is not None:
             self._seed_workloads(progress)
+        if self.metrics_server is not None:  # `kubectl top` answers once metrics-server has scraped twice
+            progress("waiting for metrics-server's node metrics")
+            if not self.metrics_server.wait_scraped(set(self.kubelets)):
+                log.warning("lab: metrics.k8s.io had not every node's usage when the lab became ready")
         self.state.mark_ready()
         progress(f"ready after {time.monotonic() - t0:.1f}s")
 
@@ -138,6 +199,23 @@ class Lab:
                 undo()
             except Exception:  # keep stopping the rest; the log says what failed
                 log.exception("lab: stopping %s failed", getattr(undo, "__qualname__", undo))
+
+    @staticmethod
+    def _audit_users() -> tuple[str, ...]:
+        """Who the audit log follows (api_requests): the users of the kubeconfig's contexts and fault files."""
+        from console.lab.controlplane import ADMIN_USER
+        from console.lab.faultfiles import NOBODY_USER
+        from console.lab.rbac_policy import OPERATOR_USER, VIEWER_USER
+        from console.lab.tokenissuer import EXEC_USER
+
+        return ADMIN_USER, VIEWER_USER, OPERATOR_USER, EXEC_USER, NOBODY_USER
+
+    def api_requests(self, prefix: str = "") -> list[str]:
+        """The requests the kubeconfig's users made to the Kubernetes API so far ("GET /api/v1/nodes?limit=500"),
+        oldest first, those starting with `prefix`: the real API server's audit log, or the lab API server's log."""
+        if self.control_plane is not None:
+            return list(self.control_plane.requests(prefix))
+        return list(self.kube_api.requests(prefix))
 
     def kube_api_down(self) -> None:
         """The API server goes away (its port refuses, watches drop) until `kube_api_up()` serves again on the
@@ -158,12 +236,10 @@ class Lab:
         from console.lab.apistore import ApiStore
         from console.lab.controlplane import ControlPlane, ControlPlaneError
         from console.lab.kubeclient import KubeClient
+        from console.lab.nodeleases import grace_period
         from console.lab.tokenissuer import TokenIssuer
         from console.lab.upstream.build import KUBE, BuildError, binary
 
-        if self.scenario.scale_nodes:
-            raise LabError("the scale world does not run on the upstream control plane yet: "
-                           "leave out --kubernetes upstream")
         try:
             kube = binary(KUBE, progress)
         except BuildError as e:
@@ -173,7 +249,24 @@ class Lab:
         # the `lab-exec` user's tokens: an OIDC issuer the API server's JWT authenticator trusts, serving its
         # discovery document and keys before the API server starts (console/lab/tokenissuer.py)
         authn_config = self.state.root / "kube" / "authentication-config.yaml"
-        self.control_plane = ControlPlane(self.state.root / "kube", kube, authentication_config=authn_config)
+        # the scale world's nodes have no kubelets: the lab renews their Leases (console/lab/nodeleases.py), at
+        # a rate that stays the same beyond a few hundred nodes, so less often for more nodes; the node lifecycle
+        # controller must then wait as many renewals before it calls a node unreachable as with kubelets (50s
+        # for 10s renewals), or it would taint thousands of healthy nodes and evict their pods
+        grace = grace_period(self.scenario.scale_nodes) if self.scenario.scale_nodes else "50s"
+        # and its node lifecycle controller lifts the not-ready taint of each new node with two requests (a get
+        # and a patch: pkg/controller/controller_utils.go RemoveTaintOffNode), at its client's default 20 a
+        # second 10 nodes a second; Kubernetes' own scale tests run it at 100 (test-infra, sig-scalability jobs:
+        # CONTROLLER_MANAGER_TEST_ARGS=--kube-api-qps=100 --kube-api-burst=100)
+        qps = 100 if self.scenario.scale_nodes else 0
+        # watch_expiry: etcd compacted every that many seconds, and lists and watches served by etcd rather than
+        # the watch cache, whose history compaction does not shorten (k8s.io/apiserver/pkg/storage/cacher/
+        # compactor.go compacts only its snapshots): a watch resumed from a compacted revision then ends in 410
+        expiry = self.watch_expiry
+        self.control_plane = ControlPlane(self.state.root / "kube", kube, authentication_config=authn_config,
+                                          node_monitor_grace_period=grace, audit_users=self._audit_users(),
+                                          etcd_compaction_interval=f"{expiry:g}s" if expiry else "5m",
+                                          watch_cache=expiry is None, controller_manager_qps=qps)
         self.token_issuer = TokenIssuer(self.control_plane.ca)
         self._loop.call(self.token_issuer.start())
         self._stack.append(lambda: self._loop.call(self.token_issuer.stop()))
@@ -184,9 +277,12 @@ class Lab:
             self.token_issuer.wait_accepted(self.control_plane.url)
         except (ControlPlaneError, TimeoutError) as e:
             raise LabError(str(e)) from e
+        # the lab's own writes (agents, seeding) as a user of their own, so the audit log holds only the people's
+        world = self.control_plane.user_cert(WORLD_USER, ("system:masters",))
+        world.write(self.control_plane.pki_dir, "world")
         pki = self.control_plane.pki_dir
-        self.store = ApiStore(KubeClient(self.control_plane.url, ca=pki / "ca.crt", cert=pki / "admin.crt",
-                                         key=pki / "admin.key"))
+        self.store = ApiStore(KubeClient(self.control_plane.url, ca=pki / "ca.crt", cert=pki / "world.crt",
+                                         key=pki / "world.key"))
         self._stack.append(self.store.stop)
 
     def _start_metrics_server(self, progress: Progress) -> None:
@@ -209,6 +305,7 @@ class Lab:
             server.start(progress)
         except MetricsServerError as e:
             raise LabError(str(e)) from e
+        self.metrics_server = server
 
     def _wait_service_account(self, namespace: str, timeout: float = 60) -> None:
         from console.lab.kubeclient import ApiError
@@ -244,16 +341,69 @@ class Lab:
             progress(f"generating {sc.scale_nodes} nodes and {sc.scale_nodes * sc.scale_pods_per_node} pods"
                      + (f", {sc.scale_pending} Pending" if sc.scale_pending else ""))
             nodes, pods = seed.scale_objects(sc)
-            self.store.bulk_load("nodes", nodes)
-            self.store.bulk_load("pods", pods)
+            if upstream:
+                self._load_scale_world(nodes, pods, progress)
+            else:
+                self.store.bulk_load("nodes", nodes)
+                self.store.bulk_load("pods", pods)
         for pod in sc.pods:
+            if upstream and pod.node is None:
+                continue  # meets the scheduler once the workloads run (_seed_workloads)
             self.store.create("pods", seed.pod_object(pod))
-        if upstream:
+        if upstream:  # NFD's DaemonSet and Deployment come once the nodes are Ready (_start_nfd)
+            self._seed_nfd(progress, [(r, o) for r, o in seed.upstream_nfd_objects(sc) if r not in _NFD_WORKLOADS])
             return  # the workloads come once the nodes are Ready (_seed_workloads)
         for resource, obj in seed.nfd_objects(sc):
             self.store.create(resource, obj)
         for resource, obj in sc.objects:
             self.store.create(resource, obj)
+
+    def _load_scale_world(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
+                          progress: Progress) -> None:
+        """The scale world on the real API server: its nodes with the status kubelets would post, their Leases
+        kept renewed (console/lab/nodeleases.py: no kubelet runs there), the pods bound to them Running; then,
+        once the node lifecycle controller has lifted the not-ready taint every new node gets (the
+        TaintNodesByCondition admission plugin), the Pending pods, which kube-scheduler finds no room for."""
+        from console.lab.nodelease import micro_time
+        from console.lab.nodeleases import NodeLeases, PodFinisher
+
+        seed.kubelet_statuses(nodes, pods, micro_time()[:19] + "Z")
+        bound = [p for p in pods if p["spec"].get("nodeName")]
+        pending = [p for p in pods if not p["spec"].get("nodeName")]
+        self.store.bulk_load("nodes", nodes, progress=progress)
+        made, _ = self.store.list("nodes")
+        leases = NodeLeases(self.store, {n["metadata"]["name"]: n["metadata"]["uid"] for n in made})
+        self._stack.append(leases.stop)
+        leases.start(progress)
+        finisher = PodFinisher(self.store, {n["metadata"]["name"] for n in made})
+        self._stack.append(finisher.stop)
+        finisher.start()
+        self.store.bulk_load("pods", bound, progress=progress)
+        self._wait_schedulable(len(nodes), progress)
+        if pending:
+            self.store.bulk_load("pods", pending, progress=progress)
+
+    def _wait_schedulable(self, count: int, progress: Progress) -> None:
+        """Until `count` nodes are Ready without the node lifecycle controller's not-ready or unreachable taints
+        (pkg/controller/nodelifecycle: doNoScheduleTaintingPass)."""
+        from console.lab.kubelet_status import NOT_READY_TAINT, UNREACHABLE_TAINT
+
+        def schedulable(node: dict[str, Any]) -> bool:
+            taints = (node.get("spec") or {}).get("taints") or []
+            return _ready(node) and not any(t.get("key") in (NOT_READY_TAINT, UNREACHABLE_TAINT) for t in taints)
+
+        progress(f"waiting for kube-controller-manager to lift the not-ready taint of {count} nodes")
+        deadline = time.monotonic() + 60 + count / 25
+        while True:
+            nodes, _ = self.store.list("nodes")
+            waiting = sum(1 for n in nodes if not schedulable(n)) + max(0, count - len(nodes))
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                raise LabError(f"{waiting} of {count} nodes were not Ready and untainted after "
+                               f"{60 + count / 25:.0f}s (kube-controller-manager's log: "
+                               f"{self.control_plane.root / 'kube-controller-manager.log'})")
+            time.sleep(0.2)
 
     def _start_hypervisor(self, progress: Progress) -> None:
         from console.lab.libvirt_host import LibvirtHost
@@ -349,7 +499,8 @@ class Lab:
         servers = []
         for name, kubelet in self.kubelets.items():
             server = KubeletServer(kubelet, ca=self.control_plane.ca, logs=self.logs,
-                                   pods=functools.partial(self.store.pods_on_node, name))
+                                   pods=functools.partial(self.store.pods_on_node, name),
+                                   steady_usage=self.steady_usage)
             servers.append(server)
 
         async def follow_states() -> None:
@@ -372,13 +523,75 @@ class Lab:
         from console.lab.nfd_sim import NfdSim
 
         if self.control_plane is not None:
-            progress("NFD does not run on the upstream control plane yet")
-            return
-
+            # NFD's DaemonSet and Deployment once the nodes are Ready and schedulable, as NFD is installed on a
+            # running cluster: nfd-master's pod meets every node, its preferred node affinity picks the control
+            # plane (the rest of NFD's objects came with the seed, _seed)
+            workloads = [(r, o) for r, o in seed.upstream_nfd_objects(self.scenario) if r in _NFD_WORKLOADS]
+            if workloads:
+                self._wait_schedulable(len(self.vms), progress)
+                self._seed_nfd(progress, workloads)
+            if self._crds_established:
+                # kube-apiserver holds a custom object's create for 2s after its CRD became Established
+                # (k8s.io/apiextensions-apiserver pkg/apiserver/customresource_handler.go, "justCreated"): on a
+                # cluster nfd-worker's pods start later than that after `kubectl apply`; so do its first writes
+                time.sleep(max(0.0, self._crds_established + 2.0 - time.monotonic()))
         progress(f"starting NFD {self.scenario.nfd_version} (workers and master)")
         self.nfd = NfdSim(self.store, self.scenario, self.state.root / "nfd", guest_roots=self.guest_roots)
         self._stack.append(self.nfd.stop)
         self.nfd.start()
+
+    def _seed_nfd(self, progress: Progress, objects: list[tuple[str, dict[str, Any]]], timeout: float = 60) -> None:
+        """NFD's objects through the real API server as `kubectl apply -k` sends them (seed.upstream_nfd_objects:
+        with their service accounts and RBAC, and the scenario's NodeFeatureRules): the objects of a custom
+        resource once its CRD is Established (served, and in discovery). The DaemonSet's and the Deployment's pods
+        are then the controllers', bound by kube-scheduler and the DaemonSet controller and run by the kubelet
+        agents."""
+        from console.lab.apistore import path
+        from console.lab.kubeclient import ApiError
+        from console.lab.resources import CRD_RESOURCE, ResourceType
+        from console.lab.store import StoreError
+
+        # the lab's own API server serves no ServiceAccounts, so the resource table has none
+        service_account = ResourceType("serviceaccounts", "ServiceAccount", "", "v1", True)
+        progress(f"creating {len(objects)} objects of NFD {self.scenario.nfd_version}")
+        crds = [o["metadata"]["name"] for r, o in objects if r == CRD_RESOURCE]
+        for resource, obj in objects:
+            try:
+                if resource == service_account.plural:
+                    self.store.client.request("POST", path(service_account, obj["metadata"]["namespace"]),
+                                              {"apiVersion": "v1", "kind": "ServiceAccount", **obj})
+                    continue
+                if crds and resource != CRD_RESOURCE:
+                    self._wait_established(crds, timeout)
+                    crds = []
+                self.store.create(resource, obj)
+            except (ApiError, StoreError) as e:
+                raise LabError(f"the API server refused NFD's {resource} {obj['metadata']['name']}: {e}") from e
+            if resource == "namespaces":  # v0.8-v0.11 workers run as the namespace's `default` service account
+                self._wait_service_account(obj["metadata"]["name"])
+        if crds:
+            self._wait_established(crds, timeout)
+
+    def _wait_established(self, names: list[str], timeout: float) -> None:
+        """Until each CRD has condition Established (apiextensions-apiserver's establishing controller sets it
+        once the names are accepted; pkg/controller/establish/establishing_controller.go)."""
+        from console.lab.resources import CRD_RESOURCE
+        from console.lab.store import NotFound
+
+        def established(name: str) -> bool:
+            try:
+                crd = self.store.get(CRD_RESOURCE, None, name)
+            except NotFound:
+                return False
+            return any(c.get("type") == "Established" and c.get("status") == "True"
+                       for c in (crd.get("status") or {}).get("conditions") or [])
+
+        deadline = time.monotonic() + timeout
+        while waiting := [n for n in names if not established(n)]:
+            if time.monotonic() > deadline:
+                raise LabError(f"CRDs not Established after {timeout:.0f}s: {', '.join(waiting)}")
+            time.sleep(0.05)
+        self._crds_established = time.monotonic()
 
     def _kubelet_proxy(self, node: str, path: str) -> tuple[int, str, str]:
         """What a node's kubelet answers on :10250 to the API server's node proxy."""
@@ -397,14 +610,17 @@ class Lab:
         """The kubeconfig's contexts as client certificates the real API server authenticates (CN = user,
         O = groups), and the lab's RBAC as plain objects; `lab-exec` gets its token from an exec plugin that signs
         as the lab's token issuer, valid token_ttl s (console/lab/tokenissuer.py)."""
+        from console.lab.controlplane import ADMIN_USER
         from console.lab.kubeconfig import add_context
         from console.lab.rbac_policy import OPERATOR_USER, VIEWER_USER, lab_users, seed
         from console.lab.tokenissuer import EXEC_USER
 
         cp = self.control_plane
         seed(self.store, lab_users())
-        cp.write_kubeconfig(self.state.kubeconfig, {"lab": cp.admin_cert(), "lab-viewer": cp.user_cert(VIEWER_USER),
-                                                    "lab-operator": cp.user_cert(OPERATOR_USER)})
+        # each kubeconfig user named after the user the server authenticates, as the lab's own API server's are
+        cp.write_kubeconfig(self.state.kubeconfig, {ADMIN_USER: cp.admin_cert(), VIEWER_USER: cp.user_cert(VIEWER_USER),
+                                                    OPERATOR_USER: cp.user_cert(OPERATOR_USER)},
+                            contexts={"lab": ADMIN_USER, "lab-viewer": VIEWER_USER, "lab-operator": OPERATOR_USER})
         plugin = self.token_issuer.write_plugin(self.state.exec_plugin, self.token_ttl)
         add_context(self.state.kubeconfig, "lab-exec", EXEC_USER, {"exec": {
             "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "args": [],
@@ -460,10 +676,21 @@ class Lab:
         )
         write_openrc(self.state.openrc_member, auth_url=self.openstack_api.auth_url, username=MEMBER_USER,
                      password=self._os_member_password, project="admin")
-        if self.kube_api is not None:
-            write_fault_files(self.state.root / "faults", kube_url=self.kube_api.url, ca_pem=self.kube_api.ca_pem,
-                              nobody_token=self._nobody_token, auth_url=self.openstack_api.auth_url,
-                              os_password=self._os_password)
+        write_fault_files(self.state.root / "faults", kube_url=self.kube_url, ca_pem=self.kube_ca_pem,
+                          write_nobody=self._write_nobody_kubeconfig, auth_url=self.openstack_api.auth_url,
+                          os_password=self._os_password)
+
+    def _write_nobody_kubeconfig(self, path: Path) -> None:
+        """A kubeconfig of user `lab-nobody`: authenticated, no RBAC binding (403 to everything but discovery)."""
+        from console.lab.faultfiles import NOBODY_USER
+        from console.lab.kubeconfig import write_kubeconfig
+
+        if self.control_plane is not None:
+            self.control_plane.write_kubeconfig(path, {NOBODY_USER: self.control_plane.user_cert(NOBODY_USER)},
+                                                contexts={"lab": NOBODY_USER})
+        else:
+            write_kubeconfig(path, self.kube_api.url, self._nobody_token, user=NOBODY_USER,
+                             ca_pem=self.kube_api.ca_pem)
 
     def _add_exec_context(self) -> None:
         """Context `lab-exec`: its user's token comes from an exec plugin in the state dir, valid token_ttl s."""
@@ -503,35 +730,42 @@ class Lab:
             time.sleep(0.05)
 
     def _seed_workloads(self, progress: Progress, timeout: float = 60) -> None:
-        """The scenario's workloads as a user creates them, on Ready nodes (placed by kube-scheduler as on a
-        cluster in steady state, not in the race of nodes registering); waits until their pods run."""
-        objects = seed.upstream_objects(self.scenario.objects)
-        if not objects:
-            return
-        progress(f"creating {len(objects)} workload objects")
-        for resource, obj in objects:
-            self.store.create(resource, obj)
-        deadline = time.monotonic() + timeout
+        """The scenario's workloads as a user creates them, on Ready nodes, their controllers making the pods:
+        those the scenario runs on named nodes placed there (console/lab/placement.py), then the pods the scenario
+        leaves to the scheduler meet it, as on the field reports' clusters: after the running pods took their
+        room."""
+        from console.lab.placement import Placement, PlacementError
 
-        def waiting() -> list[str]:
-            pods, _ = self.store.list("pods", None, lambda p: bool(p["metadata"].get("ownerReferences")))
-            return [p["metadata"]["name"] for p in pods if p.get("status", {}).get("phase") != "Running"]
-
-        while (left := waiting()) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if left:
-            log.warning("lab: workload pods not Running when the lab became ready: %s", ", ".join(left))
+        workloads = seed.upstream_objects(self.scenario.objects)
+        for pod in self.scenario.pods:
+            if pod.node is None:  # the scenario's Pending pods: what a user creates (the server sets the status)
+                workloads.last.append(("pods", {k: v for k, v in seed.pod_object(pod).items() if k != "status"}))
+        if workloads:
+            progress(f"creating {len(workloads)} workload objects")
+        taints = {spec.name: seed.node_taints(spec) for spec in self.scenario.nodes}
+        try:
+            Placement(self.store, taints, step_timeout=timeout, progress=progress).run(workloads)
+        except PlacementError as e:
+            raise LabError(str(e)) from e
 
     def _nfd_pods_running(self) -> bool:
         ns = self.scenario.nfd.namespace
         daemonsets, _ = self.store.list("daemonsets.apps", ns)
         deployments, _ = self.store.list("deployments.apps", ns)
-        if any("desiredNumberScheduled" not in (d.get("status") or {}) for d in daemonsets):
-            return False  # the DaemonSet controller has not placed its pods yet
+        if any("desiredNumberScheduled" not in (d.get("status") or {})
+               or (d.get("status") or {}).get("observedGeneration", 0) < d["metadata"].get("generation", 1)
+               for d in daemonsets):
+            return False  # the DaemonSet controller has not placed its pods yet (a new one's status is all zeros)
         want = sum(int(d["status"]["desiredNumberScheduled"]) for d in daemonsets)
         want += sum(int((d.get("spec") or {}).get("replicas", 1)) for d in deployments)
         pods, _ = self.store.list("pods", ns)
         return sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running") >= want
+
+
+_NFD_WORKLOADS = ("deployments.apps", "daemonsets.apps")  # nfd-master's and nfd-worker's
+
+
+WORLD_USER = "lab-world"  # the lab's agents and seeding on the upstream control plane
 
 
 def _ready(node: dict[str, Any]) -> bool:

@@ -184,8 +184,10 @@ def _budgets(api_client: Any) -> tuple[list[dict[str, Any]], str]:
                     "not known, the fleet's drain finds out")
 
 
-def select_pods(pending: list[dict[str, Any]], wanted: Sequence[str] | None, api_client: Any) -> list[dict[str, Any]]:
-    """The Pending pods named "ns/name" (None: all); a name that is not an unbound Pending pod is PlanInputError."""
+def select_pods(pending: list[dict[str, Any]], wanted: Sequence[str] | None, api_client: Any, *,
+                waiting_only: bool = False) -> list[dict[str, Any]]:
+    """The Pending pods named "ns/name" (None: all); a name that is not an unbound Pending pod is PlanInputError,
+    or with `waiting_only` left out (the named pods that still wait)."""
     if wanted is None:
         return pending
     by_key = {f"{(p['metadata'].get('namespace') or 'default')}/{p['metadata']['name']}": p for p in pending}
@@ -197,6 +199,8 @@ def select_pods(pending: list[dict[str, Any]], wanted: Sequence[str] | None, api
         ns, _, name = key.partition("/")
         if not name:
             raise PlanInputError(f"--pods {key}: give NAMESPACE/NAME")
+        if waiting_only:
+            continue
         from console.kube.nodes_ops import get_pod_raw
 
         obj = get_pod_raw(api_client, ns, name)
@@ -210,15 +214,15 @@ def select_pods(pending: list[dict[str, Any]], wanted: Sequence[str] | None, api
 
 
 def read_plan_input(api_client: Any, settings: Any, *, pods: Sequence[str] | None = None,
-                    prefs: Preferences | None = None) -> PlanInput:
+                    prefs: Preferences | None = None, waiting_only: bool = False) -> PlanInput:
     """Everything the planner needs, read once (see the module docstring). `pods`: "ns/name" of the Pending pods
     to plan (None: every one). Raises the API's errors (console/faults.py classifies them), PlanInputError for a
-    pod that is not Pending, VmListError when no VM backend answers."""
+    pod that is not Pending (`waiting_only`: such a pod is left out), VmListError when no VM backend answers."""
     from console.kube.model import NodeInfo
 
     nodes = [NodeInfo.from_api(o) for page in _pages(api_client, "/api/v1/nodes") for o in page]
     pending_raw, tally = _list_pods(api_client)
-    chosen = select_pods(pending_raw, pods, api_client)
+    chosen = select_pods(pending_raw, pods, api_client, waiting_only=waiting_only)
     reasons, events_note = _failed_scheduling(api_client) if chosen else ({}, "")
     pending = tuple(pending_pod(p, reasons.get(((p["metadata"].get("namespace") or "default"),
                                                 p["metadata"]["name"]), ""))

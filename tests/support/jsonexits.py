@@ -348,7 +348,7 @@ def _lab_default() -> list[Case]:
         _c(push, ("nfd", "files", "push", "{tmp}/feature", "--kind", "feature", *w1, "--yes"), "not-relabelled", 3,
            files=LAB_FILES, setup="no-nfd-master"),
         _c(up, ("scale-up", "kube-worker01", "--flavor", "m1.large", "--yes", "--pods-timeout", "0.001"),
-           "verify-failed", 3),
+           "verify-failed", 3, setup="unpullable-pending-pod"),
         # the lab itself, ready: one object, then Ctrl-C stops it
         _c((("lab",), ""), ("lab", "--scenario", "scale", "--nodes", "1", "--state-dir", "{tmp}/lab"), None, 0,
            driver="sigint-when-ready"),

@@ -102,3 +102,20 @@ def quick_scheduler_retries(lab: Lab) -> Lab:
         raise AttributeError("the lab scheduler has no max_backoff any more: update quick_scheduler_retries")
     scheduler.max_backoff = scheduler.initial_backoff
     return lab
+
+
+def scheduler_away(lab: Lab) -> None:
+    """The cluster's scheduler stops (upstream's kube-scheduler process, or the lab's own): Pending pods stay
+    Pending until `scheduler_back`."""
+    if lab.control_plane is not None:
+        lab.control_plane.stop_component("kube-scheduler")
+    else:
+        lab.scheduler.stop()
+
+
+def scheduler_back(lab: Lab) -> None:
+    """The scheduler runs again (nothing to do when it runs)."""
+    if lab.control_plane is None:
+        lab.scheduler.start()
+    elif not lab.control_plane.components["kube-scheduler"].running():
+        lab.control_plane.start_component("kube-scheduler")

@@ -8,6 +8,7 @@ would make of it (until the discovery merges, tests build it by hand).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kubernetes import client
@@ -52,7 +53,14 @@ def deployment(namespace: str, *, version: str = "v0.16.4", hooks_mode: int | No
 
 
 def scheduled(api_client: Any, namespace: str) -> list[str]:
-    """The nodes the DaemonSet's pods are on."""
+    """The nodes the DaemonSet's pods are on, once it has a pod on every node it should run on (its status's
+    desiredNumberScheduled; a real DaemonSet controller creates them in growing batches); [] until then."""
+    ds = json.loads(client.AppsV1Api(api_client).read_namespaced_daemon_set(
+        "nfd-worker", namespace, _preload_content=False).data)
+    status = ds.get("status") or {}
+    if status.get("observedGeneration", 0) < ds["metadata"].get("generation", 1):
+        return []  # the controller has not looked at it yet: its counts are the zeros of a new object
     pods = client.CoreV1Api(api_client).list_namespaced_pod(
         namespace, label_selector="app.kubernetes.io/name=nfd-worker").items
-    return sorted(p.spec.node_name for p in pods if p.spec.node_name)
+    nodes = sorted(p.spec.node_name for p in pods if p.spec.node_name)
+    return nodes if len(nodes) >= status.get("desiredNumberScheduled", 0) else []

@@ -294,7 +294,7 @@ async def generate(out: Path, names: list[str] | None = None) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="console-shots-"))
-    lab = Lab(scenarios.get("default"), root)
+    lab = Lab(scenarios.get("default"), root, steady_usage=True)
     written = []
     try:
         lab.start(progress=lambda m: print(f"lab: {m}", file=sys.stderr))

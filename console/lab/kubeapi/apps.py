@@ -126,8 +126,12 @@ def tables(col: Callable[..., Obj], name: Obj, age_col: Obj, age: Callable[[str 
         if not status:
             status = "Terminating" if o["metadata"].get("deletionTimestamp") else next(
                 (c for c in ("Suspended", "FailureTarget") if c in conds), "Running")
-        # HumanDuration(time.Since(startTime)) while it runs; the lab's jobs never record a completionTime
-        duration = age(st["startTime"], now) if st.get("startTime") and not st.get("completionTime") else ""
+        # HumanDuration(time.Since(startTime)) while it runs, completionTime - startTime once complete
+        duration = ""
+        if st.get("startTime"):
+            end = datetime.fromisoformat(st["completionTime"].replace("Z", "+00:00")) if st.get("completionTime") \
+                else now
+            duration = age(st["startTime"], end)
         return [o["metadata"]["name"], status, completions, duration, created(o, now), *_containers(o),
                 _selector(o)]
 

@@ -64,6 +64,8 @@ async def create_object(request: web.Request, store: Store, rt: ResourceType, ns
             raise ApiError(400, "the namespace of the provided object does not match the namespace sent on "
                            "the request")
         meta["namespace"] = ns or meta.get("namespace") or "default"
+    if not meta.get("creationTimestamp"):  # a client's `creationTimestamp: null` (kubectl's -o json): the server's
+        meta.pop("creationTimestamp", None)
     validate(rt, body)
     default_on_create(rt, body)
     if rt.key == "pods":

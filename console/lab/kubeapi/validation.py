@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 from console.lab.kubeapi.status import ApiError, invalid
@@ -222,3 +223,41 @@ def default_on_create(rt: ResourceType, obj: Obj) -> None:
         from console.lab.resources import RESOURCES
 
         defaults(rt.key, obj, lambda pod_spec: default_on_create(RESOURCES["pods"], {"spec": pod_spec}))
+    elif rt.key == "jobs.batch":
+        _job_defaults(obj)
+
+
+def _job_defaults(job: Obj) -> None:
+    """pkg/apis/batch/v1/defaults.go SetDefaults_Job, then pkg/registry/batch/job/strategy.go generateSelector:
+    the template labelled with the job's name and uid (both label forms), the selector on the uid (given here,
+    as the API server's FillObjectMetaSystemFields gives it before PrepareForCreate); status starts empty."""
+    from console.lab.resources import RESOURCES
+
+    meta = job.setdefault("metadata", {})
+    spec = job.setdefault("spec", {})
+    template = spec.setdefault("template", {})
+    tmeta = template.setdefault("metadata", {})
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    if spec.get("parallelism") is None:
+        spec["parallelism"] = 1
+    if spec.get("backoffLimit") is None:
+        spec["backoffLimit"] = 2147483647 if spec.get("backoffLimitPerIndex") is not None else 6
+    if tmeta.get("labels") and not meta.get("labels"):
+        meta["labels"] = dict(tmeta["labels"])
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
+    spec.setdefault("manualSelector", False)
+    default_on_create(RESOURCES["pods"], {"spec": template.setdefault("spec", {})})
+    if not spec["manualSelector"]:
+        uid = meta.setdefault("uid", str(uuid.uuid4()))
+        labels = tmeta["labels"] = tmeta.get("labels") or {}
+        for key, value in (("job-name", meta.get("name")), ("batch.kubernetes.io/job-name", meta.get("name")),
+                           ("controller-uid", uid), ("batch.kubernetes.io/controller-uid", uid)):
+            if value:
+                labels.setdefault(key, value)
+        selector = spec["selector"] = spec.get("selector") or {}
+        selector["matchLabels"] = selector.get("matchLabels") or {}
+        selector["matchLabels"].setdefault("batch.kubernetes.io/controller-uid", uid)
+    job["status"] = {}

@@ -180,6 +180,32 @@ def test_status_is_written_through_the_status_subresource(store: ApiStore, ns: s
     assert store.get("deployments.apps", ns, "d")["metadata"]["generation"] == 2
 
 
+def test_bulk_load_creates_with_status_and_says_how_far(store: ApiStore, ns: str, node: str) -> None:
+    """Concurrent creates, each object's status through /status after (a merge patch: the qosClass the server
+    set stays), progress lines, and the first error raised."""
+    lines: list[str] = []
+    pods = [_pod(ns, f"b{i:02d}", node, phase="Running", podIP=f"10.0.1.{i}") for i in range(60)]
+    assert store.bulk_load("pods", pods, workers=8, progress=lines.append, every=0) == 60
+    server = store.client.request("GET", f"/api/v1/namespaces/{ns}/pods")["items"]
+    assert sorted(p["metadata"]["name"] for p in server) == [f"b{i:02d}" for i in range(60)]
+    assert {(p["spec"]["nodeName"], p["status"]["phase"], p["status"]["qosClass"]) for p in server} == {
+        (node, "Running", "BestEffort")}
+    assert lines[-1] == "created 60 of 60 pods" and all(re.fullmatch(r"created \d+ of 60 pods", x) for x in lines)
+    assert store.get("pods", ns, "b07")["status"]["podIP"] == "10.0.1.7"  # read after write, as create()'s
+
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}
+    store.bulk_load("nodes", [{"metadata": {"name": f"{ns}-bulk"}, "status": {
+        "capacity": {"cpu": "4", "pods": "110"}, "conditions": [ready]}}])
+    try:
+        status = store.fetch("nodes", None, f"{ns}-bulk")["status"]
+        assert status["capacity"] == {"cpu": "4", "pods": "110"} and status["conditions"][0]["status"] == "True"
+    finally:
+        store.delete("nodes", None, f"{ns}-bulk")
+
+    with pytest.raises(AlreadyExists):
+        store.bulk_load("pods", [_pod(ns, "fresh", node), _pod(ns, "b00", node)], workers=1)
+
+
 def test_mutate_tries_again_on_a_conflict(control_plane: ControlPlane, store: ApiStore, ns: str) -> None:
     store.create("configmaps", _cm(ns, "counter", n="0"))
     other = _client(control_plane)
@@ -332,3 +358,35 @@ def test_stop_ends_the_informers(store: ApiStore, ns: str) -> None:
     threads = [i.thread for i in store._informers.values()]
     store.stop()
     assert not any(t.is_alive() for t in threads)
+
+
+def test_custom_resources_follow_their_crd(control_plane: ControlPlane, store: ApiStore) -> None:
+    """A custom resource whose CRD does not exist lists empty at once (not after sync_timeout) and is not served;
+    once the CRD is established its objects reach subscribers; deleting the CRD deletes them (their DELETED
+    events) and the resource is not served any more."""
+    import time
+
+    from console.lab import nfd_deploy
+    from console.lab.resources import CRD_RESOURCE
+    from console.nfd.versions import CURRENT
+
+    nfr = "nodefeaturerules.nfd.k8s-sigs.io"
+    rt = store.rtype(nfr)
+    t0 = time.monotonic()
+    assert store.list(nfr)[0] == [] and not store.served(rt)
+    assert time.monotonic() - t0 < 5
+    events = Events()
+    store.subscribe(nfr, events)
+    crd = next(nfd_deploy.crd(*c, CURRENT) for c in nfd_deploy.crd_names(CURRENT) if c[0] == "nodefeaturerules")
+    crd.pop("status")
+    store.create(CRD_RESOURCE, crd)
+    try:
+        _until("the CRD served", lambda: store.served(rt))
+        store.create(nfr, {"metadata": {"name": "r1"}, "spec": {"rules": [{"name": "a", "labels": {"x": "y"}}]}})
+        assert events.wait(1) == [("ADDED", "r1")]
+        with pytest.raises(Invalid):  # NFD's schema: spec.rules is a list
+            store.create(nfr, {"metadata": {"name": "r2"}, "spec": {"rules": "not a list"}})
+    finally:
+        store.delete(CRD_RESOURCE, None, crd["metadata"]["name"])
+    assert events.wait(2) == [("ADDED", "r1"), ("DELETED", "r1")]
+    _until("the CRD gone", lambda: not store.served(rt) and store.list(nfr)[0] == [])

@@ -59,7 +59,7 @@ def _plugin_token(lab: Lab) -> tuple[str, str]:
 
 
 def _get(lab: Lab, path: str, token: str) -> tuple[int, dict]:
-    ctx = ssl.create_default_context(cadata=lab.kube_api.ca_pem.decode())
+    ctx = ssl.create_default_context(cadata=lab.kube_ca_pem.decode())
     req = urllib.request.Request(lab.kube_url + path, headers={"Authorization": f"Bearer {token}"})
     try:
         with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:

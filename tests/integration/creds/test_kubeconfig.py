@@ -25,7 +25,7 @@ from socks5 import socks5_proxy
 from console import faults
 from console.kube.connection import KubeConfigError, connect, contexts
 from console.lab import scenarios
-from console.lab.kubeapi.authn import EXEC_USER, mint
+from console.lab.tokenissuer import EXEC_USER
 from console.lab.world import Lab
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
@@ -141,7 +141,7 @@ def _raw_status(lab: Lab, token: str) -> int:
     import urllib.error
     import urllib.request
 
-    ctx = ssl.create_default_context(cadata=lab.kube_api.ca_pem.decode())
+    ctx = ssl.create_default_context(cadata=lab.kube_ca_pem.decode())
     req = urllib.request.Request(lab.kube_url + "/api", headers={"Authorization": f"Bearer {token}"})
     try:
         with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
@@ -155,9 +155,8 @@ def test_rotated_token_file_is_read_again_on_401_then_a_clear_fault(lab: Lab, tm
     and the old one expires; the next request gets 401, the console reads the file again and retries once —
     long before its one-minute re-read. When the file holds only a dead token, the 401 is the fault
     kube-unauthorized naming the user and the token file to renew."""
-    key = lab._exec_key  # the lab's signing key: tokens as its exec plugin mints them
     token_file = tmp_path / "token"
-    token_file.write_text(mint(key, EXEC_USER, 3)[0])
+    token_file.write_text(lab.mint_token(EXEC_USER, 3))  # tokens as the lab's exec plugin mints them
     doc = _doc(lab)
     doc["users"] = [{"name": "rotating", "user": {"tokenFile": str(token_file)}}]
     doc["contexts"] = [{"name": "rot", "context": {"cluster": "lab", "user": "rotating"}}]
@@ -166,11 +165,11 @@ def test_rotated_token_file_is_read_again_on_401_then_a_clear_fault(lab: Lab, tm
     api, _ = connect(str(path))
     assert "default" in _namespaces(api)
     old = token_file.read_text()
-    token_file.write_text(mint(key, EXEC_USER, 600)[0])  # rotated
+    token_file.write_text(lab.mint_token(EXEC_USER, 600))  # rotated
     wait_for(lambda: _raw_status(lab, old) == 401, timeout=30, what="the old token to expire")
     assert "default" in _namespaces(api)  # 401 → file read again → retried
 
-    dead = mint(key, EXEC_USER, 1)[0]
+    dead = lab.mint_token(EXEC_USER, 1)
     token_file.write_text(dead)
     wait_for(lambda: _raw_status(lab, dead) == 401, timeout=30, what="the token to expire")
     from kubernetes.client.exceptions import ApiException
@@ -268,14 +267,14 @@ def test_in_cluster_service_account_rotating_token(lab: Lab, tmp_path: Path, mon
         connect()  # the real mount point is absent on this machine
     root = tmp_path / "sa"
     root.mkdir()
-    (root / "ca.crt").write_bytes(lab.kube_api.ca_pem)
-    old = mint(lab._exec_key, EXEC_USER, 3)[0]
+    (root / "ca.crt").write_bytes(lab.kube_ca_pem)
+    old = lab.mint_token(EXEC_USER, 3)
     (root / "token").write_text(old)
     configuration = type.__call__(Configuration)
     credentials = _in_cluster(configuration, root)
     api = _api_client_class()(configuration=configuration)
     api.credentials = credentials
     assert configuration.host == lab.kube_url and "default" in _namespaces(api)
-    (root / "token").write_text(mint(lab._exec_key, EXEC_USER, 600)[0])  # the kubelet rotated it
+    (root / "token").write_text(lab.mint_token(EXEC_USER, 600))  # the kubelet rotated it
     wait_for(lambda: _raw_status(lab, old) == 401, timeout=30, what="the old token to expire")
     assert "default" in _namespaces(api)

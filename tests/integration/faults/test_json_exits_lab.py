@@ -125,6 +125,21 @@ def huge_pending_pod(lab: Lab, tmp: Path) -> Callable[[], None]:
     return lambda: kubectl(lab, "delete", "pod", "-n", "default", "json-exits-huge", "--wait=false") and None
 
 
+def unpullable_pending_pod(lab: Lab, tmp: Path) -> Callable[[], None]:
+    """A Pending pod only a bigger kube-worker01 fits (3 CPUs, its hostname), whose image no registry of the lab
+    has: the scale-up places it, and it never runs (ErrImagePull, console/lab/images.py), so the verify fails
+    whoever is quicker. (The scenario's nginx alone is a race: upstream's kube-scheduler binds it within
+    milliseconds of the uncordon, popping it from the backoff queue when the active one is empty —
+    pkg/scheduler/backend/queue/active_queue.go, feature SchedulerPopFromBackoffQ — and the lab's kubelet
+    agents run it at once.)"""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "json-exits-unpullable", "namespace": "default"},
+           "spec": {"nodeSelector": {"kubernetes.io/hostname": "kube-worker01"},
+                    "containers": [{"name": "c", "image": "registry.lab/app:no-such-tag",
+                                    "resources": {"requests": {"cpu": "3", "memory": "1Gi"}}}]}}
+    kubectl(lab, "apply", "-f", "-", stdin=json.dumps(pod))
+    return lambda: kubectl(lab, "delete", "pod", "-n", "default", "json-exits-unpullable", "--wait=false") and None
+
+
 def no_nfd_master(lab: Lab, tmp: Path) -> Callable[[], None]:
     """nfd-master's Deployment gone (nothing relabels); put back afterwards."""
     saved = json.loads(kubectl(lab, "get", "deployment", "-n", "node-feature-discovery", "nfd-master", "-o", "json"))
@@ -145,7 +160,8 @@ def no_nodefeature_crd(lab: Lab, tmp: Path) -> Callable[[], None]:
 
 SETUPS: dict[str, Callable[[Lab, Path], Callable[[], None]]] = {
     "nova-endpoint-closed": nova_endpoint_closed, "libvirt-sasl": libvirt_sasl, "lease-held": lease_held,
-    "huge-pending-pod": huge_pending_pod, "no-nfd-master": no_nfd_master, "no-nodefeature-crd": no_nodefeature_crd,
+    "huge-pending-pod": huge_pending_pod, "unpullable-pending-pod": unpullable_pending_pod,
+    "no-nfd-master": no_nfd_master, "no-nodefeature-crd": no_nodefeature_crd,
 }
 
 # -- running a case --------------------------------------------------------------------------------------------------
@@ -224,6 +240,8 @@ def _extra(case: Case, doc: Any) -> None:
         RUN_IDS["drain"] = doc["run_id"]
     if case.kind == "conflict":
         assert "nothing was overwritten" in doc["message"], doc
+    if case.kind == "verify-failed":  # the pod that cannot start
+        assert "json-exits-unpullable" in doc["message"], doc
 
 
 @pytest.mark.parametrize("case", LAB_DEFAULT, ids=[c.id for c in LAB_DEFAULT])

@@ -2,11 +2,12 @@
 documented actions need: a fresh user bound to it runs each of them headless on the default lab; without the
 bindings each is refused (issue 12, acceptance "a user bound to that ClusterRole can run every documented action").
 
-The user is new to the cluster: a token minted by the lab's token authenticator for a subject no binding names
-(as an OIDC or webhook authenticator hands out a user the cluster's RBAC knows nothing about), reached through a
-kubeconfig exec plugin as kubectl would. The roles are applied with kubectl as the cluster admin, as the README
-says to. What the API server decides is RBAC as kube-apiserver evaluates it (rbac.authorization.k8s.io/v1,
-plugin/pkg/auth/authorizer/rbac), the requests are the console's real clients'.
+The user is new to the cluster: a token for a subject no binding names, signed as the lab-exec context's
+tokens are (on upstream, by the OIDC issuer the API server's JWT authenticator trusts: an OIDC provider hands out
+a user the cluster's RBAC knows nothing about), reached through a kubeconfig exec plugin as kubectl would. The
+roles are applied with kubectl as the cluster admin, as the README says to. What the API server decides is RBAC
+as kube-apiserver evaluates it (rbac.authorization.k8s.io/v1, plugin/pkg/auth/authorizer/rbac), the requests
+are the console's real clients'.
 """
 
 from __future__ import annotations
@@ -70,12 +71,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 @pytest.fixture(scope="module")
 def files(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A context for a user no binding names yet: an exec plugin minting the lab authenticator's tokens."""
-    from console.lab.kubeapi.authn import write_plugin
+    """A context for a user no binding names yet: an exec plugin minting tokens the API server authenticates."""
     from console.lab.kubeconfig import add_context
 
     d = tmp_path_factory.mktemp("clusterrole-files")
-    plugin = write_plugin(d / "alice-credential", lab._exec_key, 3600, user=USER)
+    plugin = lab.write_token_plugin(d / "alice-credential", 3600, USER)
     add_context(lab.state.kubeconfig, CONTEXT, USER, {"exec": {
         "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "args": [],
         "interactiveMode": "Never", "provideClusterInfo": False}})

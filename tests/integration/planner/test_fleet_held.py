@@ -31,7 +31,6 @@ from console.lab.world import Lab
 
 pytestmark = pytest.mark.lab
 
-PODS = ("default/train-hg5cm", "default/train-tzprq")
 HOLDER = "ann@bastion-2/scale-up-kube-worker03-20261205T101500-beef"
 
 
@@ -40,13 +39,23 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     yield from start_lab("planner", tmp_path_factory.mktemp("fleet-held-lab"))
 
 
+@pytest.fixture(scope="module")
+def pods(lab: Lab) -> tuple[str, ...]:
+    """Two of Job train's three Pending pods (named by the job controller: train-<random>)."""
+    made = core(lab).list_namespaced_pod("default", label_selector="job-name=train").items
+    names = sorted(f"default/{p.metadata.name}" for p in made)
+    assert len(names) == 3, names
+    return tuple(names[:2])
+
+
 def _stopped(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
 
 
-def test_a_node_held_by_another_run_refuses_the_fleet_as_scale_up_does(lab: Lab, tmp_path: Path):
+def test_a_node_held_by_another_run_refuses_the_fleet_as_scale_up_does(lab: Lab, tmp_path: Path,
+                                                                      pods: tuple[str, ...]):
     env = lab_env(lab) | {"XDG_STATE_HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
-    argv = journalsignal.command("plan", "--pods", *PODS, "--apply", "--yes", "-o", "json")
+    argv = journalsignal.command("plan", "--pods", *pods, "--apply", "--yes", "-o", "json")
     proc = subprocess.Popen(argv, env=env | journalsignal.env("kube-worker01", "SIGSTOP"), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     try:
@@ -80,24 +89,24 @@ def test_a_node_held_by_another_run_refuses_the_fleet_as_scale_up_does(lab: Lab,
 
     # that run ends: the same command resumes the fleet and verifies it
     release_node(lab, "kube-worker03")
-    rerun = plan_cli(lab, tmp_path, "--pods", *PODS, "--apply", "--yes")
+    rerun = plan_cli(lab, tmp_path, "--pods", *pods, "--apply", "--yes")
     assert rerun.doc.get("fleet_id") == fleet["run_id"], rerun.stderr
     assert rerun.doc["this_run"] == {"scaled_up": ["kube-worker03"], "resumed": [], "done_before": ["kube-worker01"]}
     placements = rerun.doc["plan"]["placements"]
-    assert sorted(placements) == sorted(PODS) and sorted(placements.values()) == ["kube-worker01", "kube-worker03"]
+    assert sorted(placements) == sorted(pods) and sorted(placements.values()) == ["kube-worker01", "kube-worker03"]
     api = core(lab)
-    pods = {f"default/{p.metadata.name}": p for p in api.list_namespaced_pod("default").items
-            if p.metadata.name.startswith("train-")}
-    on_grown = {k: p.spec.node_name for k, p in pods.items()
+    train = {f"default/{p.metadata.name}": p for p in api.list_namespaced_pod("default").items
+             if p.metadata.name.startswith("train-")}
+    on_grown = {k: p.spec.node_name for k, p in train.items()
                 if p.status.phase == "Running" and p.spec.node_name in placements.values()}
     assert sorted(on_grown.values()) == ["kube-worker01", "kube-worker03"]  # the Job has a pod on each
     assert rerun.code == 0 and rerun.doc["status"] == "done", rerun.doc["message"]
     by_node = ", ".join(f"{n}: {k.split('/')[1]}" for k, n in sorted(on_grown.items(), key=lambda i: i[1]))
     assert f"2 of 2 pods of job/train Running ({by_node})" in rerun.doc["message"]
     rows = {r["pod"]: r for r in rerun.doc["verify"]}
-    for key in PODS:
-        node = pods[key].spec.node_name or ""
-        assert rows[key]["runs_on"] == (node if pods[key].status.phase == "Running" else "")
+    for key in pods:
+        node = train[key].spec.node_name or ""
+        assert rows[key]["runs_on"] == (node if train[key].status.phase == "Running" else "")
         if not node:  # still Pending: the scheduler's own words
             events = [e for e in api.list_namespaced_event("default").items
                       if e.involved_object.name == key.split("/")[1] and e.reason == "FailedScheduling"]

@@ -60,22 +60,35 @@ def start_lab(scenario: Scenario, root: Path) -> Iterator[Lab]:
 
 
 def add_case_pods(lab: Lab, node: str, cpu: str, memory: str) -> str:
-    """A pod on `node` the drain must evict, and a Pending pod only `node` may take once it is bigger."""
-    def pod(name: str, spec: dict[str, Any], cpu_: str, mem_: str) -> dict[str, Any]:
-        return {
-            "metadata": {"name": name, "namespace": "default", "labels": {"app": name},
-                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{name}-rs",
-                                              "uid": f"uid-{name}", "controller": True}]},
-            "spec": {"containers": [{"name": "app", "image": "nginx:1.21",
-                                     "resources": {"requests": {"cpu": cpu_, "memory": mem_}}}],
-                     "schedulerName": "default-scheduler", **spec},
-            "status": {"phase": "Pending"},
-        }
+    """A pod on `node` the drain must evict, and a Pending pod only `node` may take once it is bigger: each made
+    by a ReplicaSet of one replica (the drain evicts a controller's pods without --force; its ReplicaSet makes
+    another, which waits until `node` takes pods again), stopping within a second of its eviction (its grace
+    period, which a kubelet gives a container to exit). Returns the Pending pod's name once it exists."""
+    from labtools import wait_for
 
-    lab.store.create("pods", pod(f"fill-{node}", {"nodeName": node}, "100m", "64Mi"))
-    want = f"want-{node}"
-    lab.store.create("pods", pod(want, {"nodeSelector": {"kubernetes.io/hostname": node}}, cpu, memory))
-    return want
+    def replicaset(name: str, cpu_: str, mem_: str) -> str:
+        labels = {"app": name}
+        made = lab.store.create("replicasets.apps", {
+            "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.21",
+                                         "resources": {"requests": {"cpu": cpu_, "memory": mem_}}}],
+                         "nodeSelector": {"kubernetes.io/hostname": node}, "terminationGracePeriodSeconds": 1,
+                         "schedulerName": "default-scheduler"}}}})
+        uid = made["metadata"]["uid"]
+
+        def pod() -> dict[str, Any] | None:
+            pods, _ = lab.store.list("pods", "default", lambda p: any(
+                r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or []))
+            return pods[0] if pods else None
+
+        return str(wait_for(pod, 30, what=f"ReplicaSet {name}'s pod")["metadata"]["name"])  # type: ignore[index]
+
+    fill = replicaset(f"fill-{node}", "100m", "64Mi")
+    wait_for(lambda: pod_obj(lab, fill).get("status", {}).get("phase") == "Running", 60,
+             what=f"{fill} Running on {node}")
+    return replicaset(f"want-{node}", cpu, memory)
 
 
 def server_id(lab: Lab, node: str) -> str:

@@ -41,16 +41,18 @@ def lab(tmp_path_factory: pytest.TempPathFactory, h: Any) -> Any:
 
 
 def _blip(lab: Lab, noticed: Any, start: Any = lambda: None) -> float:
-    """Take the API server away until `noticed()` (the waiting side failed to reconnect), then back; seconds.
-    `start()` once it is away."""
+    """Take the API server away until `noticed()` (the waiting side failed to reconnect), then back; the seconds
+    it was held away (a real kube-apiserver then takes its start-up, a few seconds, to serve again; the lab's own
+    serves at once). `start()` once it is away."""
     lab.kube_api_down()
     t0 = time.monotonic()
     start()
     try:
         wait_for(noticed, timeout=30, interval=0.02, what="a failed reconnect")
+        held = time.monotonic() - t0
     finally:
         lab.kube_api_up()
-    return time.monotonic() - t0
+    return held
 
 
 def test_a_run_waiting_for_its_node_outlives_an_api_blip(lab: Lab, tmp_path: Path, h: Any) -> None:
@@ -67,7 +69,7 @@ def test_a_run_waiting_for_its_node_outlives_an_api_blip(lab: Lab, tmp_path: Pat
             what="the run waiting for its node")
         # its watch is open (the lab's request log): the blip cuts the watch, not a read in flight
         wait_for(lambda: proc.poll() is not None or any(
-            "watch=true" in r and f"metadata.name%3D{W_NODE}" in r for r in lab.kube_api.requests("GET /api/v1/nodes")),
+            "watch=true" in r and f"metadata.name%3D{W_NODE}" in r for r in lab.api_requests("GET /api/v1/nodes")),
             30, interval=0.02, what="the run watching its node")
         assert proc.poll() is None, proc.communicate()
         down = _blip(lab, lambda: proc.poll() is not None or (log.exists() and RECONNECTING in log.read_text()))
@@ -198,11 +200,12 @@ def test_the_fleet_polls_outlive_an_api_blip(lab: Lab, caplog: pytest.LogCapture
     assert waiting.is_alive(), waiting.error  # before: MaxRetryError
     assert down < 1.0
 
-    def running_there(obj: dict[str, Any]) -> None:
-        obj["spec"]["nodeName"] = W_WAITS
-        obj["status"]["phase"] = "Running"
+    # bound as a scheduler binds (pods/binding: spec.nodeName cannot be updated), then the node's kubelet runs it
+    from kubernetes import client
 
-    lab.store.mutate("pods", "default", name, running_there)
+    client.CoreV1Api(api).create_namespaced_pod_binding(name, "default", client.V1Binding(
+        metadata=client.V1ObjectMeta(name=name), target=client.V1ObjectReference(kind="Node", name=W_WAITS)),
+        _preload_content=False)
     waiting.join(60)
     assert waiting.error is None, waiting.error
     assert waiting.result.ok and waiting.result.problems() == [], waiting.result.texts()

@@ -96,8 +96,8 @@ def test_a_budget_allowing_no_disruption_stops_the_drain_before_the_vm(drain_lab
     assert h.nova_actions(drain_lab, NODE, "resize") == []  # the VM is untouched
     assert h.node_obj(drain_lab, NODE)["spec"].get("unschedulable") is True
     assert _exists(drain_lab, "db-0")
-    # --force: the bare pod was evicted and nothing brings it back
-    assert not _exists(drain_lab, "debug-shell")
+    # --force: the bare pod was evicted (gone once its grace period ran) and nothing brings it back
+    wait_for(lambda: not _exists(drain_lab, "debug-shell"), what="the evicted debug-shell gone")
 
     def replaced() -> bool:
         now = {p["metadata"]["uid"]: p["spec"].get("nodeName") for p in _frontend(drain_lab)}

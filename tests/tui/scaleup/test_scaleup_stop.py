@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from labstart import start_lab
-from labtools import lab_env, quick_scheduler_retries, run
+from labtools import lab_env, quick_scheduler_retries, run, scheduler_away, scheduler_back
 from scaleuptui import open_screen, pick_flavor
 from tuitools import console_app
 
@@ -85,15 +85,15 @@ def shown_after_quit(capsys: pytest.CaptureFixture[str]) -> str:
 
 async def test_a_run_that_finished_after_the_stop_request_says_it_finished(stop_lab, settings_for, until, capsys):
     node = "kube-worker01"
-    stop_lab.scheduler.stop()  # kube-scheduler away: nginx stays Pending, verify-pods waits for it
+    scheduler_away(stop_lab)  # kube-scheduler away: nginx stays Pending, verify-pods waits for it
     try:
         app = console_app(settings_for(stop_lab))
         async with app.run_test(size=(80, 24)) as pilot:
             screen = await run_then_stop_mid_step(pilot, until, node, "verify-pods")
-            stop_lab.scheduler.start()  # nginx binds on the uncordoned node: the last step succeeds
+            scheduler_back(stop_lab)  # nginx binds on the uncordoned node: the last step succeeds
             await until(pilot, lambda: not app.is_running, 90, what="the run to end and the app to quit")
     finally:
-        stop_lab.scheduler.start()  # no-op when running
+        scheduler_back(stop_lab)  # no-op when running
     result = screen.run.result
     assert result is not None and result.status == "done", result
     said = shown_after_quit(capsys)

@@ -48,6 +48,16 @@ def test_crds_and_volumes_per_version():
                       if r.startswith("customresourcedefinitions"))
     assert crds("v0.10.1") == ["nodefeaturerules.nfd.k8s-sigs.io"]
     assert crds("v0.12.1") == ["nodefeaturerules.nfd.k8s-sigs.io", "nodefeatures.nfd.k8s-sigs.io"]
+    assert crds("v0.16.4") == ["nodefeaturegroups.nfd.k8s-sigs.io", "nodefeaturerules.nfd.k8s-sigs.io",
+                               "nodefeatures.nfd.k8s-sigs.io"]
+    # NFD's own CRDs for the release (deployment/base/nfd-crds): their schemas, what a real API server validates by
+    for v, short in (("v0.10.1", None), ("v0.19.0", ["nfr"])):
+        rule_crd = _by(D.objects(D.Manifest(parse_version(v))), "customresourcedefinitions.apiextensions.k8s.io",
+                       "nodefeaturerules.nfd.k8s-sigs.io")
+        schema = rule_crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        assert schema["required"] == ["spec"] and schema["properties"]["spec"]["required"] == ["rules"]
+        assert schema["properties"]["spec"]["properties"]["rules"]["type"] == "array"
+        assert rule_crd["spec"]["names"].get("shortNames") == short
     v16 = D.objects(D.Manifest(parse_version("v0.16.4"), features_configmap="nfd-features",
                                features_files=(("inventory", "rack=r7\n"),)))
     vols = _volumes(_by(v16, "daemonsets.apps", "nfd-worker"))
@@ -127,3 +137,54 @@ def test_custom_resources_are_served_only_with_their_crd():
     assert names == ["nodefeaturerules"] and not st.served(nf)
     assert parse_resource_path(["apis", "nfd.k8s-sigs.io", "v1alpha1", "nodefeaturerules"], st.served).rt.kind == \
         "NodeFeatureRule"
+
+
+def test_rbac_as_each_versions_manifests_have_it():
+    """v0.8.2 nfd-master.yaml.template and deployment/base/rbac at v0.10.1 / v0.12.1 / v0.19.0: nfd-master's
+    ServiceAccount and ClusterRole always, nfd-worker's ServiceAccount and Role from v0.12 (before, the DaemonSet
+    named no service account); the bindings' subjects in NFD's namespace (kustomize's namespace transformer)."""
+    def kinds(v, ns="node-feature-discovery"):
+        return [(r, o["metadata"]["name"]) for r, o in D.rbac_objects(parse_version(v), ns)]
+
+    assert kinds("v0.8.2") == [("serviceaccounts", "nfd-master"),
+                               ("clusterroles.rbac.authorization.k8s.io", "nfd-master"),
+                               ("clusterrolebindings.rbac.authorization.k8s.io", "nfd-master")]
+    assert ("rolebindings.rbac.authorization.k8s.io", "nfd-worker") in kinds("v0.12.1")
+    ds08 = _by(D.objects(D.Manifest(parse_version("v0.8.2"))), "daemonsets.apps", "nfd-worker")
+    assert "serviceAccountName" not in ds08["spec"]["template"]["spec"]
+    ds19 = _by(D.objects(D.Manifest(parse_version("v0.19.0"))), "daemonsets.apps", "nfd-worker")
+    assert ds19["spec"]["template"]["spec"]["serviceAccountName"] == "nfd-worker"
+
+    def rules(v):
+        return {(tuple(r["apiGroups"]), tuple(r["resources"])): r["verbs"]
+                for r in D.master_cluster_role(parse_version(v))["rules"]}
+
+    assert rules("v0.10.1")[(("nfd.k8s-sigs.io",), ("nodefeaturerules",))] == ["get", "list", "watch"]
+    v19 = rules("v0.19.0")
+    assert v19[(("",), ("nodes", "nodes/status"))] == ["get", "patch", "update", "list"]
+    assert v19[(("nfd.k8s-sigs.io",), ("nodefeaturegroups/status",))] == ["patch", "update"]
+    assert v19[(("",), ("namespaces",))] == ["watch", "list"]
+    binding = _by(D.rbac_objects(parse_version("v0.16.4"), "gpu-operator"),
+                  "clusterrolebindings.rbac.authorization.k8s.io", "nfd-master")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "nfd-master", "namespace": "gpu-operator"}]
+    assert [r for r, _ in D.objects(D.Manifest(parse_version("v0.19.0")))].count("serviceaccounts") == 0
+    assert [r for r, _ in D.objects(D.Manifest(parse_version("v0.19.0")), rbac=True)].count("serviceaccounts") == 2
+
+
+def test_upstream_nfd_objects_carry_no_status_and_end_with_the_scenarios_rules():
+    """What a user applies to a real cluster: no status (the server's controllers write it); the scenario's
+    NodeFeatureRules after NFD's manifests (their CRD first), and not among the workloads."""
+    import dataclasses
+
+    from console.lab import scenarios, seed
+
+    rule = {"metadata": {"name": "r"}, "spec": {"rules": []}}
+    sc = dataclasses.replace(scenarios.get("default"),
+                             objects=(*scenarios.get("default").objects, ("nodefeaturerules.nfd.k8s-sigs.io", rule)))
+    objs = seed.upstream_nfd_objects(sc)
+    assert all("status" not in o for _, o in objs)
+    assert objs[0][0] == "customresourcedefinitions.apiextensions.k8s.io"
+    assert objs[-1] == ("nodefeaturerules.nfd.k8s-sigs.io", rule)
+    up = seed.upstream_objects(sc.objects)
+    assert "nodefeaturerules.nfd.k8s-sigs.io" not in [*(r for r, _ in [*up.first, *up.last]),
+                                                       *(p.resource for p in up.placed)]

@@ -69,3 +69,18 @@ def test_the_table_reads_at_80_columns():
     assert "Total cost 14 (optimal; exact, 0.12s)" in text
     assert "Placement is admin-only" in text.replace("\n   ", " ").replace("  ", " ")
     assert render(PlanInput(nodes=(), pods=()), plan) == ["No Pending pods: nothing to plan."]
+
+
+def test_named_pods_that_no_longer_wait_are_left_out_only_when_asked():
+    """`plan --apply --pods …` continuing a fleet: a named pod that no longer waits (a grown node runs it now) is
+    left out without asking the API what it is; a malformed name is still a usage error."""
+    from console.planner.inputs import PlanInputError, select_pods
+
+    class Api:
+        def call_api(self, *args: object, **kwargs: object) -> object:
+            raise AssertionError("not asked when left out")
+
+    waiting = [{"metadata": {"namespace": "default", "name": "train-a"}}]
+    assert select_pods(waiting, ["default/train-a", "default/train-b"], Api(), waiting_only=True) == waiting
+    with pytest.raises(PlanInputError, match="give NAMESPACE/NAME"):
+        select_pods(waiting, ["train-b"], Api(), waiting_only=True)
