@@ -1,0 +1,69 @@
+"""How a scenario's workloads reach the real control plane (console/lab/seed.py upstream_objects) and the taints
+that place their pods (console/lab/placement.py), on the lab's in-memory store: no control plane runs here."""
+
+from __future__ import annotations
+
+from console.lab import scenarios, seed
+from console.lab.placement import STEER_KEY, Placement
+from console.lab.store import Store
+
+HPC = {"key": "dedicated", "value": "hpc", "effect": "NoSchedule"}
+MASTER = {"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}
+NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+
+
+def _names(items: list[tuple[str, dict]]) -> list[tuple[str, str]]:
+    return [(r, o["metadata"]["name"]) for r, o in items]
+
+
+def test_the_planner_scenario_places_its_running_pods_and_leaves_the_pending_ones_last():
+    made = seed.upstream_objects(scenarios.PLANNER.objects)
+    assert [(p.resource, p.obj["metadata"]["name"], p.nodes) for p in made.placed] == [
+        ("deployments.apps", "api", ["kube-worker05"]), ("statefulsets.apps", "cache", ["kube-worker02"])]
+    assert _names(made.last) == [("jobs.batch", "train"), ("pods", "etl"), ("pods", "solver-xl"),
+                                 ("pods", "inference")]
+    assert _names(made.first) == [("poddisruptionbudgets.policy", "cache-pdb")]
+    # the controllers make their ReplicaSets and pods; the templates are the scenario's, without node affinity
+    every = [*made.first, *((p.resource, p.obj) for p in made.placed), *made.last]
+    assert not [r for r, _ in every if r == "replicasets.apps"]
+    for _, obj in every:
+        assert "uid" not in obj["metadata"] and "status" not in obj and "ownerReferences" not in obj["metadata"]
+        template = (obj.get("spec") or {}).get("template") or {"spec": {}}
+        assert "nodeAffinity" not in (template["spec"].get("affinity") or {})
+    job = dict(made.last)["jobs.batch"]
+    assert "selector" not in job["spec"] and "controller-uid" not in job["spec"]["template"]["metadata"]["labels"]
+
+
+def test_a_workload_on_several_nodes_is_placed_pod_by_pod_in_its_order():
+    made = seed.upstream_objects(scenarios.SEED_DRAIN.objects)
+    assert [(p.obj["metadata"]["name"], p.nodes) for p in made.placed] == [
+        ("frontend", ["kube-worker01", "kube-worker02"]), ("db", ["kube-worker02"])]
+    assert _names(made.first) == [("poddisruptionbudgets.policy", "frontend-pdb"),
+                                  ("poddisruptionbudgets.policy", "db-pdb"), ("daemonsets.apps", "node-exporter")]
+    assert made.last == []
+
+
+def _nodes(store: Store, taints: dict[str, list[dict]]) -> None:
+    for name, own in taints.items():
+        store.create("nodes", {"metadata": {"name": name}, "spec": {"taints": [*own, NOT_READY]} if own else {},
+                               "status": {}})
+
+
+def _taints(store: Store, name: str) -> list[dict]:
+    return [{k: t[k] for k in ("key", "value", "effect") if k in t}
+            for t in store.get("nodes", None, name)["spec"].get("taints") or []]
+
+
+def test_placing_on_a_node_taints_the_others_and_lifts_its_own_then_restores_them():
+    store = Store()
+    own = {"cp": [MASTER], "w1": [HPC], "w2": []}
+    _nodes(store, own)
+    placement = Placement(store, own)
+    placement._taint("w1")
+    steer = {"key": STEER_KEY, "value": "elsewhere", "effect": "NoSchedule"}
+    assert _taints(store, "w1") == [NOT_READY]  # its own gone; what the node lifecycle controller set stays
+    assert _taints(store, "cp") == [MASTER, NOT_READY, steer]
+    assert _taints(store, "w2") == [steer]
+    placement._taint(None)
+    assert _taints(store, "w1") == [HPC, NOT_READY] and _taints(store, "cp") == [MASTER, NOT_READY]
+    assert _taints(store, "w2") == []
