@@ -31,6 +31,7 @@ from typing import Any
 
 import urllib3
 
+from console.lab.apistore import MERGE_PATCH
 from console.lab.kubeclient import ApiError
 from console.lab.kubelet_status import conditions
 from console.lab.nodelease import LEASES, NAMESPACE, micro_time
@@ -43,7 +44,6 @@ KUBELET_RENEW_S = 10.0  # the kubelet's: a quarter of nodeLeaseDurationSeconds 4
 LEASE_DURATION = 4  # intervals
 STATUS_REPORT = 30  # intervals: nodeStatusReportFrequency 5 min against the 10 s renewals
 GRACE = 5  # intervals: kube-controller-manager's default --node-monitor-grace-period 50 s against the 10 s
-MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
