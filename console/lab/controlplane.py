@@ -171,6 +171,22 @@ class ControlPlane:
 
     # -- lifecycle --------------------------------------------------------
     def start(self, progress: Progress = lambda _msg: None) -> None:
+        # free_port() lets the port go before the component binds it, so another process on the machine (a second
+        # lab, a parallel test worker) can take it between the two: the component then exits "address already in
+        # use" and the control plane starts again on fresh ports
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            try:
+                self._start_once(progress)
+                return
+            except ControlPlaneError as e:
+                if attempt == _PORT_ATTEMPTS or "address already in use" not in str(e):
+                    raise
+                progress(f"a port was taken meanwhile; starting again on other ports ({e.args[0].splitlines()[0]})")
+                self.stop()
+                self.components.clear()
+                shutil.rmtree(self.root / "etcd", ignore_errors=True)
+
+    def _start_once(self, progress: Progress) -> None:
         t0 = time.monotonic()
         self.root.mkdir(parents=True, exist_ok=True)
         self.etcd_port, self.api_port = free_port(self.host), free_port(self.host)
@@ -393,6 +409,8 @@ class ControlPlane:
 _HTTP_METHOD = {"get": "GET", "list": "GET", "watch": "GET", "create": "POST", "update": "PUT", "patch": "PATCH",
                 "delete": "DELETE", "deletecollection": "DELETE"}
 
+
+_PORT_ATTEMPTS = 5
 
 # etcd is on loopback: no proxy from the environment
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
