@@ -9,7 +9,7 @@ runbooks through the same `Session` the CLI and the screen use, and times:
 - Nova poll lag: Nova reaching VERIFY_RESIZE (the lab's own notification) → the runbook's step done
   (Nova has no watch: the runbook polls with backoff up to 0.5 s);
 - notice latency (goal ≤ 1 s, by watch): the lab's kubelet posting the new capacity / the pod turning
-  Running (a subscription on the lab's Store, in this process) → (a) the runbook's watch returning
+  Running (a subscription on the lab's ApiStore, in this process) → (a) the runbook's watch returning
   (engine step-done event), counted from when the runbook was watching, and (b) the console's list+watch
   cache (`console.kube.cluster.Cluster`, what the screen renders from) holding the new value.
 

@@ -43,18 +43,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--libvirt", choices=("auto", "qemu", "test"), default="auto",
                    help="hypervisor: real QEMU driver, libvirt's test driver, or auto (QEMU when installed)")
     p.add_argument("--watch-expiry", type=float, default=None, metavar="SECONDS",
-                   help="end every watch older than SECONDS with a 410 Expired ERROR event and compact the history "
-                   "every SECONDS (list/watch from an older resourceVersion: 410), as kube-apiserver after etcd "
-                   "compaction; default off. SIGUSR1 stops the Kubernetes API server, SIGUSR2 restarts it")
+                   help="compact etcd every SECONDS and serve lists and watches from etcd (kube-apiserver "
+                   "--watch-cache=false), so a list or watch from a compacted resourceVersion is answered 410 "
+                   "Expired; default off (etcd compacted every 5 minutes, watches served from the watch cache). "
+                   "SIGUSR1 stops the Kubernetes API server, SIGUSR2 restarts it")
     p.add_argument("--token-ttl", type=float, default=300, metavar="SECONDS",
                    help="lifetime of the tokens the lab-exec context's exec plugin returns (default 300)")
     p.add_argument("--no-metrics", action="store_true",
                    help="do not serve metrics.k8s.io (as a cluster without metrics-server)")
-    p.add_argument("--kubernetes", choices=("lab", "upstream"), default=None,
-                   help="upstream: run upstream's etcd, kube-apiserver, kube-scheduler and kube-controller-manager "
-                   "v1.37.2 (built from source on first use) instead of the lab's own API server; the lab's "
-                   "kubelets register the nodes and run the pods (the scale world's nodes have no kubelets: the "
-                   "lab renews their Leases); default $CONSOLE_LAB_KUBERNETES, else lab")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text",
                    help="json: one object on stdout when ready (or the error object)")
 
@@ -91,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         return usage(f"cannot create the state directory {state_dir}: {e.strerror}; pass --state-dir")
     lab = Lab(scenario, state_dir, libvirt=args.libvirt, watch_expiry=args.watch_expiry, token_ttl=args.token_ttl,
-              metrics=not args.no_metrics, kubernetes=args.kubernetes)
+              metrics=not args.no_metrics)
     # restored on return: `run` is also called in-process (as `console.cli.main`), where the caller's
     # handlers must survive it
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)}
@@ -128,7 +124,7 @@ def _serve(lab: Lab, as_json: bool, scenario: str, state_dir: Path) -> int:
     else:
         print(
             f"lab ready in {time.monotonic() - t0:.1f}s: scenario {scenario}\n"
-            f"  Kubernetes  {lab.kube_url} (contexts lab: cluster-admin; {', '.join(lab.rbac_users)}: RBAC)\n"
+            f"  Kubernetes  {lab.kube_url} (contexts lab: cluster-admin; {', '.join(lab.rbac_contexts)}: RBAC)\n"
             f"  OpenStack   {lab.openstack_url}\n  libvirt     {lab.libvirt_uri}\n"
             f"Point your shell at it:  set -a; . {lab.state.env}; set +a\nCtrl-C stops the lab.",
             flush=True,

@@ -1,4 +1,4 @@
-"""The lab's agents' view of the real API server, with the interface of the lab's object store.
+"""The lab's agents' view of the API server: reads from informers, writes at once.
 
 Reads come from informers (a list, then a watch resumed from its resourceVersion, relisted after a 410, as
 client-go's reflector does), one per resource, started on first use; writes go to the server at once and what
@@ -23,8 +23,8 @@ from typing import Any
 import urllib3
 
 from console.lab.kubeclient import ApiError, KubeClient
-from console.lab.resources import CRD_RESOURCE, ResourceType
-from console.lab.store import AlreadyExists, Conflict, Gone, Invalid, NotFound, Store, StoreError, WatchEvent
+from console.lab.resources import CRD_RESOURCE, ResourceType, rtype
+from console.lab.store import AlreadyExists, Conflict, Gone, Invalid, NotFound, StoreError, WatchEvent
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -222,7 +222,7 @@ class ApiStore:
         self._sub_ids = iter(range(1, 1 << 62))
 
     # -- helpers --------------------------------------------------------
-    rtype = staticmethod(Store.rtype)  # the same table and the same NotFound as the in-memory store
+    rtype = staticmethod(rtype)  # the resource table (console/lab/resources.py)
 
     def served(self, rt: ResourceType) -> bool:
         """Built-in kinds always; a custom one once its CRD has accepted names or is established, as the

@@ -2,7 +2,7 @@
 
 Written beside the good ones in `<state>/faults/` when the lab starts; each one is a real fault of a real
 server or socket, not a simulation in the client:
-  kubeconfig-wrong-token  the lab API server answers 401 (a token it never issued)
+  kubeconfig-wrong-token  the API server answers 401 (a token it never issued)
   kubeconfig-forbidden    credentials the server authenticates as user `lab-nobody`, who has no RBAC binding: 403
   kubeconfig-wrong-ca     the lab server's URL, but the CA of a second throwaway CA: TLS verification fails
   kubeconfig-unreachable  https://127.0.0.1:<a closed port>: connection refused

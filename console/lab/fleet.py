@@ -14,7 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from console.lab.store import Store, WatchEvent
+from console.lab.apistore import ApiStore
+from console.lab.store import WatchEvent
 
 
 class FleetMember(Protocol):
@@ -40,7 +41,7 @@ class Timer:
 class Fleet:
     """One thread with a timer heap that runs every kubelet, and one pod watch for all of them."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: ApiStore) -> None:
         self.store = store
         self._cv = threading.Condition()
         self._heap: list[tuple[float, int, Timer]] = []

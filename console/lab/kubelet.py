@@ -15,7 +15,8 @@ allocatable memory = capacity - 100Mi; the field report quotes capacity.
 One `Fleet` thread (in `fleet`) drives every kubelet (timers and work) and
 holds the only pod watch, so 5,000 nodes cost one thread; heartbeats can be
 switched off. The node-lifecycle controller's part (Unknown, unreachable/not-ready
-taints) is modelled here too, with the node-object edits in `kubelet_status`.
+taints) is kube-controller-manager's; the API server's deletes are graceful and the
+kubelet finishes them.
 """
 
 from __future__ import annotations
@@ -27,25 +28,18 @@ import time
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
-# Fleet and the taint keys lived here before the split; they stay importable from here
+# Fleet lived here before the split; it stays importable from here
 import yaml
 
 from console.lab import images
+from console.lab.apistore import ApiStore
 from console.lab.fleet import Fleet, Timer
 from console.lab.guestkernel import cpu_list
-from console.lab.kubelet_status import (
-    NOT_READY_TAINT,
-    UNREACHABLE_TAINT,
-    condition,
-    conditions,
-    mark_unknown,
-    node_skeleton,
-    set_taints,
-)
+from console.lab.kubelet_status import condition, conditions, node_skeleton
 from console.lab.nodeexec import runs_in_sandbox
 from console.lab.nodelease import renew as renew_lease
 from console.lab.recorder import EventRecorder, node_ref, object_ref
-from console.lab.store import NotFound, Obj, Store, now_iso
+from console.lab.store import NotFound, Obj, now_iso
 from console.lab.vm import Guest, GuestEventKind
 
 __all__ = [
@@ -53,9 +47,7 @@ __all__ = [
     "CPU_STATE",
     "EVICTION_HARD_KIB",
     "FAULTS",
-    "NOT_READY_TAINT",
     "RESIZE_GATE",
-    "UNREACHABLE_TAINT",
     "Fleet",
     "Kubelet",
 ]
@@ -77,7 +69,7 @@ class Kubelet:
 
     def __init__(
         self,
-        store: Store,
+        store: ApiStore,
         node_name: str,
         guest: Guest,
         *,
@@ -90,7 +82,6 @@ class Kubelet:
         kubelet_version: str = "v1.21.6",
         status_interval: float = 10.0,
         heartbeat: bool = True,
-        node_monitor_grace: float = 2.0,
         not_ready_seconds: float = 0.5,
         restart_sec: float = 1.0,
         cpu_manager_policy: str = "none",
@@ -102,7 +93,6 @@ class Kubelet:
         record_events: bool = True,
         ephemeral_storage_kib: int = 20470152,
         files: MutableMapping[str, str] | None = None,
-        upstream: bool = False,
     ) -> None:
         self.store = store
         self.node_name = node_name
@@ -110,7 +100,6 @@ class Kubelet:
         self._own_fleet = fleet is None
         self.fleet = fleet or Fleet(store)
         self.recorder = recorder or EventRecorder(store, "kubelet", node_name)
-        self._controller = EventRecorder(store, "node-controller")
         self.reserved_cpu_milli = int(float(reserved_cpu.rstrip("m")) if reserved_cpu.endswith("m")
                                       else float(reserved_cpu) * 1000)
         self.reserved_memory_kib = reserved_memory_kib
@@ -119,7 +108,6 @@ class Kubelet:
         self.kubelet_version = kubelet_version
         self.status_interval = status_interval
         self.heartbeat = heartbeat
-        self.node_monitor_grace = node_monitor_grace
         self.not_ready_seconds = not_ready_seconds
         self.restart_sec = restart_sec
         self.os_image = os_image
@@ -128,10 +116,6 @@ class Kubelet:
         self.record_events = record_events
         self.ephemeral_storage_kib = ephemeral_storage_kib
         self._internal_ip = internal_ip
-        # on the upstream control plane its kube-controller-manager marks nodes Unknown and taints them, and the
-        # API server's deletes are graceful (the kubelet finishes them); on the lab's own API server this
-        # kubelet models the node-lifecycle controller's part and deletes are immediate
-        self.upstream = upstream
         self.machine_id = hashlib.md5(node_name.encode()).hexdigest()
         self.state = "stopped"
         self.service = "inactive"  # systemd's view: active | activating | failed | inactive
@@ -147,7 +131,6 @@ class Kubelet:
         self._pull_failures: set[tuple[str, int]] = set()
         self._terminating: set[str] = set()  # uids of pods whose grace period is running
         self._gen = 0
-        self._post_token = 0
         self._timers: list[Timer] = []
         self._unsub_guest: Callable[[], None] | None = None
         self._pod_seq = itertools.count(2)
@@ -247,7 +230,6 @@ class Kubelet:
             self._gen += 1
             self._cancel_timers()
             self.state, self.service = "stopped", "inactive"
-            self._silence()
         elif self.in_place_resize and self.state == "running":
             self._resize_in_place()
 
@@ -283,7 +265,6 @@ class Kubelet:
         self._cancel_timers()
         self._log("Stopped kubelet: The Kubernetes Node Agent.")
         self.state, self.service = "stopped", "inactive"
-        self._silence()
 
     def _start(self) -> None:
         self._gen += 1
@@ -297,7 +278,6 @@ class Kubelet:
             self._log("kubelet.service: Start request repeated too quickly.")
             self._log("kubelet.service: Failed with result 'exit-code'.")
             self.state, self.service = "dead", "failed"
-            self._silence()
             return
         self._started_config = self.files.get(CONFIG, "")
         self._log("Started kubelet: The Kubernetes Node Agent.")
@@ -307,8 +287,6 @@ class Kubelet:
             self._log(f'"Failed to start ContainerManager" err="{error}"')
             self._log("kubelet.service: Main process exited, code=exited, status=1/FAILURE")
             self._event("Warning", "KubeletSetupFailed", f"Failed to start ContainerManager {error}")
-            if self.state != "crashloop":
-                self._silence()
             self.state, self.service = "crashloop", "activating"
             self._later(self.restart_sec, self._retry, gen)
             return
@@ -345,12 +323,6 @@ class Kubelet:
         self._post(ready=True, quiet=True)
         renew_lease(self.store, self.node_name)
         self._later(self.status_interval, self._beat, gen)
-
-    def _silence(self) -> None:
-        """Stop posting; the node controller marks the node Unknown after the grace period."""
-        self._post_token += 1
-        if not self.upstream:
-            self.fleet.call_later(self.node_monitor_grace, self._mark_unknown, self._post_token)
 
     def _check_cpu_manager(self) -> str | None:
         if self.cpu_manager_policy != "static":
@@ -404,7 +376,6 @@ class Kubelet:
 
     def _post(self, *, ready: bool, quiet: bool = False) -> None:
         """Write this kubelet's node status (Ready, or NotReady right after a start)."""
-        self._post_token += 1
         stamp = now_iso()
         notes: dict[str, Any] = {}
 
@@ -430,8 +401,6 @@ class Kubelet:
                 "operatingSystem": "linux", "architecture": "amd64",
             }
             status.setdefault("images", [])
-            if not self.upstream:
-                set_taints(node, ready=ready, unknown=False, stamp=stamp)
 
         try:
             self.store.mutate("nodes", None, self.node_name, edit)
@@ -453,18 +422,6 @@ class Kubelet:
             if notes.get("was_ready") == "True":
                 self._event("Normal", "NodeNotReady", f"Node {self.node_name} status is now: NodeNotReady")
 
-    def _mark_unknown(self, token: int) -> None:
-        if token != self._post_token or self.state in ("running", "starting"):
-            return
-        stamp = now_iso()
-        try:
-            self.store.mutate("nodes", None, self.node_name, lambda node: mark_unknown(node, stamp))
-        except NotFound:
-            return
-        if self.record_events:
-            self._controller.event(node_ref(self.node_name), "Normal", "NodeNotReady",
-                                   f"Node {self.node_name} status is now: NodeNotReady")
-
     # -- pods ---------------------------------------------------------------
     def _sync_pod(self, namespace: str, name: str) -> None:
         """Start a Pending pod bound here (node-debug pods and pods whose commands run to completion belong to
@@ -477,9 +434,8 @@ class Kubelet:
             return
         if pod.get("spec", {}).get("nodeName") != self.node_name:
             return
-        if pod["metadata"].get("deletionTimestamp"):
-            if self.upstream:  # NodeExec's pods too: their removal kills their commands
-                self._terminate_later(pod)
+        if pod["metadata"].get("deletionTimestamp"):  # NodeExec's pods too: their removal kills their commands
+            self._terminate_later(pod)
             return
         if runs_in_sandbox(pod) or pod.get("status", {}).get("phase", "Pending") != "Pending":
             return
@@ -602,19 +558,6 @@ class Kubelet:
     def _log(self, line: str) -> None:
         self.journal.append(f"{time.strftime('%b %d %H:%M:%S')} {self.node_name} {line}")
         del self.journal[:-500]
-
-
-def kubelet_endpoint(kubelet: Kubelet | None, path: str) -> tuple[int, str, str]:
-    """The kubelet's HTTPS server (pkg/kubelet/server/server.go) as the node proxy reaches it: /configz,
-    /healthz; 503 from the API server while the kubelet is not listening."""
-    if kubelet is None or kubelet.state not in ("running", "starting"):
-        ip = kubelet.internal_ip if kubelet is not None else "0.0.0.0"
-        return 503, f"error trying to reach service: dial tcp {ip}:10250: connect: connection refused", "text/plain"
-    if path == "configz":
-        return 200, json.dumps(kubelet.configz()), "application/json"
-    if path in ("healthz", "healthz/ping"):
-        return 200, "ok", "text/plain"
-    return 404, "404 page not found\n", "text/plain"
 
 
 def _config_yaml(policy: str, in_place_resize: bool, max_pods: int) -> str:

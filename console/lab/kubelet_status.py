@@ -1,8 +1,7 @@
-"""Node objects as the kubelet and the node-lifecycle controller write them.
+"""Node objects as the kubelet writes them.
 
-Pure edits of a node dict: the skeleton a kubelet registers, its conditions
-(pressure + Ready/NotReady), the controller's Unknown marking, and the
-not-ready/unreachable taints.
+Pure edits of a node dict: the skeleton a kubelet registers and its conditions (pressure + Ready/NotReady); the
+keys of the node lifecycle controller's not-ready/unreachable taints.
 """
 
 from __future__ import annotations
@@ -28,16 +27,6 @@ def node_skeleton(node_name: str, index: int) -> Obj:
         "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
         "status": {},
     }
-
-
-def mark_unknown(node: Obj, stamp: str) -> None:
-    """The node controller's edit once a kubelet stopped posting: every condition Unknown, unreachable taints."""
-    conds = node.setdefault("status", {}).setdefault("conditions", [])
-    for c in conds:
-        if c.get("status") != "Unknown":
-            c["lastTransitionTime"] = stamp
-        c.update(status="Unknown", reason="NodeStatusUnknown", message="Kubelet stopped posting node status.")
-    set_taints(node, ready=False, unknown=True, stamp=stamp)
 
 
 def condition(node: Obj, ctype: str) -> Obj:
@@ -68,19 +57,3 @@ def conditions(node: Obj, ready: bool, stamp: str) -> list[Obj]:
         out.append({"type": ctype, "status": status, "lastHeartbeatTime": stamp,
                     "lastTransitionTime": since or stamp, "reason": reason, "message": message})
     return out
-
-
-def set_taints(node: Obj, *, ready: bool, unknown: bool, stamp: str) -> None:
-    """The node lifecycle controller's taints for NotReady (not-ready) and Unknown (unreachable)."""
-    spec = node.setdefault("spec", {})
-    keep = [t for t in spec.get("taints") or [] if t.get("key") not in (NOT_READY_TAINT, UNREACHABLE_TAINT)]
-    old = {(t.get("key"), t.get("effect")): t for t in spec.get("taints") or []}
-    if not ready:
-        key = UNREACHABLE_TAINT if unknown else NOT_READY_TAINT
-        keep.append({"key": key, "effect": "NoSchedule"})
-        prev = old.get((key, "NoExecute"), {})
-        keep.append({"key": key, "effect": "NoExecute", "timeAdded": prev.get("timeAdded", stamp)})
-    if keep:
-        spec["taints"] = keep
-    else:
-        spec.pop("taints", None)

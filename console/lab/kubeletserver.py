@@ -23,12 +23,11 @@ answers as Go's http.NotFound does.
 in Prometheus' text format, as client_golang writes it: families sorted by name, series by label values, values as
 Go's strconv 'g', each sample with its stats' timestamp in milliseconds (container_start_time_seconds without).
 metrics-server (pkg/scraper/client/resource/decode.go) takes CPU as a counter and computes the rate between two
-scrapes, so the usage here is a model with cumulative CPU seconds, the same numbers as the lab's earlier
-simulated metrics API: each running container uses a slowly varying fraction of its requests (0.45 ± 0.3 of its
-CPU request, 0.6 ± 0.15 of its memory request, over a period of `PERIOD`, phase per container; 10m and 32Mi
-without requests), integrated from the container's start; the node adds its system part (kubelet, runtime, OS:
-~50m + 3% of its CPUs, ~300Mi + 5% of its memory) to its running pods' and never loses what containers that ended
-used (its counter only grows, as the root cgroup's does).
+scrapes, so the usage here is a model with cumulative CPU seconds: each running container uses a slowly varying
+fraction of its requests (0.45 ± 0.3 of its CPU request, 0.6 ± 0.15 of its memory request, over a period of
+`PERIOD`, phase per container; 10m and 32Mi without requests), integrated from the container's start; the node
+adds its system part (kubelet, runtime, OS: ~50m + 3% of its CPUs, ~300Mi + 5% of its memory) to its running
+pods' and never loses what containers that ended used (its counter only grows, as the root cgroup's does).
 """
 
 from __future__ import annotations
@@ -45,12 +44,13 @@ import zlib
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 from decimal import Decimal
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
 from aiohttp import web
+from kubernetes.utils import parse_quantity
 
-from console.lab.fit import quantity
 from console.lab.https import serve
 from console.lab.pki import CA, KeyPair, write_private
 
@@ -169,6 +169,13 @@ def _integral(key: str, start: float, t: float, base: float, swing: float) -> fl
     return base * (t - start) - swing / w * (math.cos(w * t + phase) - math.cos(w * start + phase))
 
 
+@lru_cache(maxsize=4096)
+def _quantity(resource: str, value: str) -> int:
+    """A quantity as the scheduler counts it: millicores for cpu, else whole units rounded up."""
+    q = parse_quantity(value)
+    return math.ceil(q * 1000) if resource == "cpu" else math.ceil(q)
+
+
 def _epoch(stamp: Any) -> float | None:
     if not isinstance(stamp, str) or not stamp:
         return None
@@ -276,8 +283,8 @@ class ResourceUsage:
                 any_running = True
                 cname = container.get("name", "")
                 req = (container.get("resources") or {}).get("requests") or {}
-                cpu_m = quantity("cpu", str(req["cpu"])) if "cpu" in req else 10
-                mem = quantity("memory", str(req["memory"])) if "memory" in req else 32 * _MiB
+                cpu_m = _quantity("cpu", str(req["cpu"])) if "cpu" in req else 10
+                mem = _quantity("memory", str(req["memory"])) if "memory" in req else 32 * _MiB
                 key = f"{self._key(pod)}/{cname}"
                 cpu = cpu_m / 1000 * _integral(key, start, max(t, start), 0.45, 0.3 * self.swing)
                 mem_b = int(mem * _fraction(key + "m", t, 0.6, 0.15 * self.swing)) // 1024 * 1024
@@ -295,8 +302,8 @@ class ResourceUsage:
                 node_cpu, node_mem = node_cpu + pod_cpu, node_mem + pod_mem
         self._retired += sum(cpu for key, cpu in self._seen.items() if key not in seen)
         self._seen = seen
-        cap_cores = quantity("cpu", str(capacity.get("cpu", "1"))) / 1000
-        cap_b = quantity("memory", str(capacity.get("memory", "1Gi")))
+        cap_cores = _quantity("cpu", str(capacity.get("cpu", "1"))) / 1000
+        cap_b = _quantity("memory", str(capacity.get("memory", "1Gi")))
         # kubelet, container runtime and the OS: ~50m + 3% of the CPUs, ~300Mi + 5% of the memory
         system_cpu = (0.05 + 0.03 * cap_cores) * _integral(self.node_name, self.since, t, 1.0, 0.2 * self.swing)
         system_mem = 300 * _MiB + int(0.05 * cap_b)

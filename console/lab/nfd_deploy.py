@@ -12,8 +12,7 @@ Followed (github:kubernetes-sigs/node-feature-discovery, at each version's tag):
   from v0.16.
 - RBAC (v0.8.2 nfd-master.yaml.template, v0.9+ base/rbac): nfd-master's ServiceAccount, ClusterRole and
   ClusterRoleBinding; nfd-worker's ServiceAccount, Role and RoleBinding from v0.12 (before, the worker ran as the
-  namespace's `default` service account and its DaemonSet named none). Only for a real API server
-  (`objects(..., rbac=True)`): the lab's own serves no ServiceAccounts.
+  namespace's `default` service account and its DaemonSet named none).
 - The master's flags (cmd/nfd-master/main.go): Go `flag` syntax (`-name=value`, `--name value`, bare bools);
   `-enable-nodefeature-api` (v0.12-v0.13 default false, v0.14-v0.15 default true) and
   `-feature-gates=NodeFeatureAPI=…` (v0.16) choose between gRPC and the NodeFeature API; gRPC is gone in v0.17.
@@ -38,7 +37,8 @@ from typing import Any
 
 import yaml
 
-from console.lab.store import NotFound, Store
+from console.lab.apistore import ApiStore
+from console.lab.store import NotFound
 from console.nfd import versions as V
 from console.nfd.master import MasterConfig
 
@@ -78,7 +78,7 @@ def crd_names(version: V.NfdVersion) -> list[tuple[str, str, str, str]]:
         out.append(("nodefeatures", "NodeFeature", "nodefeature", "Namespaced"))
     if version.at_least(10):
         out.append(("nodefeaturerules", "NodeFeatureRule", "nodefeaturerule", "Cluster"))
-    if version.at_least(16):  # nothing in the lab reads NodeFeatureGroups; the lab's own API server serves none
+    if version.at_least(16):  # nothing in the lab reads NodeFeatureGroups
         out.append(("nodefeaturegroups", "NodeFeatureGroup", "nodefeaturegroup", "Namespaced"))
     return out
 
@@ -285,17 +285,16 @@ class Manifest:
     worker_tolerations: tuple[Obj, ...] = ()  # beyond the control plane's (Helm value worker.tolerations)
 
 
-def objects(m: Manifest, *, rbac: bool = False) -> list[tuple[str, Obj]]:
-    """(store resource, object) in the order `kubectl apply -k` would create them. `rbac`: with the service
-    accounts and RBAC objects (rbac_objects), which the lab's own API server does not serve."""
+def objects(m: Manifest) -> list[tuple[str, Obj]]:
+    """(store resource, object) in the order `kubectl apply -k` would create them, the service accounts and RBAC
+    objects (rbac_objects) included."""
     out: list[tuple[str, Obj]] = [("customresourcedefinitions.apiextensions.k8s.io", crd(*c, m.version))
                                   for c in crd_names(m.version)]
     if not m.workloads:
         return out
     out.append(("namespaces", {"metadata": {"name": m.namespace, "labels": {
         "kubernetes.io/metadata.name": m.namespace}}, "spec": {}, "status": {"phase": "Active"}}))
-    if rbac:
-        out += rbac_objects(m.version, m.namespace)
+    out += rbac_objects(m.version, m.namespace)
     out.append(("configmaps", configmap(m.namespace, WORKER_CONF, {WORKER_CONF_KEY: m.worker_config})))
     if has_master_config(m.version):
         out.append(("configmaps", configmap(m.namespace, MASTER_CONF, {MASTER_CONF_KEY: m.master_config})))
@@ -307,7 +306,7 @@ def objects(m: Manifest, *, rbac: bool = False) -> list[tuple[str, Obj]]:
     return out
 
 
-# -- reading the deployed objects back (what the simulated master and workers run with) -------------------------
+# -- reading the deployed objects back (what the lab's master and workers run with) -------------------------
 
 def container(workload: Obj | None, name: str) -> Obj:
     spec = (((workload or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
@@ -494,7 +493,7 @@ class Running:
         return self.master is not None and self.master.node_feature_api
 
 
-def read_running(store: Store, namespace: str, version: V.NfdVersion) -> Running:
+def read_running(store: ApiStore, namespace: str, version: V.NfdVersion) -> Running:
     """Parse the Deployment, DaemonSet and config ConfigMaps (the one place the lab reads NFD's configuration)."""
     def get(resource: str, name: str) -> Obj | None:
         try:

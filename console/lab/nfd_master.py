@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from console.lab.apistore import ApiStore
 from console.lab.nfd_deploy import Running
 from console.lab.recorder import EventRecorder, object_ref
 from console.lab.scenarios import NodeSpec
-from console.lab.store import NotFound, Obj, Store
+from console.lab.store import NotFound, Obj
 from console.nfd import versions as V
 from console.nfd.labels import FEATURE_NS
 from console.nfd.master import (
@@ -35,7 +36,7 @@ EVENT_MESSAGE_LIMIT = 1024
 class NfdMasterMixin:
     # the simulation's state and lookups (console/lab/nfd_sim.py NfdSim, which mixes this class in and sets
     # them), declared here so the master need not import the simulation back
-    store: Store
+    store: ApiStore
     namespace: str
     version: V.NfdVersion
     running: Running

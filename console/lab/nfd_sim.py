@@ -43,16 +43,17 @@ from typing import Any
 
 from console.lab import nfd_deploy as D
 from console.lab import nfd_features as NF
-from console.lab.controllers import daemon_pod_placement
+from console.lab.apistore import ApiStore
 from console.lab.nfd_deploy import Mount, Running, read_running
 from console.lab.nfd_master import NF_RESOURCE, NFR_RESOURCE, NfdMasterMixin, clip
 from console.lab.recorder import EventRecorder, node_ref
 from console.lab.scenarios import Scenario
-from console.lab.store import NotFound, Obj, Store, WatchEvent
+from console.lab.store import NotFound, Obj, WatchEvent
 from console.nfd import versions as V
 from console.nfd.hooks import HooksRun
 from console.nfd.master import MasterConfig
 from console.nfd.model import NODE_NAME_LABEL, NodeFeatureSpec, make_node_feature
+from console.planner.constraints import tolerates
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,38 @@ __all__ = ["NFR_RESOURCE", "NF_RESOURCE", "NfdSim", "Running", "read_running"]
 HOOK_MAX_OUTPUT = 64 * 1024
 # source.d re-run at least this often even when unchanged (hooks read /proc, which changes under them)
 HOOK_RERUN = 30.0
+# the tolerations the DaemonSet controller adds to its pods (pkg/controller/daemon/util AddOrUpdateDaemonPodTolerations)
+DS_TOLERATIONS = (
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+)
+
+
+def _untolerated_taint(taints: list[Obj], tolerations: list[Obj]) -> Obj | None:
+    """The first NoSchedule/NoExecute taint no toleration matches."""
+    return next((t for t in taints if t.get("effect") in ("NoSchedule", "NoExecute")
+                 and not any(tolerates(tol, t) for tol in tolerations)), None)
+
+
+def daemon_pod_placement(ds: Obj, node: Obj) -> tuple[bool, bool]:
+    """(should run, should continue running), as pkg/controller/daemon/daemon_controller.go
+    NodeShouldRunDaemonPod: a node selector that does not match → neither; an untolerated taint → no new
+    pod, but a pod already there keeps running unless the taint is NoExecute (a NotReady node's
+    not-ready:NoSchedule does not evict its DaemonSet pods)."""
+    pod_spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+    labels = node["metadata"].get("labels") or {}
+    if any(labels.get(k) != v for k, v in (pod_spec.get("nodeSelector") or {}).items()):
+        return False, False
+    tolerations = [*(pod_spec.get("tolerations") or []), *DS_TOLERATIONS]
+    taints = (node.get("spec") or {}).get("taints") or []
+    if _untolerated_taint(taints, tolerations) is None:
+        return True, True
+    no_execute = [t for t in taints if t.get("effect") == "NoExecute"]
+    return False, _untolerated_taint(no_execute, tolerations) is None
 
 
 @dataclass
@@ -77,8 +110,9 @@ class _Worker:
 class NfdSim(NfdMasterMixin):
     """nfd-worker per node + nfd-master for one scenario (see the module docstring)."""
 
-    def __init__(self, store: Store, scenario: Scenario, work_dir: Path, *, guest_roots: dict[str, Any] | None = None,
-                 debounce: float = 0.1, hook_timeout: float = 10.0, projection_delay: float = 0.5) -> None:
+    def __init__(self, store: ApiStore, scenario: Scenario, work_dir: Path, *,
+                 guest_roots: dict[str, Any] | None = None, debounce: float = 0.1, hook_timeout: float = 10.0,
+                 projection_delay: float = 0.5) -> None:
         self.store = store
         self.scenario = scenario
         self.namespace = scenario.nfd.namespace
@@ -298,8 +332,8 @@ class NfdSim(NfdMasterMixin):
 
     # -- where workers run ---------------------------------------------
     def _eligible(self, node: Obj) -> bool:
-        """Where the DaemonSet controller keeps an nfd-worker pod (console/lab/controllers.py): a new one where
-        it should run, one already running where it should continue running."""
+        """Where the DaemonSet controller keeps an nfd-worker pod (daemon_pod_placement): a new one where it
+        should run, one already running where it should continue running."""
         ds = self.running.daemonset
         if ds is None:
             return False

@@ -40,11 +40,12 @@ from functools import partial
 from typing import Any, Protocol, cast
 
 from console.lab import images, sandbox
+from console.lab.apistore import ApiStore
 from console.lab.guestroot import GuestRoot
 from console.lab.guestservices import KubeletControl
 from console.lab.podlogs import PodLogs
 from console.lab.recorder import EventRecorder, object_ref
-from console.lab.store import NotFound, Obj, Store, WatchEvent, now_iso
+from console.lab.store import NotFound, Obj, WatchEvent, now_iso
 from console.lab.vm import Guest
 
 
@@ -184,7 +185,7 @@ WORKLOAD_TIMEOUT = 7 * 86400.0  # a workload command has no limit of its own; it
 class NodeExec:
     def __init__(
         self,
-        store: Store,
+        store: ApiStore,
         logs: PodLogs,
         guests: dict[str, Guest],
         kubelets: dict[str, NodeKubelet],

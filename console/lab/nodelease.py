@@ -6,15 +6,16 @@ nodeLeaseDurationSeconds (default 40), an ownerReference points at the Node (so 
 spec.renewTime is renewed every 0.25 × the duration (10 s). acquireTime is never set: `kubectl describe node`
 prints `AcquireTime: <unset>` (kubectl pkg/describe/describe.go describeNodeLease).
 
-Only simulated kubelets renew one: the scale world's thousands of bulk-loaded nodes have none, as nodes whose
-kubelet is gone have a stale one.
+The lab's kubelets renew theirs here; the scale world's nodes, which have no kubelet, have theirs renewed by
+console/lab/nodeleases.py.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from console.lab.store import AlreadyExists, NotFound, Obj, Store
+from console.lab.apistore import ApiStore
+from console.lab.store import AlreadyExists, NotFound, Obj
 
 LEASES = "leases.coordination.k8s.io"  # the store's key
 NAMESPACE = "kube-node-lease"
@@ -26,7 +27,7 @@ def micro_time(when: datetime | None = None) -> str:
     return (when or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def renew(store: Store, node_name: str) -> None:
+def renew(store: ApiStore, node_name: str) -> None:
     """Create the node's Lease (once the Node exists) or bump its renewTime."""
     stamp = micro_time()
 

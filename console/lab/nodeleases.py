@@ -1,4 +1,4 @@
-"""Heartbeats for nodes without a kubelet (the scale world on the upstream control plane), as kwok keeps its
+"""Heartbeats for nodes without a kubelet (the scale world), as kwok keeps its
 kubelet-less nodes alive: their Leases renewed, their status reported now and then.
 
 What kube-controller-manager's node lifecycle controller reads (pkg/controller/nodelifecycle/

@@ -1,8 +1,6 @@
-"""The lab's RBAC objects: kube-apiserver's bootstrap policy, and the roles of the lab's `viewer` and `operator`.
-
-Bootstrap roles follow kubernetes plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go: cluster-admin
-(bound to `system:masters`), system:discovery, system:basic-user (SelfSubjectAccessReview/RulesReview) and
-system:public-info-viewer (bound to `system:authenticated`), and `view` (read, no secrets).
+"""The lab's RBAC objects: the roles of the lab's `viewer` and `operator` (kube-apiserver reconciles its own
+bootstrap policy; the read rules here are its `view` ClusterRole's, plugin/pkg/auth/authorizer/rbac/
+bootstrappolicy/policy.go).
 
 `lab-viewer`: get/list/watch on everything the lab serves except secrets — `view` plus the cluster-scoped
 resources an admin's console reads (nodes, namespaces, NodeFeatureRules) — and never nodes/proxy.
@@ -17,7 +15,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from console.lab.kubeapi.rbac import RBAC_GROUP
+from console.lab.resources import RBAC_GROUP
 
 Obj = dict[str, Any]
 READ = ["get", "list", "watch"]
@@ -33,8 +31,7 @@ def _rule(verbs: list[str], groups: list[str], resources: list[str], names: list
 
 
 def _role(kind: str, name: str, rules: list[Obj], namespace: str = "") -> Obj:
-    meta: Obj = {"name": name, "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"}
-                 if name.startswith(("system:", "cluster-admin", "view")) else {}}
+    meta: Obj = {"name": name, "labels": {}}
     if namespace:
         meta["namespace"] = namespace
     return {"apiVersion": f"{RBAC_GROUP}/v1", "kind": kind, "metadata": meta, "rules": rules}
@@ -63,32 +60,6 @@ _VIEW_RULES = [
     _rule(READ, ["policy"], ["poddisruptionbudgets", "poddisruptionbudgets/status"]),
     _rule(READ, ["coordination.k8s.io"], ["leases"]),
 ]
-
-
-def bootstrap() -> list[tuple[str, Obj]]:
-    """(store key, object) of the bootstrap policy, as kube-apiserver reconciles it at start."""
-    cr, crb = f"clusterroles.{RBAC_GROUP}", f"clusterrolebindings.{RBAC_GROUP}"
-    discovery = ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz",
-                 "/version", "/version/"]
-    return [
-        (cr, _role("ClusterRole", "cluster-admin", [_rule(["*"], ["*"], ["*"]),
-                                                    {"verbs": ["*"], "nonResourceURLs": ["*"]}])),
-        (cr, _role("ClusterRole", "system:discovery", [{"verbs": ["get"], "nonResourceURLs": discovery}])),
-        (cr, _role("ClusterRole", "system:public-info-viewer", [
-            {"verbs": ["get"], "nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"]}])),
-        (cr, _role("ClusterRole", "system:basic-user", [
-            _rule(["create"], ["authorization.k8s.io"], ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]),
-            _rule(["create"], ["authentication.k8s.io"], ["selfsubjectreviews"])])),
-        (cr, _role("ClusterRole", "view", list(_VIEW_RULES))),
-        (crb, _binding("ClusterRoleBinding", "cluster-admin", "ClusterRole", "cluster-admin",
-                       [("Group", "system:masters")])),
-        (crb, _binding("ClusterRoleBinding", "system:discovery", "ClusterRole", "system:discovery",
-                       [("Group", "system:authenticated")])),
-        (crb, _binding("ClusterRoleBinding", "system:public-info-viewer", "ClusterRole", "system:public-info-viewer",
-                       [("Group", "system:authenticated"), ("Group", "system:unauthenticated")])),
-        (crb, _binding("ClusterRoleBinding", "system:basic-user", "ClusterRole", "system:basic-user",
-                       [("Group", "system:authenticated")])),
-    ]
 
 
 def lab_users() -> list[tuple[str, Obj]]:

@@ -12,7 +12,8 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from console.lab.store import NotFound, Obj, Store, now_iso
+from console.lab.apistore import ApiStore
+from console.lab.store import NotFound, Obj, now_iso
 
 # client-go keeps 4096 entries in its aggregation cache
 _CACHE_SIZE = 4096
@@ -43,7 +44,7 @@ def node_ref(node_name: str) -> dict[str, Any]:
 class EventRecorder:
     """Records Events for one component (`kubelet` on a host, `default-scheduler`)."""
 
-    def __init__(self, store: Store, component: str, host: str | None = None) -> None:
+    def __init__(self, store: ApiStore, component: str, host: str | None = None) -> None:
         self.store = store
         self.component = component
         self.host = host

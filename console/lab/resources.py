@@ -1,12 +1,14 @@
-"""The Kubernetes resource types the lab's API server serves.
+"""The Kubernetes resource types the lab's agents read and write through the API server (console/lab/apistore.py).
 
-One table, shared by the store (scoping), the HTTP layer (URLs, discovery) and
-the simulators, so a resource is declared once.
+One table, keyed as the lab names a resource (`pods`, `deployments.apps`, `nodefeatures.nfd.k8s-sigs.io`), that
+gives each its API path and kind, so a resource is declared once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from console.lab.store import NotFound
 
 
 @dataclass(frozen=True)
@@ -16,34 +18,18 @@ class ResourceType:
     group: str  # "" for the core group
     version: str
     namespaced: bool
-    short_names: tuple[str, ...] = ()
-    verbs: tuple[str, ...] = (
-        "create",
-        "delete",
-        "deletecollection",
-        "get",
-        "list",
-        "patch",
-        "update",
-        "watch",
-    )
-    subresources: tuple[str, ...] = field(default=())
-    singular: str = ""
+    subresources: tuple[str, ...] = ()  # "status": written through /status
     # a custom resource: served only while its CustomResourceDefinition `<plural>.<group>` exists
     custom: bool = False
 
     @property
     def key(self) -> str:
-        """Store key: `pods`, `nodefeatures.nfd.k8s-sigs.io`."""
+        """The lab's name of it: `pods`, `nodefeatures.nfd.k8s-sigs.io`."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def list_kind(self) -> str:
-        return f"{self.kind}List"
 
 
 NFD_GROUP = "nfd.k8s-sigs.io"
@@ -51,57 +37,42 @@ APIEXTENSIONS_GROUP = "apiextensions.k8s.io"
 CRD_RESOURCE = f"customresourcedefinitions.{APIEXTENSIONS_GROUP}"
 COORDINATION_GROUP = "coordination.k8s.io"
 RBAC_GROUP = "rbac.authorization.k8s.io"
-AUTHORIZATION_GROUP = "authorization.k8s.io"
-AUTHENTICATION_GROUP = "authentication.k8s.io"
+STATUS = ("status",)
 
 RESOURCES: dict[str, ResourceType] = {
     r.key: r
     for r in (
-        ResourceType("namespaces", "Namespace", "", "v1", False, ("ns",), singular="namespace",
-                     subresources=("status",)),
-        ResourceType("nodes", "Node", "", "v1", False, ("no",), singular="node",
-                     subresources=("status",)),
-        ResourceType("pods", "Pod", "", "v1", True, ("po",), singular="pod",
-                     subresources=("status", "binding", "eviction", "log")),
-        ResourceType("events", "Event", "", "v1", True, ("ev",), singular="event"),
-        ResourceType("configmaps", "ConfigMap", "", "v1", True, ("cm",), singular="configmap"),
-        ResourceType("leases", "Lease", COORDINATION_GROUP, "v1", True, (), singular="lease"),
-        # what a cluster has around a drain (console/lab/controllers.py runs them)
-        ResourceType("deployments", "Deployment", "apps", "v1", True, ("deploy",), singular="deployment",
-                     subresources=("status",)),
-        ResourceType("replicasets", "ReplicaSet", "apps", "v1", True, ("rs",), singular="replicaset",
-                     subresources=("status",)),
-        ResourceType("statefulsets", "StatefulSet", "apps", "v1", True, ("sts",), singular="statefulset",
-                     subresources=("status",)),
-        ResourceType("daemonsets", "DaemonSet", "apps", "v1", True, ("ds",), singular="daemonset",
-                     subresources=("status",)),
-        # an HPC or training job's pods (the capacity planner's scenario; console/lab/controllers.py runs them)
-        ResourceType("jobs", "Job", "batch", "v1", True, (), singular="job", subresources=("status",)),
-        ResourceType("poddisruptionbudgets", "PodDisruptionBudget", "policy", "v1", True, ("pdb",),
-                     singular="poddisruptionbudget", subresources=("status",)),
+        ResourceType("namespaces", "Namespace", "", "v1", False, STATUS),
+        ResourceType("nodes", "Node", "", "v1", False, STATUS),
+        ResourceType("pods", "Pod", "", "v1", True, STATUS),
+        ResourceType("events", "Event", "", "v1", True),
+        ResourceType("configmaps", "ConfigMap", "", "v1", True),
+        ResourceType("serviceaccounts", "ServiceAccount", "", "v1", True),  # NFD's (console/lab/nfd_deploy.py)
+        ResourceType("leases", "Lease", COORDINATION_GROUP, "v1", True),
+        # the scenarios' workloads (console/lab/workloads.py), run by kube-controller-manager
+        ResourceType("deployments", "Deployment", "apps", "v1", True, STATUS),
+        ResourceType("replicasets", "ReplicaSet", "apps", "v1", True, STATUS),
+        ResourceType("statefulsets", "StatefulSet", "apps", "v1", True, STATUS),
+        ResourceType("daemonsets", "DaemonSet", "apps", "v1", True, STATUS),
+        ResourceType("jobs", "Job", "batch", "v1", True, STATUS),
+        ResourceType("poddisruptionbudgets", "PodDisruptionBudget", "policy", "v1", True, STATUS),
         ResourceType("customresourcedefinitions", "CustomResourceDefinition", APIEXTENSIONS_GROUP, "v1", False,
-                     ("crd", "crds"), singular="customresourcedefinition", subresources=("status",)),
+                     STATUS),
         # NFD's CRDs (console/lab/nfd_deploy.py creates them for the versions that have them)
-        ResourceType("nodefeatures", "NodeFeature", NFD_GROUP, "v1alpha1", True, (),
-                     singular="nodefeature", custom=True),
-        ResourceType("nodefeaturerules", "NodeFeatureRule", NFD_GROUP, "v1alpha1", False,
-                     ("nfr",), singular="nodefeaturerule", custom=True),
-        # RBAC (console/lab/kubeapi/rbac.py evaluates them) and the reviews that ask it (kubeapi/reviews.py)
-        ResourceType("clusterroles", "ClusterRole", RBAC_GROUP, "v1", False, (), singular="clusterrole"),
-        ResourceType("clusterrolebindings", "ClusterRoleBinding", RBAC_GROUP, "v1", False, (),
-                     singular="clusterrolebinding"),
-        ResourceType("roles", "Role", RBAC_GROUP, "v1", True, (), singular="role"),
-        ResourceType("rolebindings", "RoleBinding", RBAC_GROUP, "v1", True, (), singular="rolebinding"),
-        ResourceType("selfsubjectaccessreviews", "SelfSubjectAccessReview", AUTHORIZATION_GROUP, "v1", False, (),
-                     ("create",), singular="selfsubjectaccessreview"),
-        ResourceType("selfsubjectrulesreviews", "SelfSubjectRulesReview", AUTHORIZATION_GROUP, "v1", False, (),
-                     ("create",), singular="selfsubjectrulesreview"),
-        ResourceType("selfsubjectreviews", "SelfSubjectReview", AUTHENTICATION_GROUP, "v1", False, (),
-                     ("create",), singular="selfsubjectreview"),
+        ResourceType("nodefeatures", "NodeFeature", NFD_GROUP, "v1alpha1", True, custom=True),
+        ResourceType("nodefeaturerules", "NodeFeatureRule", NFD_GROUP, "v1alpha1", False, custom=True),
+        # the lab's RBAC users (console/lab/rbac_policy.py)
+        ResourceType("clusterroles", "ClusterRole", RBAC_GROUP, "v1", False),
+        ResourceType("clusterrolebindings", "ClusterRoleBinding", RBAC_GROUP, "v1", False),
+        ResourceType("roles", "Role", RBAC_GROUP, "v1", True),
+        ResourceType("rolebindings", "RoleBinding", RBAC_GROUP, "v1", True),
     )
 }
 
 
-def by_plural(group: str, plural: str) -> ResourceType | None:
-    key = f"{plural}.{group}" if group else plural
-    return RESOURCES.get(key)
+def rtype(resource: str) -> ResourceType:
+    """The resource's type; NotFound as the API server answers a resource it does not serve."""
+    try:
+        return RESOURCES[resource]
+    except KeyError:
+        raise NotFound(f"the server could not find the requested resource ({resource})") from None

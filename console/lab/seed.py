@@ -334,11 +334,11 @@ def write_guest_files(spec: NodeSpec, root: Any) -> None:
         path.chmod(0o755 if "/source.d/" in guest_path else 0o644)
 
 
-def nfd_objects(scenario: Scenario, *, rbac: bool = False) -> list[tuple[str, Obj]]:
-    """NFD's manifests for the scenario, minus a Namespace the scenario already creates (`rbac`: with NFD's
-    service accounts and RBAC, console/lab/nfd_deploy.py rbac_objects)."""
+def nfd_objects(scenario: Scenario) -> list[tuple[str, Obj]]:
+    """NFD's manifests for the scenario (with NFD's service accounts and RBAC, console/lab/nfd_deploy.py
+    rbac_objects), minus a Namespace the scenario already creates."""
     m = nfd_manifest(scenario)
-    return [(r, o) for r, o in nfd_deploy.objects(m, rbac=rbac)
+    return [(r, o) for r, o in nfd_deploy.objects(m)
             if not (r == "namespaces" and o["metadata"]["name"] in scenario.namespaces)]
 
 
@@ -349,11 +349,11 @@ def _custom(resource: str) -> bool:
 
 def upstream_nfd_objects(scenario: Scenario) -> list[tuple[str, Obj]]:
     """The scenario's NFD as a user applies it to a real cluster: NFD's manifests with their service accounts
-    and RBAC, without the status the lab's own API server is handed (on a real one the apiextensions
-    controllers set a CRD's conditions, the namespace controller a Namespace's phase), then the scenario's own
-    NFD objects (NodeFeatureRules: custom resources, served once their CRDs are established)."""
+    and RBAC, without status (the apiextensions controllers set a CRD's conditions, the namespace controller a
+    Namespace's phase), then the scenario's own NFD objects (NodeFeatureRules: custom resources, served once
+    their CRDs are established)."""
     out = []
-    for resource, obj in [*nfd_objects(scenario, rbac=True), *((r, o) for r, o in scenario.objects if _custom(r))]:
+    for resource, obj in [*nfd_objects(scenario), *((r, o) for r, o in scenario.objects if _custom(r))]:
         obj = copy.deepcopy(obj)
         obj.pop("status", None)
         out.append((resource, obj))

@@ -1,22 +1,36 @@
 """Workload objects for scenarios, as a cluster in steady state holds them.
 
-A Deployment comes with the ReplicaSet its controller made (named by the template's pod-template-hash,
-so the lab's controller adopts it instead of rolling out a new one) and its pods already bound to the
-given nodes, each with its controller ownerReference; a StatefulSet with its ordinal pods. UIDs are
-stable per scenario, so journals and logs read the same on every run.
+A Deployment comes with the ReplicaSet its controller made (named by the template's pod-template-hash) and its
+pods already bound to the given nodes, each with its controller ownerReference; a StatefulSet with its ordinal
+pods. UIDs are stable per scenario, so journals and logs read the same on every run. The lab seeds what a user
+creates of them (console/lab/seed.py upstream_objects); kube-controller-manager makes the rest.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import uuid
 from typing import Any
 
-from console.lab.controllers import HASH_LABEL, owner_ref, template_hash
-
 Obj = dict[str, Any]
 _NS = uuid.UUID("0c5b1f4e-3e0a-4d8e-9a8e-6d1c2b9f7a11")
-_SUFFIX = "bcdfghjklmnpqrstvwxz2456789"
+_SUFFIX = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand SafeEncodeString's alphabet
+HASH_LABEL = "pod-template-hash"
+
+
+def template_hash(template: Obj) -> str:
+    """A ReplicaSet's pod-template-hash: ten characters of the alphabet the Deployment controller's have."""
+    digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).digest()
+    return "".join(_SUFFIX[b % len(_SUFFIX)] for b in digest[:10])
+
+
+def owner_ref(owner: Obj) -> Obj:
+    """The controller ownerReference to `owner`, as its controller sets it on what it makes."""
+    return {"apiVersion": owner.get("apiVersion", "apps/v1"), "kind": owner["kind"],
+            "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"], "controller": True,
+            "blockOwnerDeletion": True}
 
 
 def uid(*parts: str) -> str:

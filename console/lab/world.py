@@ -1,15 +1,16 @@
 """The embedded lab: one scenario's world, started and stopped as a unit.
 
-Wiring only: the store and the HTTP servers (on a background asyncio loop),
-libvirt with one domain per VM, the guests' kubelets, the scheduler, node
-exec, Nova, NFD. The state directory receives what other processes need.
+Wiring only: upstream's control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager:
+console/lab/controlplane.py) and the lab's view of it (console/lab/apistore.py), the HTTP servers (on a
+background asyncio loop), libvirt with one domain per VM, the guests' kubelets, node exec, Nova, NFD. The
+state directory receives what other processes need.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
-import os
 import secrets
 import shutil
 import time
@@ -22,7 +23,6 @@ from console.lab.loop import LoopThread
 from console.lab.podlogs import PodLogs
 from console.lab.scenarios import Scenario
 from console.lab.statedir import StateDir
-from console.lab.store import Store
 
 if TYPE_CHECKING:
     from console.lab.vm import Flavor, Guest, VMSpec
@@ -48,104 +48,78 @@ class Lab:
         watch_expiry: float | None = None,
         token_ttl: float = 300,
         metrics: bool = True,
-        kubernetes: Literal["lab", "upstream"] | None = None,
         steady_usage: bool = False,
     ) -> None:
         self.scenario = scenario
         self.state = StateDir(Path(state_dir))
         self.libvirt_driver = libvirt
         self.nova_timing = nova_timing
-        self.watch_expiry = watch_expiry  # seconds: watches end with 410 and etcd-like compaction (kubeapi)
+        self.watch_expiry = watch_expiry  # seconds: etcd compacted that often, watches served from etcd
         self.token_ttl = token_ttl  # seconds the `lab-exec` context's exec-plugin tokens live
-        self.metrics = metrics  # serve metrics.k8s.io, as metrics-server does
-        # "upstream": upstream's control plane (console/lab/controlplane.py) instead of the lab's API server,
-        # scheduler and controllers; the store is then a view of the real API server (console/lab/apistore.py)
-        # (default: $CONSOLE_LAB_KUBERNETES, else "lab" — while the lab moves onto upstream's control plane)
-        self.kubernetes = kubernetes or os.environ.get("CONSOLE_LAB_KUBERNETES", "lab")
+        self.metrics = metrics  # serve metrics.k8s.io: upstream's metrics-server
         # the kubelets' usage at its mean, the same in every scrape (pictures that do not change between runs)
         self.steady_usage = steady_usage
-        self.control_plane: Any = None
-        self.token_issuer: Any = None  # the lab-exec context's OIDC issuer on the upstream control plane
-        self.metrics_server: Any = None  # upstream's metrics-server (console/lab/metricsserver.py), on upstream
-        self.store: Any = Store()
+        self.control_plane: Any = None  # upstream's control plane (console/lab/controlplane.py)
+        self.token_issuer: Any = None  # the lab-exec context's OIDC issuer (console/lab/tokenissuer.py)
+        self.metrics_server: Any = None  # upstream's metrics-server (console/lab/metricsserver.py)
+        self.store: Any = None  # the lab's view of the real API server (console/lab/apistore.py ApiStore)
         self.logs = PodLogs()
         self.vms = seed.vm_specs(scenario)
         self.scale_servers = seed.scale_vm_specs(scenario)  # Nova servers without a hypervisor (scale world)
         self._loop = LoopThread()
         self._stack: list[Callable[[], None]] = []  # undo actions, run in reverse on stop
-        self.kube_api: Any = None
         self.openstack_api: Any = None
         self.hypervisor: Any = None
         self.nova: Any = None
         self.kubelets: dict[str, Any] = {}
         self.guest_roots: dict[str, Any] = {}  # node -> console.lab.guestroot.GuestRoot, its `/` on this host
-        self.scheduler: Any = None
-        self.controllers: Any = None
         self.node_exec: Any = None
         self.fleet: Any = None
         self.nfd: Any = None
-        self._crds_established = 0.0  # monotonic time the lab saw NFD's CRDs Established (upstream)
+        self._crds_established = 0.0  # monotonic time the lab saw NFD's CRDs Established
         self.sshd: Any = None
         self.ssh_config: Path | None = None
-        self._token = "lab-" + secrets.token_urlsafe(24)
-        self._nobody_token = "lab-nobody-" + secrets.token_urlsafe(24)  # authenticated, no RBAC: 403
-        self._exec_key = secrets.token_bytes(32)  # signs the exec plugin's short-lived tokens (kubeapi/authn.py)
-        # RBAC users (console/lab/rbac_policy.py): context -> (user, token)
-        self.rbac_users = {"lab-viewer": ("viewer", "lab-viewer-" + secrets.token_urlsafe(24)),
-                           "lab-operator": ("operator", "lab-operator-" + secrets.token_urlsafe(24))}
         self._os_password = secrets.token_urlsafe(18)
         self._os_member_password = secrets.token_urlsafe(18)
 
     # -- public facts ---------------------------------------------------
     @property
     def kube_url(self) -> str:
-        if self.control_plane is not None:
-            return str(self.control_plane.url)
-        return self.kube_api.url if self.kube_api else ""
+        return str(self.control_plane.url) if self.control_plane is not None else ""
 
     @property
     def kube_ca_pem(self) -> bytes:
         """The CA that signed the Kubernetes API server's certificate (PEM): what a kubeconfig's
         certificate-authority-data and a pod's service-account ca.crt hold."""
-        if self.control_plane is not None:
-            return bytes(self.control_plane.ca_pem)
-        return bytes(self.kube_api.ca_pem) if self.kube_api else b""
+        return bytes(self.control_plane.ca_pem) if self.control_plane is not None else b""
+
+    @property
+    def rbac_contexts(self) -> tuple[str, ...]:
+        """The kubeconfig's contexts of the lab's RBAC users (console/lab/rbac_policy.py), beside `lab` (admin)."""
+        return ("lab-viewer", "lab-operator")
 
     def compacted_revision(self) -> int:
         """The storage's compaction: a watch or an Exact list from a resourceVersion below this is answered 410
-        (the lab's store; etcd's last compaction revision less one on upstream, a watch from R reading R+1 on)."""
-        if self.control_plane is not None:
-            return max(0, int(self.control_plane.compact_revision()) - 1)
-        return int(self.store.compacted)
+        (etcd's last compaction revision less one: a watch from R reads R+1 on)."""
+        return max(0, int(self.control_plane.compact_revision()) - 1)
 
     def delete_behind_api(self, resource: str, namespace: str, name: str) -> None:
         """Delete an object in the storage behind the API server, which may be down meanwhile, as another API server
-        of the cluster would: the lab's store, or etcd's key of it on upstream (/registry/<resource>/<ns>/<name>,
-        pods and other namespaced core resources)."""
-        if self.control_plane is None:
-            self.store.delete(resource, namespace, name)
-            return
+        of the cluster would: etcd's key of it (/registry/<resource>/<ns>/<name>, pods and other namespaced core
+        resources)."""
         key = f"/registry/{resource}/{namespace}/{name}"
         if self.control_plane.etcd_delete(key) != 1:
             raise LabError(f"etcd has no key {key}")
 
     def mint_token(self, user: str, ttl: float) -> str:
         """A bearer token the API server authenticates as `user`, with no groups, for `ttl` seconds: signed as the
-        lab-exec plugin's tokens are (the lab's token authenticator, or the issuer upstream's JWT authenticator
-        trusts, console/lab/tokenissuer.py)."""
-        if self.token_issuer is not None:
-            return str(self.token_issuer.mint(user, ttl)[0])
-        from console.lab.kubeapi.authn import mint
-
-        return mint(self._exec_key, user, ttl)[0]
+        lab-exec plugin's tokens are (by the issuer the API server's JWT authenticator trusts,
+        console/lab/tokenissuer.py)."""
+        return str(self.token_issuer.mint(user, ttl)[0])
 
     def write_token_plugin(self, path: Path, ttl: float, user: str) -> Path:
         """An exec credential plugin at `path` whose tokens (mint_token's) make its user `user` for `ttl` s."""
-        if self.token_issuer is not None:
-            return Path(self.token_issuer.write_plugin(path, ttl, subject=user))
-        from console.lab.kubeapi.authn import write_plugin
-
-        return write_plugin(path, self._exec_key, ttl, user=user)
+        return Path(self.token_issuer.write_plugin(path, ttl, subject=user))
 
     @property
     def openstack_url(self) -> str:
@@ -161,18 +135,13 @@ class Lab:
         self.state.prepare()
         self._loop.start()
         self._stack.append(self._loop.stop)
-        if self.kubernetes == "upstream":
-            # the VMs boot while the control plane starts (neither needs the other), as a cluster's machines do
-            with concurrent.futures.ThreadPoolExecutor(1) as pool:
-                hypervisor = pool.submit(self._start_hypervisor, progress) if self.vms else None
-                self._start_control_plane(progress)
-                self._seed(progress)
-                if hypervisor is not None:
-                    hypervisor.result()
-        else:
+        # the VMs boot while the control plane starts (neither needs the other), as a cluster's machines do
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            hypervisor = pool.submit(self._start_hypervisor, progress) if self.vms else None
+            self._start_control_plane(progress)
             self._seed(progress)
-            if self.vms:
-                self._start_hypervisor(progress)
+            if hypervisor is not None:
+                hypervisor.result()
         self._start_cluster_sims(progress)
         self._start_nfd(progress)
         self._start_servers(progress)
@@ -180,10 +149,9 @@ class Lab:
             self._start_sshd(progress)
         self.state.write_env(libvirt_uri=self.libvirt_uri, ssh_config=self.ssh_config)
         self._wait_ready(progress)
-        if self.control_plane is not None and self.metrics:
+        if self.metrics:
             self._start_metrics_server(progress)
-        if self.control_plane is not None:
-            self._seed_workloads(progress)
+        self._seed_workloads(progress)
         if self.metrics_server is not None:  # `kubectl top` answers once metrics-server has scraped twice
             progress("waiting for metrics-server's node metrics")
             if not self.metrics_server.wait_scraped(set(self.kubelets)):
@@ -212,24 +180,16 @@ class Lab:
 
     def api_requests(self, prefix: str = "") -> list[str]:
         """The requests the kubeconfig's users made to the Kubernetes API so far ("GET /api/v1/nodes?limit=500"),
-        oldest first, those starting with `prefix`: the real API server's audit log, or the lab API server's log."""
-        if self.control_plane is not None:
-            return list(self.control_plane.requests(prefix))
-        return list(self.kube_api.requests(prefix))
+        oldest first, those starting with `prefix`: the API server's audit log."""
+        return list(self.control_plane.requests(prefix))
 
     def kube_api_down(self) -> None:
         """The API server goes away (its port refuses, watches drop) until `kube_api_up()` serves again on the
-        same port with the same certificate; the world (and its compaction) keeps running behind it."""
-        if self.control_plane is not None:
-            self.control_plane.apiserver_down()
-            return
-        self._loop.call(self.kube_api.close_port())
+        same port with the same certificate; etcd (and its compaction) keeps running behind it."""
+        self.control_plane.apiserver_down()
 
     def kube_api_up(self) -> None:
-        if self.control_plane is not None:
-            self.control_plane.apiserver_up()
-            return
-        self._loop.call(self.kube_api.reopen_port())
+        self.control_plane.apiserver_up()
 
     # -- parts ----------------------------------------------------------
     def _start_control_plane(self, progress: Progress) -> None:
@@ -324,16 +284,12 @@ class Lab:
         from console.lab.store import AlreadyExists
 
         sc = self.scenario
-        upstream = self.control_plane is not None
         for ns in sc.namespaces:
-            try:
+            with contextlib.suppress(AlreadyExists):  # the API server made default and kube-system itself
                 self.store.create("namespaces", seed.namespace(ns))
-            except AlreadyExists:
-                if not upstream:  # a real API server made default and kube-system itself
-                    raise
-        if upstream:  # the ServiceAccount admission plugin refuses pods until the controller made `default`
-            for ns in {"default", *sc.namespaces}:
-                self._wait_service_account(ns)
+        # the ServiceAccount admission plugin refuses pods until the controller made `default`
+        for ns in {"default", *sc.namespaces}:
+            self._wait_service_account(ns)
         by_node = {vm.node_name: vm for vm in self.vms}
         for spec in sc.nodes:
             self.store.create("nodes", seed.node_object(spec, by_node.get(spec.name)))
@@ -341,22 +297,14 @@ class Lab:
             progress(f"generating {sc.scale_nodes} nodes and {sc.scale_nodes * sc.scale_pods_per_node} pods"
                      + (f", {sc.scale_pending} Pending" if sc.scale_pending else ""))
             nodes, pods = seed.scale_objects(sc)
-            if upstream:
-                self._load_scale_world(nodes, pods, progress)
-            else:
-                self.store.bulk_load("nodes", nodes)
-                self.store.bulk_load("pods", pods)
+            self._load_scale_world(nodes, pods, progress)
         for pod in sc.pods:
-            if upstream and pod.node is None:
+            if pod.node is None:
                 continue  # meets the scheduler once the workloads run (_seed_workloads)
             self.store.create("pods", seed.pod_object(pod))
-        if upstream:  # NFD's DaemonSet and Deployment come once the nodes are Ready (_start_nfd)
-            self._seed_nfd(progress, [(r, o) for r, o in seed.upstream_nfd_objects(sc) if r not in _NFD_WORKLOADS])
-            return  # the workloads come once the nodes are Ready (_seed_workloads)
-        for resource, obj in seed.nfd_objects(sc):
-            self.store.create(resource, obj)
-        for resource, obj in sc.objects:
-            self.store.create(resource, obj)
+        # NFD's DaemonSet and Deployment come once the nodes are Ready (_start_nfd), the workloads too
+        # (_seed_workloads)
+        self._seed_nfd(progress, [(r, o) for r, o in seed.upstream_nfd_objects(sc) if r not in _NFD_WORKLOADS])
 
     def _load_scale_world(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
                           progress: Progress) -> None:
@@ -420,10 +368,8 @@ class Lab:
             self.hypervisor.start(vm.server_id)
 
     def _start_cluster_sims(self, progress: Progress) -> None:
-        from console.lab.controllers import Controllers
         from console.lab.kubelet import Fleet, Kubelet
         from console.lab.nodeexec import NodeExec
-        from console.lab.scheduler import Scheduler
 
         sc = self.scenario
         self.fleet = Fleet(self.store)
@@ -455,7 +401,6 @@ class Lab:
                 kernel_version=sc.host_os.kernel_release,
                 cpu_manager_policy="static" if specs[vm.node_name].cpu_manager_static else "none",
                 files=root.files,
-                upstream=self.control_plane is not None,
                 internal_ip=addresses.get(vm.node_name),
             )
             kubelet.start()
@@ -464,22 +409,13 @@ class Lab:
         self.node_exec = NodeExec(self.store, self.logs, guests, self.kubelets, roots=self.guest_roots)
         self.node_exec.start()
         self._stack.append(self.node_exec.stop)
-        if self.control_plane is not None:
-            self._start_kubelet_servers()
-            return  # upstream's kube-scheduler and kube-controller-manager run
-        self.scheduler = Scheduler(self.store, version=sc.kubernetes_version)
-        self.scheduler.start()
-        self._stack.append(self.scheduler.stop)
-        self.controllers = Controllers(self.store)
-        self.controllers.start()
-        self._stack.append(self.controllers.stop)
+        self._start_kubelet_servers()  # upstream's kube-scheduler and kube-controller-manager do the rest
 
     def _node_addresses(self) -> dict[str, str]:
-        """On the upstream control plane each node gets an address its kubelet serves on (console/lab/nodeaddrs.py);
-        the lab's own API server reaches its kubelets in process."""
+        """Each node's address its kubelet serves on (console/lab/nodeaddrs.py), which the API server dials."""
         from console.lab.nodeaddrs import AddressError, NodeAddresses
 
-        if self.control_plane is None or not self.vms:
+        if not self.vms:
             return {}
         addrs = NodeAddresses()
         try:
@@ -522,19 +458,18 @@ class Lab:
     def _start_nfd(self, progress: Progress) -> None:
         from console.lab.nfd_sim import NfdSim
 
-        if self.control_plane is not None:
-            # NFD's DaemonSet and Deployment once the nodes are Ready and schedulable, as NFD is installed on a
-            # running cluster: nfd-master's pod meets every node, its preferred node affinity picks the control
-            # plane (the rest of NFD's objects came with the seed, _seed)
-            workloads = [(r, o) for r, o in seed.upstream_nfd_objects(self.scenario) if r in _NFD_WORKLOADS]
-            if workloads:
-                self._wait_schedulable(len(self.vms), progress)
-                self._seed_nfd(progress, workloads)
-            if self._crds_established:
-                # kube-apiserver holds a custom object's create for 2s after its CRD became Established
-                # (k8s.io/apiextensions-apiserver pkg/apiserver/customresource_handler.go, "justCreated"): on a
-                # cluster nfd-worker's pods start later than that after `kubectl apply`; so do its first writes
-                time.sleep(max(0.0, self._crds_established + 2.0 - time.monotonic()))
+        # NFD's DaemonSet and Deployment once the nodes are Ready and schedulable, as NFD is installed on a
+        # running cluster: nfd-master's pod meets every node, its preferred node affinity picks the control
+        # plane (the rest of NFD's objects came with the seed, _seed)
+        workloads = [(r, o) for r, o in seed.upstream_nfd_objects(self.scenario) if r in _NFD_WORKLOADS]
+        if workloads:
+            self._wait_schedulable(len(self.vms), progress)
+            self._seed_nfd(progress, workloads)
+        if self._crds_established:
+            # kube-apiserver holds a custom object's create for 2s after its CRD became Established
+            # (k8s.io/apiextensions-apiserver pkg/apiserver/customresource_handler.go, "justCreated"): on a
+            # cluster nfd-worker's pods start later than that after `kubectl apply`; so do its first writes
+            time.sleep(max(0.0, self._crds_established + 2.0 - time.monotonic()))
         progress(f"starting NFD {self.scenario.nfd_version} (workers and master)")
         self.nfd = NfdSim(self.store, self.scenario, self.state.root / "nfd", guest_roots=self.guest_roots)
         self._stack.append(self.nfd.stop)
@@ -546,26 +481,18 @@ class Lab:
         resource once its CRD is Established (served, and in discovery). The DaemonSet's and the Deployment's pods
         are then the controllers', bound by kube-scheduler and the DaemonSet controller and run by the kubelet
         agents."""
-        from console.lab.apistore import path
-        from console.lab.kubeclient import ApiError
-        from console.lab.resources import CRD_RESOURCE, ResourceType
+        from console.lab.resources import CRD_RESOURCE
         from console.lab.store import StoreError
 
-        # the lab's own API server serves no ServiceAccounts, so the resource table has none
-        service_account = ResourceType("serviceaccounts", "ServiceAccount", "", "v1", True)
         progress(f"creating {len(objects)} objects of NFD {self.scenario.nfd_version}")
         crds = [o["metadata"]["name"] for r, o in objects if r == CRD_RESOURCE]
         for resource, obj in objects:
             try:
-                if resource == service_account.plural:
-                    self.store.client.request("POST", path(service_account, obj["metadata"]["namespace"]),
-                                              {"apiVersion": "v1", "kind": "ServiceAccount", **obj})
-                    continue
                 if crds and resource != CRD_RESOURCE:
                     self._wait_established(crds, timeout)
                     crds = []
                 self.store.create(resource, obj)
-            except (ApiError, StoreError) as e:
+            except StoreError as e:
                 raise LabError(f"the API server refused NFD's {resource} {obj['metadata']['name']}: {e}") from e
             if resource == "namespaces":  # v0.8-v0.11 workers run as the namespace's `default` service account
                 self._wait_service_account(obj["metadata"]["name"])
@@ -593,20 +520,11 @@ class Lab:
             time.sleep(0.05)
         self._crds_established = time.monotonic()
 
-    def _kubelet_proxy(self, node: str, path: str) -> tuple[int, str, str]:
-        """What a node's kubelet answers on :10250 to the API server's node proxy."""
-        from console.lab.kubelet import kubelet_endpoint
-
-        return kubelet_endpoint(self.kubelets.get(node), path)
-
     def _start_servers(self, progress: Progress) -> None:
-        if self.control_plane is not None:
-            self._upstream_users()
-        else:
-            self._start_kube_api(progress)
+        self._kube_users()
         self._start_openstack(progress)
 
-    def _upstream_users(self) -> None:
+    def _kube_users(self) -> None:
         """The kubeconfig's contexts as client certificates the real API server authenticates (CN = user,
         O = groups), and the lab's RBAC as plain objects; `lab-exec` gets its token from an exec plugin that signs
         as the lab's token issuer, valid token_ttl s (console/lab/tokenissuer.py)."""
@@ -617,7 +535,7 @@ class Lab:
 
         cp = self.control_plane
         seed(self.store, lab_users())
-        # each kubeconfig user named after the user the server authenticates, as the lab's own API server's are
+        # each kubeconfig user named after the user the server authenticates
         cp.write_kubeconfig(self.state.kubeconfig, {ADMIN_USER: cp.admin_cert(), VIEWER_USER: cp.user_cert(VIEWER_USER),
                                                     OPERATOR_USER: cp.user_cert(OPERATOR_USER)},
                             contexts={"lab": ADMIN_USER, "lab-viewer": VIEWER_USER, "lab-operator": OPERATOR_USER})
@@ -625,26 +543,6 @@ class Lab:
         add_context(self.state.kubeconfig, "lab-exec", EXEC_USER, {"exec": {
             "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "args": [],
             "interactiveMode": "Never", "provideClusterInfo": False}})
-
-    def _start_kube_api(self, progress: Progress) -> None:
-        from console.lab.faultfiles import NOBODY_USER
-        from console.lab.kubeapi.server import start_kube_api
-        from console.lab.kubeconfig import add_contexts, write_kubeconfig
-        from console.lab.rbac_policy import lab_users, seed
-
-        progress("starting the Kubernetes API")
-        self.kube_api = self._loop.call(start_kube_api(self.store, self.logs, token=self._token,
-                                                       node_proxy=self._kubelet_proxy,
-                                                       unbound={self._nobody_token: NOBODY_USER},
-                                                       watch_expiry=self.watch_expiry,
-                                                       exec_key=self._exec_key,
-                                                       users={t: u for u, t in self.rbac_users.values()},
-                                                       metrics_server=self.metrics))
-        self._stack.append(lambda: self._loop.call(self.kube_api.stop()))
-        seed(self.store, lab_users())
-        write_kubeconfig(self.state.kubeconfig, self.kube_api.url, self._token, ca_pem=self.kube_api.ca_pem)
-        add_contexts(self.state.kubeconfig, {ctx: (user, token) for ctx, (user, token) in self.rbac_users.items()})
-        self._add_exec_context()
 
     def _start_openstack(self, progress: Progress) -> None:
         from console.lab.cloudsyaml import write_clouds_yaml, write_openrc
@@ -683,24 +581,9 @@ class Lab:
     def _write_nobody_kubeconfig(self, path: Path) -> None:
         """A kubeconfig of user `lab-nobody`: authenticated, no RBAC binding (403 to everything but discovery)."""
         from console.lab.faultfiles import NOBODY_USER
-        from console.lab.kubeconfig import write_kubeconfig
 
-        if self.control_plane is not None:
-            self.control_plane.write_kubeconfig(path, {NOBODY_USER: self.control_plane.user_cert(NOBODY_USER)},
-                                                contexts={"lab": NOBODY_USER})
-        else:
-            write_kubeconfig(path, self.kube_api.url, self._nobody_token, user=NOBODY_USER,
-                             ca_pem=self.kube_api.ca_pem)
-
-    def _add_exec_context(self) -> None:
-        """Context `lab-exec`: its user's token comes from an exec plugin in the state dir, valid token_ttl s."""
-        from console.lab.kubeapi.authn import EXEC_USER, write_plugin
-        from console.lab.kubeconfig import add_context
-
-        plugin = write_plugin(self.state.exec_plugin, self._exec_key, self.token_ttl)
-        add_context(self.state.kubeconfig, "lab-exec", EXEC_USER, {"exec": {
-            "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "args": [],
-            "interactiveMode": "Never", "provideClusterInfo": False}})
+        self.control_plane.write_kubeconfig(path, {NOBODY_USER: self.control_plane.user_cert(NOBODY_USER)},
+                                            contexts={"lab": NOBODY_USER})
 
     def _start_sshd(self, progress: Progress) -> None:
         from console.lab.sshd import LabSshd
@@ -765,7 +648,7 @@ class Lab:
 _NFD_WORKLOADS = ("deployments.apps", "daemonsets.apps")  # nfd-master's and nfd-worker's
 
 
-WORLD_USER = "lab-world"  # the lab's agents and seeding on the upstream control plane
+WORLD_USER = "lab-world"  # the lab's agents and seeding
 
 
 def _ready(node: dict[str, Any]) -> bool:

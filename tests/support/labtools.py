@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
-import ssl
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from console.lab.world import Lab
 
@@ -54,21 +49,6 @@ def wait_for(predicate: Callable[[], object], timeout: float = 60, interval: flo
     raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}; last value: {last!r}")
 
 
-def kube_raw(kube_lab: Any, method: str, path: str, body: bytes | None = None, ctype: str = "",
-             timeout: float = 30) -> tuple[int, dict]:
-    """One HTTP request to the lab's API server as its admin, below the client: (status, JSON body)."""
-    ctx = ssl.create_default_context(cadata=kube_lab.api.ca_pem.decode())
-    headers = {"Authorization": f"Bearer {kube_lab.token}"}
-    if ctype:
-        headers["Content-Type"] = ctype
-    req = urllib.request.Request(kube_lab.api.url + path, data=body, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req, context=ctx, timeout=timeout) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
-
-
 def resize_to_verify(lab: Lab, server_id: str, flavor: str, timeout: float = 120) -> None:
     """Resize a server with openstacksdk as the cloud's admin (cloud `lab`) and wait until Nova waits in
     VERIFY_RESIZE: a resize someone left unconfirmed, for `scale-up --revert`."""
@@ -86,36 +66,26 @@ def resize_to_verify(lab: Lab, server_id: str, flavor: str, timeout: float = 120
 
 
 def quick_scheduler_retries(lab: Lab) -> Lab:
-    """Cap the lab scheduler's unschedulable-pod backoff at its initial 1 s (podMaxBackoffSeconds: 1).
+    """Cap kube-scheduler's unschedulable-pod backoff at its initial 1 s (podMaxBackoffSeconds: 1).
 
     A Pending pod a scale-up makes fit has failed a scheduling attempt at every node change before it (cordon,
     drain, resize), so by the uncordon its backoff has doubled to the default 10 s and verify-pods waits that long.
     kube-scheduler reads the cap from KubeSchedulerConfiguration podMaxBackoffSeconds
     (kubernetes/kubernetes cmd/kube-scheduler/app/server.go: scheduler.WithPodMaxBackoffSeconds); Kubernetes' own
     scheduler integration tests lower it the same way (test/integration/scheduler: WithPodMaxBackoffSeconds(1)).
-    Nothing is skipped: the pod still fails while it does not fit and binds on the first retry after it does."""
-    if lab.control_plane is not None:  # upstream's kube-scheduler restarts with podMaxBackoffSeconds: 1
-        lab.control_plane.set_pod_max_backoff(1)
-        return lab
-    scheduler = lab.scheduler
-    if not hasattr(scheduler, "max_backoff"):  # an assignment would add the attribute and change nothing
-        raise AttributeError("the lab scheduler has no max_backoff any more: update quick_scheduler_retries")
-    scheduler.max_backoff = scheduler.initial_backoff
+    Nothing is skipped: the pod still fails while it does not fit and binds on the first retry after it does.
+    kube-scheduler restarts with podMaxBackoffSeconds: 1."""
+    lab.control_plane.set_pod_max_backoff(1)
     return lab
 
 
 def scheduler_away(lab: Lab) -> None:
-    """The cluster's scheduler stops (upstream's kube-scheduler process, or the lab's own): Pending pods stay
-    Pending until `scheduler_back`."""
-    if lab.control_plane is not None:
-        lab.control_plane.stop_component("kube-scheduler")
-    else:
-        lab.scheduler.stop()
+    """The cluster's scheduler stops (the kube-scheduler process): Pending pods stay Pending until
+    `scheduler_back`."""
+    lab.control_plane.stop_component("kube-scheduler")
 
 
 def scheduler_back(lab: Lab) -> None:
-    """The scheduler runs again (nothing to do when it runs)."""
-    if lab.control_plane is None:
-        lab.scheduler.start()
-    elif not lab.control_plane.components["kube-scheduler"].running():
+    """kube-scheduler runs again (nothing to do when it runs)."""
+    if not lab.control_plane.components["kube-scheduler"].running():
         lab.control_plane.start_component("kube-scheduler")

@@ -16,7 +16,7 @@ import pytest
 from labstart import start_lab
 
 from console.lab.world import Lab
-from screenshots import CHANGES_THE_LAB, FROZEN_CLOCK, SCREENS, make_app, settled, sizes
+from screenshots import CHANGES_THE_LAB, SCREENS, make_app, settled, sizes
 
 pytestmark = pytest.mark.lab
 
@@ -36,8 +36,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 @pytest.mark.parametrize(("name", "size"), CASES)
 def test_screen_snapshot(lab: Any, snap_compare: Any, name: str, size: tuple[int, int]) -> None:
-    if lab.kube_api is not None:  # the lab's own API server: the simulated usage of one scrape, in every run
-        lab.kube_api.metrics.clock = lambda: FROZEN_CLOCK
     app = make_app(lab)
     try:
         async def run_before(pilot: Any) -> None:

@@ -49,8 +49,7 @@ def test_lab_serves_until_ctrl_c_and_cleans_up(tmp_path):
         assert {"kubeconfig", "clouds.yaml", "env", "ready"} <= {p.name for p in state.iterdir()}
         assert "kube-worker02" in run(["kubectl", "get", "nodes"], env).stdout
         # metrics.k8s.io as metrics-server serves it: kubectl top works once it has a rate, from two scrapes of the
-        # kubelets (upstream's metrics-server, console/lab/metricsserver.py: "metrics not available yet" until then;
-        # the lab's own API server, lab/kubeapi/metrics.py, has it from the start)
+        # kubelets (upstream's metrics-server, console/lab/metricsserver.py: "metrics not available yet" until then)
         top = str(wait_for(lambda: (lambda p: p.returncode == 0 and p.stdout)(
             run(["kubectl", "top", "node"], env, check=False)), timeout=60, what="kubectl top node")).splitlines()
         assert top[0].split() == ["NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)"]

@@ -33,7 +33,7 @@ CACHE = 10  # s: kube-apiserver's token success cache (TokenSuccessCacheTTL) may
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from start_lab("seed-resize", tmp_path_factory.mktemp("lab-exec"), kubernetes="upstream", token_ttl=TTL)
+    yield from start_lab("seed-resize", tmp_path_factory.mktemp("lab-exec"), token_ttl=TTL)
 
 
 def kubectl(lab: Lab, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -47,7 +47,7 @@ def _scale_up(lab: Any, tmp_path: Path, *args: str) -> subprocess.CompletedProce
 ], ids=["resize", "live"])
 def test_the_pending_pod_runs_after_the_scale_up(scenario: str, pod: str, args: tuple[str, ...],
                                                  capacity: dict[str, str], tmp_path: Path) -> None:
-    for lab in start_lab(scenario, tmp_path / "lab", kubernetes="upstream"):
+    for lab in start_lab(scenario, tmp_path / "lab"):
         assert _kubectl_json(lab, "pod", pod)["status"]["phase"] == "Pending"
         events = _kubectl_json(lab, "events", f"--field-selector=involvedObject.name={pod},reason=FailedScheduling")
         assert "Insufficient cpu" in events["items"][-1]["message"]  # kube-scheduler's own reason

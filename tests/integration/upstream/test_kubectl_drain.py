@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from start_lab("seed-drain", tmp_path_factory.mktemp("lab-upstream-drain"), kubernetes="upstream")
+    yield from start_lab("seed-drain", tmp_path_factory.mktemp("lab-upstream-drain"))
 
 
 def kubectl(lab: Lab, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:

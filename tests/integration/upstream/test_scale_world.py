@@ -36,7 +36,7 @@ STARTED: dict[str, float] = {}
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     for started in start_lab(scenarios.scale(NODES, PODS_PER_NODE, PENDING), tmp_path_factory.mktemp("scale-up"),
-                             kubernetes="upstream", metrics=False):
+                             metrics=False):
         STARTED["at"] = time.monotonic()
         yield started
 

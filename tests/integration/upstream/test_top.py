@@ -28,7 +28,7 @@ NODES = ["kube-controlplane01", "kube-worker01", "kube-worker02"]
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from start_lab("seed-drain", tmp_path_factory.mktemp("lab-top"), kubernetes="upstream")
+    yield from start_lab("seed-drain", tmp_path_factory.mktemp("lab-top"))
 
 
 def kubectl(lab: Lab, *args: str) -> subprocess.CompletedProcess[str]:

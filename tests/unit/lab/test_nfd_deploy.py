@@ -118,27 +118,6 @@ def test_go_duration_rejects(text):
         D.go_duration(text)
 
 
-def test_custom_resources_are_served_only_with_their_crd():
-    """An API server serves a custom resource while its CustomResourceDefinition exists
-    (kubernetes apiextensions-apiserver): discovery and routing follow the CRD objects."""
-    from console.lab.kubeapi import discovery
-    from console.lab.kubeapi.server import parse_resource_path
-    from console.lab.store import Store
-
-    st = Store()
-    nf = st.rtype("nodefeatures.nfd.k8s-sigs.io")
-    assert not st.served(nf)
-    assert "nfd.k8s-sigs.io" not in discovery.group_versions(st.served)
-    with pytest.raises(Exception, match="could not find"):
-        parse_resource_path(["apis", "nfd.k8s-sigs.io", "v1alpha1", "nodefeaturerules"], st.served)
-    for c in D.crd_names(parse_version("v0.10.1")):
-        st.create("customresourcedefinitions.apiextensions.k8s.io", D.crd(*c))
-    names = [r["name"] for r in discovery.resource_list("nfd.k8s-sigs.io", "v1alpha1", st.served)["resources"]]
-    assert names == ["nodefeaturerules"] and not st.served(nf)
-    assert parse_resource_path(["apis", "nfd.k8s-sigs.io", "v1alpha1", "nodefeaturerules"], st.served).rt.kind == \
-        "NodeFeatureRule"
-
-
 def test_rbac_as_each_versions_manifests_have_it():
     """v0.8.2 nfd-master.yaml.template and deployment/base/rbac at v0.10.1 / v0.12.1 / v0.19.0: nfd-master's
     ServiceAccount and ClusterRole always, nfd-worker's ServiceAccount and Role from v0.12 (before, the DaemonSet
@@ -167,8 +146,7 @@ def test_rbac_as_each_versions_manifests_have_it():
     binding = _by(D.rbac_objects(parse_version("v0.16.4"), "gpu-operator"),
                   "clusterrolebindings.rbac.authorization.k8s.io", "nfd-master")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "nfd-master", "namespace": "gpu-operator"}]
-    assert [r for r, _ in D.objects(D.Manifest(parse_version("v0.19.0")))].count("serviceaccounts") == 0
-    assert [r for r, _ in D.objects(D.Manifest(parse_version("v0.19.0")), rbac=True)].count("serviceaccounts") == 2
+    assert [r for r, _ in D.objects(D.Manifest(parse_version("v0.19.0")))].count("serviceaccounts") == 2
 
 
 def test_upstream_nfd_objects_carry_no_status_and_end_with_the_scenarios_rules():

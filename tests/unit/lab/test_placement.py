@@ -1,11 +1,14 @@
 """How a scenario's workloads reach the real control plane (console/lab/seed.py upstream_objects) and the taints
-that place their pods (console/lab/placement.py), on the lab's in-memory store: no control plane runs here."""
+that place their pods (console/lab/placement.py), on nodes held in a dict: no control plane runs here."""
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
+from typing import Any
+
 from console.lab import scenarios, seed
 from console.lab.placement import STEER_KEY, Placement
-from console.lab.store import Store
 
 HPC = {"key": "dedicated", "value": "hpc", "effect": "NoSchedule"}
 MASTER = {"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}
@@ -43,21 +46,32 @@ def test_a_workload_on_several_nodes_is_placed_pod_by_pod_in_its_order():
     assert made.last == []
 
 
-def _nodes(store: Store, taints: dict[str, list[dict]]) -> None:
-    for name, own in taints.items():
-        store.create("nodes", {"metadata": {"name": name}, "spec": {"taints": [*own, NOT_READY]} if own else {},
-                               "status": {}})
+class _Nodes:
+    """The part of the lab's ApiStore that Placement's taints use: nodes read, and edited as mutate() does (`fn`
+    edits a copy, the result replaces the node)."""
+
+    def __init__(self, taints: dict[str, list[dict]]) -> None:
+        self.nodes = {name: {"metadata": {"name": name}, "spec": {"taints": [*own, NOT_READY]} if own else {},
+                             "status": {}} for name, own in taints.items()}
+
+    def get(self, resource: str, namespace: str | None, name: str) -> dict:
+        assert resource == "nodes" and namespace is None
+        return self.nodes[name]
+
+    def mutate(self, resource: str, namespace: str | None, name: str, fn: Callable[[dict], Any]) -> dict:
+        draft = copy.deepcopy(self.get(resource, namespace, name))
+        self.nodes[name] = fn(draft) or draft
+        return self.nodes[name]
 
 
-def _taints(store: Store, name: str) -> list[dict]:
+def _taints(store: _Nodes, name: str) -> list[dict]:
     return [{k: t[k] for k in ("key", "value", "effect") if k in t}
             for t in store.get("nodes", None, name)["spec"].get("taints") or []]
 
 
 def test_placing_on_a_node_taints_the_others_and_lifts_its_own_then_restores_them():
-    store = Store()
     own = {"cp": [MASTER], "w1": [HPC], "w2": []}
-    _nodes(store, own)
+    store = _Nodes(own)
     placement = Placement(store, own)
     placement._taint("w1")
     steer = {"key": STEER_KEY, "value": "elsewhere", "effect": "NoSchedule"}
