@@ -18,7 +18,7 @@ def write_kubeconfig(
 ) -> None:
     """Write a one-context kubeconfig with a bearer token, readable by the owner only (0600).
 
-    For an https server pass the CA to trust (`KubeAPI.ca_pem`); without one the
+    For an https server pass the CA to trust (the API server's, `Lab.kube_ca_pem`); without one the
     kubeconfig skips TLS verification.
     """
     import base64
@@ -59,9 +59,3 @@ def add_context(path: str | os.PathLike[str], context: str, user: str, user_entr
     doc["contexts"] = [c for c in doc["contexts"] if c["name"] != context] + [
         {"name": context, "context": {"cluster": cluster, "user": user, "namespace": "default"}}]
     target.write_text(yaml.safe_dump(doc, default_flow_style=False, sort_keys=False))  # keeps its 0600 mode
-
-
-def add_contexts(path: str | os.PathLike[str], users: dict[str, tuple[str, str]], cluster: str = "lab") -> None:
-    """Add a context per {context: (user, token)} to the kubeconfig at `path`, on its cluster, next to the others."""
-    for context, (user, token) in users.items():
-        add_context(path, context, user, {"token": token}, cluster)
