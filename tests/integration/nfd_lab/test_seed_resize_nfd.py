@@ -4,6 +4,7 @@ at v0.8.2), hook naming, gRPC-era annotations, no NodeFeature API (no CRDs at al
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 
 import pytest
@@ -205,3 +206,37 @@ def test_hooks_see_their_node_name(seed_resize_lab, kube):
         for p in paths:
             p.unlink()
     poll(lambda: all(f"{FNS}/lab.node" not in node(kube, w).labels for w in WORKERS), SETTLE)
+
+
+def test_hooks_from_a_configmap_volume_need_an_executable_default_mode(seed_resize_lab, kube):
+    """The article's ConfigMap alternative for source.d: the kubelet projects keys as 0644 unless the volume's
+    defaultMode says otherwise (core/v1 ConfigMapVolumeSource), and nfd-worker cannot run a 0644 hook; the
+    node's own source.d (the hostPath it replaces) is no longer read meanwhile."""
+    lab = seed_resize_lab
+    env = lab_env(lab)
+    hooks = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nfd-hooks", "namespace": NS},
+             "data": {"cm-hook": "#!/bin/sh\necho /from.configmap=yes\n"}}
+    subprocess.run(["kubectl", "apply", "-f", "-"], env=env, input=json.dumps(hooks), capture_output=True, text=True,
+                   timeout=60, check=True)
+    ds = json.loads(run(["kubectl", "-n", NS, "get", "daemonset", "nfd-worker", "-o", "json"], env).stdout)
+    volumes = ds["spec"]["template"]["spec"]["volumes"]
+    i = next(i for i, v in enumerate(volumes) if v["name"] == "source-d")
+
+    def mount(volume):
+        patch = [{"op": "replace", "path": f"/spec/template/spec/volumes/{i}", "value": volume}]
+        run(["kubectl", "-n", NS, "patch", "daemonset", "nfd-worker", "--type=json", "-p", json.dumps(patch)], env)
+
+    assert f"{FNS}/cpuinfo-family" in node(kube, "kube-worker01").labels
+    try:
+        mount({"name": "source-d", "configMap": {"name": "nfd-hooks"}})
+        poll(lambda: f"{FNS}/cpuinfo-family" not in node(kube, "kube-worker01").labels, SETTLE)
+        assert lab.nfd.running.mounts["hook"].config_map == "nfd-hooks"
+        assert f"{FNS}/from.configmap" not in node(kube, "kube-worker01").labels  # 0644: not run
+        mount({"name": "source-d", "configMap": {"name": "nfd-hooks", "defaultMode": 0o755}})
+        poll(lambda: all(node(kube, n.name).labels.get(f"{FNS}/from.configmap") == "yes"
+                         for n in lab.scenario.nodes), SETTLE)
+    finally:
+        mount(volumes[i])
+        run(["kubectl", "-n", NS, "delete", "configmap", "nfd-hooks"], env)
+    poll(lambda: f"{FNS}/cpuinfo-family" in node(kube, "kube-worker01").labels
+         and f"{FNS}/from.configmap" not in node(kube, "kube-worker01").labels, SETTLE)
