@@ -22,12 +22,14 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import re
 import signal
 import ssl
 import subprocess
 import time
 import urllib.request
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -176,15 +178,17 @@ class MetricsServer:
             apply(self.client, collection, obj)
         log.info("metrics-server serving after %.1fs", time.monotonic() - t0)
 
-    def wait_scraped(self, nodes: set[str], timeout: float = 40) -> bool:
+    def wait_scraped(self, nodes: set[str], timeout: float = 40, *, since: float | None = None) -> bool:
         """Until metrics.k8s.io has the usage of every node in `nodes`: metrics-server reports a node once it has
         two of its samples, one --metric-resolution apart (a CPU rate needs the sample before;
-        sigs.k8s.io/metrics-server pkg/storage/node.go). False if not after `timeout` s."""
+        sigs.k8s.io/metrics-server pkg/storage/node.go). `since` (epoch seconds): only a rate whose window
+        (NodeMetrics' timestamp less its window) starts at or after it counts — a window that saw a container
+        start shows a rate no later window repeats. False if not after `timeout` s."""
         deadline = time.monotonic() + timeout
         while True:
             try:
                 doc = self.client.request("GET", "/apis/metrics.k8s.io/v1beta1/nodes")
-                if nodes <= {i["metadata"]["name"] for i in doc.get("items") or []}:
+                if nodes <= {i["metadata"]["name"] for i in doc.get("items") or [] if _window_start(i) >= (since or 0)}:
                     return True
             except ApiError as e:  # 503 while the aggregator has not seen the APIService available yet
                 log.debug("metrics.k8s.io: %s", e)
@@ -271,3 +275,15 @@ class MetricsServer:
             time.sleep(0.2)
         raise MetricsServerError(f"metrics-server was not serving after {timeout:.0f}s; its log ({self.log_path}) "
                                  f"ends:\n{self.tail()}")
+
+
+def _window_start(metrics: dict[str, Any]) -> float:
+    """Epoch seconds a NodeMetrics' rate starts: its timestamp (RFC 3339) less its window (a Go duration such as
+    "10.5s" or "1m0.5s", metav1.Duration)."""
+    try:
+        stamp = datetime.fromisoformat(str(metrics["timestamp"]).replace("Z", "+00:00")).timestamp()
+        units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+        window = sum(float(n) * units[u] for n, u in re.findall(r"([\d.]+)(h|ms|us|µs|ns|m|s)", str(metrics["window"])))
+    except (KeyError, ValueError):
+        return 0.0
+    return stamp - window

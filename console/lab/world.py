@@ -154,7 +154,9 @@ class Lab:
         self._seed_workloads(progress)
         if self.metrics_server is not None:  # `kubectl top` answers once metrics-server has scraped twice
             progress("waiting for metrics-server's node metrics")
-            if not self.metrics_server.wait_scraped(set(self.kubelets)):
+            # steady usage: the same rates in every run only from a window after the last container started
+            since = self._all_bound_pods_started() if self.steady_usage else None
+            if not self.metrics_server.wait_scraped(set(self.kubelets), since=since):
                 log.warning("lab: metrics.k8s.io had not every node's usage when the lab became ready")
         self.state.mark_ready()
         progress(f"ready after {time.monotonic() - t0:.1f}s")
@@ -630,6 +632,17 @@ class Lab:
             Placement(self.store, taints, step_timeout=timeout, progress=progress).run(workloads)
         except PlacementError as e:
             raise LabError(str(e)) from e
+
+    def _all_bound_pods_started(self, timeout: float = 60) -> float:
+        """Once every pod on a node has started (or ended): the time then."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pods, _ = self.store.list("pods", None)
+            if all((p.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")
+                   for p in pods if (p.get("spec") or {}).get("nodeName")):
+                break
+            time.sleep(0.2)
+        return time.time()
 
     def _nfd_pods_running(self) -> bool:
         ns = self.scenario.nfd.namespace

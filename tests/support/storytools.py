@@ -106,9 +106,10 @@ def console_on_lab(*args: str, nodes: int = 5) -> Iterator[Console]:
     tmux = Tmux(root, width=80, height=24, env={"TMPDIR": str(root / "tmp")})
     tmux.start(" ".join(["./dev lab", *args]))
     try:
-        tmux.wait(lambda s: f"{nodes} nodes" in s and "kube-worker0" in s, LAB_START, "the node table")
-        kubeconfig = next((root / "tmp").glob("console-lab-*/kubeconfig"))
-        c = Console(tmux, kubeconfig, nodes)
+        c = Console(tmux, Path(), nodes)
+        # the nodes screen itself, not the lab's progress lines (they name nodes too)
+        tmux.wait(c.on_nodes_screen, LAB_START, "the node table")
+        c.kubeconfig = next((root / "tmp").glob("console-lab-*/kubeconfig"))
         yield c
         c.home()
         tmux.keys("q")
