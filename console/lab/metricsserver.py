@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import logging
 import os
-import re
 import signal
 import ssl
 import subprocess
@@ -35,6 +34,7 @@ from typing import Any
 
 from console.lab.controlplane import ControlPlane, die_with_parent, free_port
 from console.lab.kubeclient import ApiError, KubeClient
+from console.lab.nfd_deploy import go_duration
 
 log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
@@ -282,8 +282,7 @@ def _window_start(metrics: dict[str, Any]) -> float:
     "10.5s" or "1m0.5s", metav1.Duration)."""
     try:
         stamp = datetime.fromisoformat(str(metrics["timestamp"]).replace("Z", "+00:00")).timestamp()
-        units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-        window = sum(float(n) * units[u] for n, u in re.findall(r"([\d.]+)(h|ms|us|µs|ns|m|s)", str(metrics["window"])))
+        window = go_duration(str(metrics["window"]))
     except (KeyError, ValueError):
         return 0.0
     return stamp - window
