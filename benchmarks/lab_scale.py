@@ -1,25 +1,27 @@
-"""Benchmark: the lab's scale world through real kubectl.
+"""Benchmark: the lab's scale world through real kubectl, and what its control plane costs.
 
-Starts `python -m console lab --nodes N --pods-per-node M` as a subprocess,
-times it until the `ready` file appears, then times `kubectl get nodes -o json`
-(and `get nodes,pods -A -o json`) against it and reports the lab's memory.
+Starts `python -m console lab --nodes N --pods-per-node M` as a subprocess (or uses one already running,
+`--lab-state DIR`), times it until the `ready` file appears, then times `kubectl get nodes -o json` (and
+`get nodes,pods -A -o json`) against it and reports the resident memory of the lab's processes: the lab itself
+and each upstream component (etcd, kube-apiserver, kube-scheduler, kube-controller-manager), found by the state
+directory on their command lines.
 
-    .venv/bin/python benchmarks/lab_scale.py [--nodes 5000] [--pods-per-node 30] [--repeat 3]
+    .venv/bin/python benchmarks/lab_scale.py [--nodes 5000] [--pods-per-node 30] [--repeat 3] [--lab-state DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import shlex
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from labproc import LabFailed, scale_lab
+
+COMPONENTS = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "metrics-server")
 
 
 def rss_mb(pid: int) -> tuple[float, float]:
@@ -29,52 +31,64 @@ def rss_mb(pid: int) -> tuple[float, float]:
     return int(fields["VmRSS"]) / 1024, int(fields["VmHWM"]) / 1024
 
 
+def component_pids(state: Path) -> dict[str, int]:
+    """The upstream components' processes of the lab in `state`: the binary or its first argument (one binary, a
+    subcommand each) names the component, and some argument names a file in the state directory."""
+    found: dict[str, int] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if not any(str(state) in a for a in argv):
+            continue
+        for name in COMPONENTS:
+            if name in argv[:2] or Path(argv[0]).name == name:
+                found[name] = int(proc.name)
+    return found
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--pods-per-node", type=int, default=30)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--lab-state", type=Path, metavar="DIR",
+                    help="use the lab already running with --state-dir DIR instead of starting one")
     args = ap.parse_args()
 
-    state = Path(tempfile.mkdtemp(prefix="lab-bench-"))
-    cmd = [sys.executable, "-m", "console", "lab", "--nodes", str(args.nodes),
-           "--pods-per-node", str(args.pods_per_node), "--state-dir", str(state)]
-    t0 = time.monotonic()
-    lab = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        while not (state / "ready").exists():
-            if lab.poll() is not None:
-                print(f"lab exited early ({lab.returncode}): {lab.stderr.read() if lab.stderr else ''}")
-                return 1
-            time.sleep(0.05)
-        start_s = time.monotonic() - t0
-        env = dict(os.environ)
-        for line in (state / "env").read_text().splitlines():
-            k, _, v = line.partition("=")
-            env[k] = shlex.split(v)[0]
+        with scale_lab(args.nodes, args.pods_per_node, running=args.lab_state) as lab:
 
-        def timed(kubectl_args: list[str]) -> tuple[float, int]:
-            t = time.monotonic()
-            out = subprocess.run(["kubectl", *kubectl_args], env=env, capture_output=True, check=True).stdout
-            return time.monotonic() - t, len(json.loads(out)["items"])
+            def timed(kubectl_args: list[str]) -> tuple[float, int]:
+                t = time.monotonic()
+                out = subprocess.run(["kubectl", *kubectl_args], env=lab.env, capture_output=True, check=True).stdout
+                return time.monotonic() - t, len(json.loads(out)["items"])
 
-        nodes_runs = [timed(["get", "nodes", "-o", "json"]) for _ in range(args.repeat)]
-        all_runs = [timed(["get", "nodes,pods", "-A", "-o", "json"]) for _ in range(args.repeat)]
-        rss, peak = rss_mb(lab.pid)
-        print(f"lab scale world: {args.nodes} nodes, {args.nodes * args.pods_per_node} pods")
-        print(f"  start until ready:                 {start_s:6.2f} s")
-        print(f"  kubectl get nodes -o json:         {statistics.median(t for t, _ in nodes_runs):6.2f} s "
-              f"(median of {args.repeat}; {nodes_runs[0][1]} items)")
-        print(f"  kubectl get nodes,pods -A -o json: {statistics.median(t for t, _ in all_runs):6.2f} s "
-              f"(median of {args.repeat}; {all_runs[0][1]} items)")
-        print(f"  lab memory: RSS {rss:.0f} MB, peak {peak:.0f} MB")
-        return 0 if nodes_runs[0][1] == args.nodes else 1
-    finally:
-        lab.send_signal(signal.SIGINT)
-        try:
-            lab.wait(30)
-        except subprocess.TimeoutExpired:
-            lab.kill()
+            nodes_runs = [timed(["get", "nodes", "-o", "json"]) for _ in range(args.repeat)]
+            all_runs = [timed(["get", "nodes,pods", "-A", "-o", "json"]) for _ in range(args.repeat)]
+            print(f"lab scale world: {nodes_runs[0][1]} nodes, {all_runs[0][1] - nodes_runs[0][1]} pods")
+            if args.lab_state is None:
+                print(f"  start until ready:                 {lab.ready_s:6.2f} s")
+            print(f"  kubectl get nodes -o json:         {statistics.median(t for t, _ in nodes_runs):6.2f} s "
+                  f"(median of {args.repeat}; {nodes_runs[0][1]} items)")
+            print(f"  kubectl get nodes,pods -A -o json: {statistics.median(t for t, _ in all_runs):6.2f} s "
+                  f"(median of {args.repeat}; {all_runs[0][1]} items)")
+            total = 0.0
+            pids = component_pids(lab.state)
+            if args.lab_state is None:
+                pids = {"lab (python)": lab.proc.pid, **pids}
+            for name, pid in pids.items():
+                rss, peak = rss_mb(pid)
+                total += rss
+                print(f"  {name + ':':34} RSS {rss:6.0f} MB, peak {peak:6.0f} MB")
+            print(f"  {'all of the above:':34} RSS {total:6.0f} MB")
+            return 0 if nodes_runs[0][1] == args.nodes else 1
+    except LabFailed as e:
+        print(e)
+        return 1
 
 
 if __name__ == "__main__":

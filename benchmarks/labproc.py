@@ -32,12 +32,30 @@ def lab_has(flag: str) -> bool:
     return flag in out
 
 
-@contextmanager
-def scale_lab(nodes: int, pods_per_node: int, extra: list[str] | None = None,
-              base_env: dict[str, str] | None = None) -> Iterator[RunningLab]:
-    """Start the scale world, wait for its `ready` file, yield it; stop it however the block ends."""
+def _lab_env(state: Path, base_env: dict[str, str] | None) -> dict[str, str]:
     import os
 
+    env = dict(base_env if base_env is not None else os.environ)
+    for line in (state / "env").read_text().splitlines():
+        k, _, v = line.partition("=")
+        env[k] = shlex.split(v)[0]
+    return env
+
+
+@contextmanager
+def scale_lab(nodes: int, pods_per_node: int, extra: list[str] | None = None,
+              base_env: dict[str, str] | None = None, running: Path | None = None) -> Iterator[RunningLab]:
+    """Start the scale world, wait for its `ready` file, yield it; stop it however the block ends.
+
+    `running`: the state directory of a lab already started (`console lab --nodes N … --state-dir DIR`), used
+    as it is and left running — a 5,000-node world takes minutes to start, so the benchmarks share one."""
+    if running is not None:
+        if not (running / "ready").exists():
+            raise LabFailed(f"no ready lab in {running} (its `ready` file is missing)")
+        proc = subprocess.Popen(["true"], text=True)  # nothing of ours to stop
+        yield RunningLab(proc, running, ["(running)", "--state-dir", str(running)], 0.0, _lab_env(running, base_env))
+        proc.wait()
+        return
     state = Path(tempfile.mkdtemp(prefix="bench-lab-"))
     cmd = [sys.executable, "-m", "console", "lab", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node),
            "--state-dir", str(state), *(extra or [])]
@@ -48,11 +66,7 @@ def scale_lab(nodes: int, pods_per_node: int, extra: list[str] | None = None,
             if proc.poll() is not None:
                 raise LabFailed(f"lab exited early ({proc.returncode}): {proc.stderr.read() if proc.stderr else ''}")
             time.sleep(0.05)
-        env = dict(base_env if base_env is not None else os.environ)
-        for line in (state / "env").read_text().splitlines():
-            k, _, v = line.partition("=")
-            env[k] = shlex.split(v)[0]
-        yield RunningLab(proc, state, cmd, time.monotonic() - t0, env)
+        yield RunningLab(proc, state, cmd, time.monotonic() - t0, _lab_env(state, base_env))
     finally:
         proc.terminate()
         try:

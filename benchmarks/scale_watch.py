@@ -126,6 +126,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--pods-per-node", type=int, default=30)
+    ap.add_argument("--lab-state", type=Path, metavar="DIR",
+                    help="use the lab already running with --state-dir DIR (and its size) instead of starting one")
     ap.add_argument("--idle", type=float, default=300.0, help="seconds the console stays open idle (default 300)")
     ap.add_argument("--watch-expiry", type=int, default=30, help="lab --watch-expiry SECONDS (0: off)")
     ap.add_argument("--repeat", type=int, default=3, help="kubectl runs (median)")
@@ -136,13 +138,15 @@ def main() -> int:
         return 0
 
     extra, notes = [], []
-    if args.watch_expiry:
+    if args.lab_state:
+        notes.append(f"the lab in {args.lab_state} was already running: its own --watch-expiry, if any, holds")
+    elif args.watch_expiry:
         if lab_has("--watch-expiry"):
             extra = ["--watch-expiry", str(args.watch_expiry)]
         else:
             notes.append(f"this lab has no --watch-expiry: watches are not expired (asked for {args.watch_expiry}s)")
     try:
-        with scale_lab(args.nodes, args.pods_per_node, extra) as lab:
+        with scale_lab(args.nodes, args.pods_per_node, extra, running=args.lab_state) as lab:
             print(f"lab: {args.nodes} nodes, {args.nodes * args.pods_per_node} pods, ready in {lab.ready_s:.1f}s "
                   f"({' '.join(lab.command[2:])})")
 

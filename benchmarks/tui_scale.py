@@ -104,6 +104,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--pods-per-node", type=int, default=30)
+    ap.add_argument("--lab-state", type=Path, metavar="DIR",
+                    help="use the lab already running with --state-dir DIR (and its size) instead of starting one")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--child", nargs=2, metavar=("KUBECONFIG", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -112,7 +114,7 @@ def main() -> int:
         return 0
 
     try:
-        with scale_lab(args.nodes, args.pods_per_node) as lab:
+        with scale_lab(args.nodes, args.pods_per_node, running=args.lab_state) as lab:
             print(f"lab: {args.nodes} nodes, {args.nodes * args.pods_per_node} pods, ready in {lab.ready_s:.1f}s")
             env, state = lab.env, lab.state
             kubeconfig = env["KUBECONFIG"]

@@ -157,6 +157,7 @@ class MetricsServer:
         self.log_path = root / "metrics-server.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self._address_added = False
+        self._t0 = 0.0
 
     @property
     def url(self) -> str:
@@ -164,7 +165,14 @@ class MetricsServer:
 
     # -- lifecycle --------------------------------------------------------
     def start(self, progress: Progress = lambda _msg: None, timeout: float = 60) -> None:
-        t0 = time.monotonic()
+        self.launch(progress)
+        self.wait_serving(timeout)
+
+    def launch(self, progress: Progress = lambda _msg: None) -> None:
+        """Its RBAC objects, then the process. The process dies with the thread that calls this (setpriv
+        --pdeathsig: PR_SET_PDEATHSIG follows the parent thread, prctl(2)), so call it from one that lives as
+        long as the lab; wait_serving may run anywhere."""
+        self._t0 = time.monotonic()
         self.root.mkdir(parents=True, exist_ok=True)
         self._add_address()
         self.port = free_port(self.address)
@@ -173,10 +181,13 @@ class MetricsServer:
         for collection, obj in rbac_objects():
             apply(self.client, collection, obj)
         self._spawn(args)
+
+    def wait_serving(self, timeout: float = 60) -> None:
+        """Until it serves, then registered with the aggregator (its Service, EndpointSlice and APIService)."""
         self._wait(timeout)
         for collection, obj in service_objects(self.address, self.port, self.cp.ca_pem):
             apply(self.client, collection, obj)
-        log.info("metrics-server serving after %.1fs", time.monotonic() - t0)
+        log.info("metrics-server serving after %.1fs", time.monotonic() - self._t0)
 
     def wait_scraped(self, nodes: set[str], timeout: float = 40, *, since: float | None = None) -> bool:
         """Until metrics.k8s.io has the usage of every node in `nodes`: metrics-server reports a node once it has
@@ -196,10 +207,11 @@ class MetricsServer:
                 return False
             time.sleep(0.5)
 
-    def stop(self, timeout: float = 20) -> None:
+    def stop(self, timeout: float = 20, *, graceful: bool = True) -> None:
+        """`graceful=False`: killed (SIGKILL) — it keeps nothing, and its graceful shutdown took a second."""
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(signal.SIGTERM if graceful else signal.SIGKILL)
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:

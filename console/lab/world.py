@@ -23,6 +23,7 @@ from console.lab.loop import LoopThread
 from console.lab.podlogs import PodLogs
 from console.lab.scenarios import Scenario
 from console.lab.statedir import StateDir
+from console.lab.waiting import wait_for
 
 if TYPE_CHECKING:
     from console.lab.vm import Flavor, Guest, VMSpec
@@ -143,14 +144,27 @@ class Lab:
             if hypervisor is not None:
                 hypervisor.result()
         self._start_cluster_sims(progress)
-        self._start_nfd(progress)
-        self._start_servers(progress)
-        if self.vms:
-            self._start_sshd(progress)
-        self.state.write_env(libvirt_uri=self.libvirt_uri, ssh_config=self.ssh_config)
-        self._wait_ready(progress)
-        if self.metrics:
-            self._start_metrics_server(progress)
+        # metrics-server as soon as the nodes it scrapes are there: `kubectl top` answers only after its second
+        # scrape, a --metric-resolution (10s) after the first, and NFD, the servers and the workloads start
+        # meanwhile
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            if self.metrics:
+                self._launch_metrics_server(progress)
+            serving = self.metrics_server.wait_serving if self.metrics_server is not None else None
+            metrics = pool.submit(serving) if serving is not None else None
+            self._start_nfd(progress)
+            self._start_servers(progress)
+            if self.vms:
+                self._start_sshd(progress)
+            self.state.write_env(libvirt_uri=self.libvirt_uri, ssh_config=self.ssh_config)
+            self._wait_ready(progress)
+            if metrics is not None:
+                from console.lab.metricsserver import MetricsServerError
+
+                try:
+                    metrics.result()
+                except MetricsServerError as e:
+                    raise LabError(str(e)) from e
         self._seed_workloads(progress)
         if self.metrics_server is not None:  # `kubectl top` answers once metrics-server has scraped twice
             progress("waiting for metrics-server's node metrics")
@@ -216,11 +230,14 @@ class Lab:
         # controller must then wait as many renewals before it calls a node unreachable as with kubelets (50s
         # for 10s renewals), or it would taint thousands of healthy nodes and evict their pods
         grace = grace_period(self.scenario.scale_nodes) if self.scenario.scale_nodes else "50s"
-        # and its node lifecycle controller lifts the not-ready taint of each new node with two requests (a get
-        # and a patch: pkg/controller/controller_utils.go RemoveTaintOffNode), at its client's default 20 a
-        # second 10 nodes a second; Kubernetes' own scale tests run it at 100 (test-infra, sig-scalability jobs:
-        # CONTROLLER_MANAGER_TEST_ARGS=--kube-api-qps=100 --kube-api-burst=100)
-        qps = 100 if self.scenario.scale_nodes else 0
+        # kube-controller-manager's one client (cmd/kube-controller-manager/app/controllermanager.go
+        # createClientBuilders: c.Client) makes each controller's ServiceAccount and token at start, some 130
+        # requests, and its node lifecycle controller lifts the not-ready taint of each new node with two more
+        # (a get and a patch: pkg/controller/controller_utils.go RemoveTaintOffNode): at its default 20 a second
+        # the default service account came 5.6s after it started, at 100 0.6s. Kubernetes' own scale tests run it
+        # at 100 (test-infra, sig-scalability jobs: CONTROLLER_MANAGER_TEST_ARGS=--kube-api-qps=100
+        # --kube-api-burst=100)
+        qps = 100
         # watch_expiry: etcd compacted every that many seconds, and lists and watches served by etcd rather than
         # the watch cache, whose history compaction does not shorten (k8s.io/apiserver/pkg/storage/cacher/
         # compactor.go compacts only its snapshots): a watch resumed from a compacted revision then ends in 410
@@ -233,7 +250,7 @@ class Lab:
         self._loop.call(self.token_issuer.start())
         self._stack.append(lambda: self._loop.call(self.token_issuer.stop()))
         self.token_issuer.write_authentication_config(authn_config)
-        self._stack.append(self.control_plane.stop)
+        self._stack.append(self.control_plane.discard)
         try:
             self.control_plane.start(progress)
             self.token_issuer.wait_accepted(self.control_plane.url)
@@ -247,9 +264,10 @@ class Lab:
                                          key=pki / "world.key"))
         self._stack.append(self.store.stop)
 
-    def _start_metrics_server(self, progress: Progress) -> None:
+    def _launch_metrics_server(self, progress: Progress) -> None:
         """Upstream's metrics-server serving metrics.k8s.io from the kubelet agents' /metrics/resource
-        (console/lab/metricsserver.py); `kubectl top` answers once it has scraped twice."""
+        (console/lab/metricsserver.py), launched (MetricsServer.launch); `kubectl top` answers once it serves
+        and has scraped twice."""
         from console.lab.metricsserver import MetricsServer, MetricsServerError
         from console.lab.upstream.build import METRICS_SERVER, BuildError, binary
 
@@ -262,25 +280,26 @@ class Lab:
         node_ip = next(iter(self.kubelets.values())).internal_ip
         server = MetricsServer(self.control_plane, self.store.client, exe, self.state.root / "metrics-server",
                                node_ip=node_ip)
-        self._stack.append(server.stop)
+        self._stack.append(lambda: server.stop(graceful=False))
         try:
-            server.start(progress)
+            server.launch(progress)
         except MetricsServerError as e:
             raise LabError(str(e)) from e
         self.metrics_server = server
 
     def _wait_service_account(self, namespace: str, timeout: float = 60) -> None:
-        from console.lab.kubeclient import ApiError
+        from console.lab.store import NotFound
 
-        deadline = time.monotonic() + timeout
-        while True:
+        def made() -> bool:
             try:
-                self.store.client.request("GET", f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
-                return
-            except ApiError as e:
-                if e.code != 404 or time.monotonic() > deadline:
-                    raise LabError(f"kube-controller-manager made no service account in {namespace}: {e}") from e
-            time.sleep(0.1)
+                self.store.get("serviceaccounts", namespace, "default")
+            except NotFound:
+                return False
+            return True
+
+        if not wait_for(made, timeout=timeout):
+            raise LabError(f"kube-controller-manager made no service account in {namespace} in {timeout:.0f}s "
+                           f"(its log: {self.control_plane.root / 'kube-controller-manager.log'})")
 
     def _seed(self, progress: Progress) -> None:
         from console.lab.store import AlreadyExists
@@ -342,18 +361,16 @@ class Lab:
             taints = (node.get("spec") or {}).get("taints") or []
             return _ready(node) and not any(t.get("key") in (NOT_READY_TAINT, UNREACHABLE_TAINT) for t in taints)
 
-        progress(f"waiting for kube-controller-manager to lift the not-ready taint of {count} nodes")
-        deadline = time.monotonic() + 60 + count / 25
-        while True:
+        def unschedulable() -> int:
             nodes, _ = self.store.list("nodes")
-            waiting = sum(1 for n in nodes if not schedulable(n)) + max(0, count - len(nodes))
-            if not waiting:
-                return
-            if time.monotonic() > deadline:
-                raise LabError(f"{waiting} of {count} nodes were not Ready and untainted after "
-                               f"{60 + count / 25:.0f}s (kube-controller-manager's log: "
-                               f"{self.control_plane.root / 'kube-controller-manager.log'})")
-            time.sleep(0.2)
+            return sum(1 for n in nodes if not schedulable(n)) + max(0, count - len(nodes))
+
+        progress(f"waiting for kube-controller-manager to lift the not-ready taint of {count} nodes")
+        timeout = 60 + count / 25
+        if not wait_for(lambda: not unschedulable(), timeout=timeout, interval=0.2):
+            raise LabError(f"{unschedulable()} of {count} nodes were not Ready and untainted after "
+                           f"{timeout:.0f}s (kube-controller-manager's log: "
+                           f"{self.control_plane.root / 'kube-controller-manager.log'})")
 
     def _start_hypervisor(self, progress: Progress) -> None:
         from console.lab.libvirt_host import LibvirtHost
@@ -515,11 +532,9 @@ class Lab:
             return any(c.get("type") == "Established" and c.get("status") == "True"
                        for c in (crd.get("status") or {}).get("conditions") or [])
 
-        deadline = time.monotonic() + timeout
-        while waiting := [n for n in names if not established(n)]:
-            if time.monotonic() > deadline:
-                raise LabError(f"CRDs not Established after {timeout:.0f}s: {', '.join(waiting)}")
-            time.sleep(0.05)
+        if not wait_for(lambda: all(established(n) for n in names), timeout=timeout, interval=0.05):
+            waiting = [n for n in names if not established(n)]
+            raise LabError(f"CRDs not Established after {timeout:.0f}s: {', '.join(waiting)}")
         self._crds_established = time.monotonic()
 
     def _start_servers(self, progress: Progress) -> None:
@@ -600,19 +615,18 @@ class Lab:
     def _wait_ready(self, progress: Progress, timeout: float = 60) -> None:
         """Every VM node has posted a Ready status (the kubelets read their guests)."""
         deadline = time.monotonic() + timeout
-        waiting = [vm.node_name for vm in self.vms]
-        while waiting and time.monotonic() < deadline:
-            waiting = [n for n in waiting if not _ready(self.store.get("nodes", None, n))]
-            if waiting:
-                time.sleep(0.05)
-        if waiting:
-            raise LabError(f"nodes never became Ready: {', '.join(waiting)}")
+
+        def not_ready() -> list[str]:
+            return [vm.node_name for vm in self.vms if not _ready(self.store.get("nodes", None, vm.node_name))]
+
+        if not wait_for(lambda: not not_ready(), timeout=timeout, interval=0.05):
+            raise LabError(f"nodes never became Ready: {', '.join(not_ready())}")
         # nfd-worker's DaemonSet pods start once their nodes are Ready: wait for their first labels
         if self.nfd is not None and not self.nfd.wait_labelled(max(1.0, deadline - time.monotonic())):
             log.warning("lab: NFD had not labelled every node when the lab became ready")
         # and for NFD's own pods (what the nodes' requests and usage include) to be Running
-        while not self._nfd_pods_running() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        if not wait_for(self._nfd_pods_running, timeout=max(0.0, deadline - time.monotonic()), interval=0.05):
+            log.warning("lab: NFD's pods were not all Running when the lab became ready")
 
     def _seed_workloads(self, progress: Progress, timeout: float = 60) -> None:
         """The scenario's workloads as a user creates them, on Ready nodes, their controllers making the pods:
@@ -635,13 +649,14 @@ class Lab:
 
     def _all_bound_pods_started(self, timeout: float = 60) -> float:
         """Once every pod on a node has started (or ended): the time then."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def started() -> bool:
             pods, _ = self.store.list("pods", None)
-            if all((p.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")
-                   for p in pods if (p.get("spec") or {}).get("nodeName")):
-                break
-            time.sleep(0.2)
+            return all((p.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")
+                       for p in pods if (p.get("spec") or {}).get("nodeName"))
+
+        if not wait_for(started, timeout=timeout, interval=0.2):
+            log.warning("lab: not every bound pod had started after %.0fs", timeout)
         return time.time()
 
     def _nfd_pods_running(self) -> bool:
