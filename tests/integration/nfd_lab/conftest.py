@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,9 +15,7 @@ from console.lab.world import Lab
 def default_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     lab = Lab(scenarios.get("default"), Path(tmp_path_factory.mktemp("lab-default-nfd")))
     try:
-        t0 = time.monotonic()
         lab.start()
-        lab.start_seconds = time.monotonic() - t0  # type: ignore[attr-defined]
         yield lab
     finally:
         lab.stop()

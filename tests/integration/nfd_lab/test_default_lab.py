@@ -54,10 +54,7 @@ def events_for(kube, name, reason, namespace=NS):
     return [e.message for e in evs.items if e.reason == reason and e.type == "Warning"]
 
 
-def test_start_time_and_version(default_lab, kube):
-    nfd = default_lab.nfd
-    print(f"\nlab start {default_lab.start_seconds:.2f}s, of which NFD {nfd.start_seconds * 1000:.1f} ms")
-    assert nfd.start_seconds < 1.0
+def test_version(default_lab, kube):
     assert default_lab.scenario.nfd_version == str(CURRENT) == "v0.19.0"
     from kubernetes import client
 
