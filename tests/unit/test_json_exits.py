@@ -115,6 +115,10 @@ def silent_server(tmp_path: Path, values: dict[str, str]) -> Iterator[threading.
         c.close()
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_case(case: Case, tmp: Path, values: dict[str, str], request: pytest.FixtureRequest
              ) -> subprocess.CompletedProcess[str]:
     argv, env = prepare(case, tmp, values)
@@ -124,9 +128,14 @@ def run_case(case: Case, tmp: Path, values: dict[str, str], request: pytest.Fixt
                "sys.exit(main(sys.argv[1:]))", *argv]
     if case.driver in ("sigint-when-hook-started", "sigint-when-connected"):
         accepted = request.getfixturevalue("silent_server") if case.driver == "sigint-when-connected" else None
-        # -X faulthandler: a run that outlives its SIGINT is sent SIGABRT and prints every thread's stack
+        # -X faulthandler: a run that outlives its SIGINT is sent SIGABRT and prints every thread's stack.
+        # SIGINT at its default, as for a command at a terminal: a suite started in the background (`cmd &`
+        # without job control) has SIGINT ignored, a child inherits SIG_IGN across exec (signal(7)), and Python
+        # then installs no KeyboardInterrupt handler (seen: the run ignored its SIGINT only when pytest was a
+        # background job)
         proc = subprocess.Popen([cmd[0], "-X", "faulthandler", *cmd[1:]], env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp,
+                                preexec_fn=_sigint_default)
         try:
             if accepted is not None:
                 _wait_for(accepted.is_set, "connected", proc)
