@@ -55,8 +55,12 @@ def main() -> int:
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--pods-per-node", type=int, default=30)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--lab-state", type=Path, metavar="DIR",
-                    help="use the lab already running with --state-dir DIR instead of starting one")
+    ap.add_argument(
+        "--lab-state",
+        type=Path,
+        metavar="DIR",
+        help="use the lab already running with --state-dir DIR instead of starting one",
+    )
     args = ap.parse_args()
 
     try:
@@ -72,13 +76,17 @@ def main() -> int:
             print(f"lab scale world: {nodes_runs[0][1]} nodes, {all_runs[0][1] - nodes_runs[0][1]} pods")
             if args.lab_state is None:
                 print(f"  start until ready:                 {lab.ready_s:6.2f} s")
-            print(f"  kubectl get nodes -o json:         {statistics.median(t for t, _ in nodes_runs):6.2f} s "
-                  f"(median of {args.repeat}; {nodes_runs[0][1]} items)")
-            print(f"  kubectl get nodes,pods -A -o json: {statistics.median(t for t, _ in all_runs):6.2f} s "
-                  f"(median of {args.repeat}; {all_runs[0][1]} items)")
+            print(
+                f"  kubectl get nodes -o json:         {statistics.median(t for t, _ in nodes_runs):6.2f} s "
+                f"(median of {args.repeat}; {nodes_runs[0][1]} items)"
+            )
+            print(
+                f"  kubectl get nodes,pods -A -o json: {statistics.median(t for t, _ in all_runs):6.2f} s "
+                f"(median of {args.repeat}; {all_runs[0][1]} items)"
+            )
             total = 0.0
             pids = component_pids(lab.state)
-            if args.lab_state is None:
+            if lab.proc is not None:
                 pids = {"lab (python)": lab.proc.pid, **pids}
             for name, pid in pids.items():
                 rss, peak = rss_mb(pid)

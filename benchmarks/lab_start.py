@@ -33,8 +33,9 @@ def main() -> int:
     starts, stops = [], []
     for i in range(args.repeat):
         t0 = time.monotonic()
-        lab = Lab(scenarios.get(args.scenario), Path(tempfile.mkdtemp(prefix="lab-start-")),
-                  metrics=not args.no_metrics)
+        lab = Lab(
+            scenarios.get(args.scenario), Path(tempfile.mkdtemp(prefix="lab-start-")), metrics=not args.no_metrics
+        )
         print(f"run {i + 1}:")
         try:
             lab.start(functools.partial(_say, t0))
@@ -44,8 +45,10 @@ def main() -> int:
             lab.stop()
             stops.append(time.monotonic() - t1)
         print(f"  stopped in {stops[-1]:.2f}s")
-    print(f"{args.scenario}: start {statistics.median(starts):.1f}s, stop {statistics.median(stops):.1f}s "
-          f"(median of {args.repeat})")
+    print(
+        f"{args.scenario}: start {statistics.median(starts):.1f}s, stop {statistics.median(stops):.1f}s "
+        f"(median of {args.repeat})"
+    )
     return 0
 
 

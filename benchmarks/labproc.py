@@ -19,7 +19,7 @@ class LabFailed(RuntimeError):
 
 @dataclass
 class RunningLab:
-    proc: subprocess.Popen[str]
+    proc: subprocess.Popen[str] | None  # None: a lab already running, not ours to stop
     state: Path
     command: list[str]
     ready_s: float
@@ -52,9 +52,7 @@ def scale_lab(nodes: int, pods_per_node: int, extra: list[str] | None = None,
     if running is not None:
         if not (running / "ready").exists():
             raise LabFailed(f"no ready lab in {running} (its `ready` file is missing)")
-        proc = subprocess.Popen(["true"], text=True)  # nothing of ours to stop
-        yield RunningLab(proc, running, ["(running)", "--state-dir", str(running)], 0.0, _lab_env(running, base_env))
-        proc.wait()
+        yield RunningLab(None, running, ["(running)", "--state-dir", str(running)], 0.0, _lab_env(running, base_env))
         return
     state = Path(tempfile.mkdtemp(prefix="bench-lab-"))
     cmd = [sys.executable, "-m", "console", "lab", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node),

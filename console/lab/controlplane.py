@@ -75,11 +75,6 @@ class Component:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
     def stop(self, timeout: float = 20) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
@@ -214,11 +209,11 @@ class ControlPlane:
     def discard(self) -> None:
         """Kill every component at once: the lab is done with this cluster (the next start makes a new one), so
         nothing is worth a graceful shutdown, which took 1.3s (the API server drains, etcd syncs)."""
-        for component in self.components.values():
-            if component.proc is not None and component.proc.poll() is None:
-                component.proc.kill()
-        for component in self.components.values():
-            component.kill()
+        running = [c.proc for c in self.components.values() if c.proc is not None and c.running()]
+        for proc in running:
+            proc.kill()
+        for proc in running:
+            proc.wait()
 
     def apiserver_down(self) -> None:
         """The API server process stops: its port refuses, watches drop; etcd and the rest keep running."""

@@ -3,7 +3,8 @@ upstream control plane: metrics.k8s.io for `kubectl top`, from what it scrapes o
 /metrics/resource (console/lab/kubeletserver.py).
 
     server = MetricsServer(cp, client, binary(METRICS_SERVER), state_root / "metrics-server", node_ip=ip)
-    server.start(progress)   # registers it and waits until it serves; kubectl top answers after two scrapes
+    server.launch(progress)  # its RBAC objects and the process (from a thread that lives as long as the lab)
+    server.wait_serving()    # until it serves, then registered; kubectl top answers after two scrapes
     ...
     server.stop()
 
@@ -35,6 +36,7 @@ from typing import Any
 from console.lab.controlplane import ControlPlane, die_with_parent, free_port
 from console.lab.kubeclient import ApiError, KubeClient
 from console.lab.nfd_deploy import go_duration
+from console.lab.waiting import wait_for
 
 log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
@@ -164,10 +166,6 @@ class MetricsServer:
         return f"https://{self.address}:{self.port}"
 
     # -- lifecycle --------------------------------------------------------
-    def start(self, progress: Progress = lambda _msg: None, timeout: float = 60) -> None:
-        self.launch(progress)
-        self.wait_serving(timeout)
-
     def launch(self, progress: Progress = lambda _msg: None) -> None:
         """Its RBAC objects, then the process. The process dies with the thread that calls this (setpriv
         --pdeathsig: PR_SET_PDEATHSIG follows the parent thread, prctl(2)), so call it from one that lives as
@@ -195,17 +193,16 @@ class MetricsServer:
         sigs.k8s.io/metrics-server pkg/storage/node.go). `since` (epoch seconds): only a rate whose window
         (NodeMetrics' timestamp less its window) starts at or after it counts — a window that saw a container
         start shows a rate no later window repeats. False if not after `timeout` s."""
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def scraped() -> bool:
             try:
                 doc = self.client.request("GET", "/apis/metrics.k8s.io/v1beta1/nodes")
-                if nodes <= {i["metadata"]["name"] for i in doc.get("items") or [] if _window_start(i) >= (since or 0)}:
-                    return True
             except ApiError as e:  # 503 while the aggregator has not seen the APIService available yet
                 log.debug("metrics.k8s.io: %s", e)
-            if time.monotonic() > deadline:
                 return False
-            time.sleep(0.5)
+            return nodes <= {i["metadata"]["name"] for i in doc.get("items") or [] if _window_start(i) >= (since or 0)}
+
+        return wait_for(scraped, timeout=timeout, interval=0.5)
 
     def stop(self, timeout: float = 20, *, graceful: bool = True) -> None:
         """`graceful=False`: killed (SIGKILL) — it keeps nothing, and its graceful shutdown took a second."""
@@ -272,19 +269,20 @@ class MetricsServer:
     def _wait(self, timeout: float) -> None:
         """Until it serves /livez (its delegated authentication and authorization are set up by then)."""
         ctx = ssl.create_default_context(cadata=self.cp.ca_pem.decode())
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def live() -> bool:
             if not self.running():
                 code = self.proc.returncode if self.proc else "?"
                 raise MetricsServerError(f"metrics-server exited (code {code}); its log ({self.log_path}) ends:\n"
                                          f"{self.tail()}")
             try:
                 with urllib.request.urlopen(f"{self.url}/livez", timeout=2, context=ctx) as resp:
-                    if resp.status == 200:
-                        return
+                    return bool(resp.status == 200)
             except (OSError, ValueError):
-                pass
-            time.sleep(0.2)
+                return False
+
+        if wait_for(live, timeout=timeout, interval=0.2):
+            return
         raise MetricsServerError(f"metrics-server was not serving after {timeout:.0f}s; its log ({self.log_path}) "
                                  f"ends:\n{self.tail()}")
 

@@ -148,10 +148,11 @@ class Lab:
         # scrape, a --metric-resolution (10s) after the first, and NFD, the servers and the workloads start
         # meanwhile
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            metrics = None
             if self.metrics:
                 self._launch_metrics_server(progress)
-            serving = self.metrics_server.wait_serving if self.metrics_server is not None else None
-            metrics = pool.submit(serving) if serving is not None else None
+                if self.metrics_server is not None:  # None: no kubelets to scrape (the scale world)
+                    metrics = pool.submit(self.metrics_server.wait_serving)
             self._start_nfd(progress)
             self._start_servers(progress)
             if self.vms:
@@ -288,12 +289,15 @@ class Lab:
         self.metrics_server = server
 
     def _wait_service_account(self, namespace: str, timeout: float = 60) -> None:
-        from console.lab.store import NotFound
+        from console.lab.kubeclient import ApiError
 
         def made() -> bool:
+            # a GET, not the store's informer: a watch on every ServiceAccount for the lab's life to wait once
             try:
-                self.store.get("serviceaccounts", namespace, "default")
-            except NotFound:
+                self.store.client.request("GET", f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
+            except ApiError as e:
+                if e.code != 404:
+                    raise LabError(f"kube-controller-manager made no service account in {namespace}: {e}") from e
                 return False
             return True
 
