@@ -3,7 +3,7 @@
 Starts and stops the scenario's lab in this process `--repeat` times (as the test fixtures do) and prints each
 run's progress lines with the time they came, then the median start and stop.
 
-    .venv/bin/python benchmarks/lab_start.py [--scenario default] [--repeat 3] [--no-metrics]
+    .venv/bin/python benchmarks/lab_start.py [--scenario default] [--repeat 3] [--no-metrics | --no-wait-usage]
 """
 
 from __future__ import annotations
@@ -29,12 +29,20 @@ def main() -> int:
     ap.add_argument("--scenario", default="default")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-metrics", action="store_true", help="without metrics-server (Lab(metrics=False))")
+    ap.add_argument(
+        "--no-wait-usage",
+        action="store_true",
+        help="ready once metrics-server serves, before it has the nodes' usage (Lab(wait_usage=False), as the tests)",
+    )
     args = ap.parse_args()
     starts, stops = [], []
     for i in range(args.repeat):
         t0 = time.monotonic()
         lab = Lab(
-            scenarios.get(args.scenario), Path(tempfile.mkdtemp(prefix="lab-start-")), metrics=not args.no_metrics
+            scenarios.get(args.scenario),
+            Path(tempfile.mkdtemp(prefix="lab-start-")),
+            metrics=not args.no_metrics,
+            wait_usage=not args.no_wait_usage,
         )
         print(f"run {i + 1}:")
         try:

@@ -50,6 +50,7 @@ class Lab:
         token_ttl: float = 300,
         metrics: bool = True,
         steady_usage: bool = False,
+        wait_usage: bool = True,
     ) -> None:
         self.scenario = scenario
         self.state = StateDir(Path(state_dir))
@@ -60,6 +61,10 @@ class Lab:
         self.metrics = metrics  # serve metrics.k8s.io: upstream's metrics-server
         # the kubelets' usage at its mean, the same in every scrape (pictures that do not change between runs)
         self.steady_usage = steady_usage
+        # ready only once metrics.k8s.io has every node's usage (`kubectl top` answers): metrics-server's second
+        # scrape, 10-20 s after it starts. False: ready once it serves, and the usage comes that much later, as on
+        # a cluster whose metrics-server has just started (steady usage always waits: its pictures need the rates)
+        self.wait_usage = wait_usage or steady_usage
         self.control_plane: Any = None  # upstream's control plane (console/lab/controlplane.py)
         self.token_issuer: Any = None  # the lab-exec context's OIDC issuer (console/lab/tokenissuer.py)
         self.metrics_server: Any = None  # upstream's metrics-server (console/lab/metricsserver.py)
@@ -167,7 +172,7 @@ class Lab:
                 except MetricsServerError as e:
                     raise LabError(str(e)) from e
         self._seed_workloads(progress)
-        if self.metrics_server is not None:  # `kubectl top` answers once metrics-server has scraped twice
+        if self.metrics_server is not None and self.wait_usage:  # `kubectl top` answers after its second scrape
             progress("waiting for metrics-server's node metrics")
             # steady usage: the same rates in every run only from a window after the last container started
             since = self._all_bound_pods_started() if self.steady_usage else None

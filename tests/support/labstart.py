@@ -17,7 +17,10 @@ def start_lab(scenario: str | Scenario, root: Path, *, clouds_env: bool = False,
 
     `clouds_env`: while the lab runs, OS_CLIENT_CONFIG_FILE names its clouds.yaml, so openstacksdk in this
     process finds cloud "lab" (restored afterwards). `options`: Lab keyword arguments (watch_expiry=...).
+    A module that reads the nodes' usage at once passes wait_usage=True: by default the lab is ready before
+    metrics-server's second scrape (10-20 s), which most modules never need.
     """
+    options.setdefault("wait_usage", False)
     lab = Lab(scenarios.get(scenario) if isinstance(scenario, str) else scenario, root, **options)
     old = os.environ.get("OS_CLIENT_CONFIG_FILE")
     try:

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.lab
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from start_lab("default", tmp_path_factory.mktemp("get-lab"), clouds_env=True)
+    yield from start_lab("default", tmp_path_factory.mktemp("get-lab"), clouds_env=True, wait_usage=True)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from console.lab.world import Lab
 
 @pytest.fixture(scope="module")
 def default_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    lab = Lab(scenarios.get("default"), Path(tmp_path_factory.mktemp("lab-default-nfd")))
+    lab = Lab(scenarios.get("default"), Path(tmp_path_factory.mktemp("lab-default-nfd")), wait_usage=False)
     try:
         lab.start()
         yield lab

@@ -32,7 +32,7 @@ SETTLE = 15.0  # generous: files wait for the worker's pass (sleepInterval 2s) a
 
 
 def _start(name: str, root: Path) -> Iterator[Lab]:
-    lab = Lab(scenarios.get(name), root)
+    lab = Lab(scenarios.get(name), root, wait_usage=False)
     try:
         lab.start()
         yield lab

@@ -72,7 +72,7 @@ def manifests() -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """The default lab on libvirt's test driver (no QEMU guests): only its Kubernetes API is used here."""
-    lab = Lab(scenarios.get("default"), tmp_path_factory.mktemp("nfd-status-lab"), libvirt="test")
+    lab = Lab(scenarios.get("default"), tmp_path_factory.mktemp("nfd-status-lab"), libvirt="test", wait_usage=False)
     try:
         lab.start()
         yield lab

@@ -38,7 +38,7 @@ def kubectl_nfd(env: dict[str, str]) -> dict[str, tuple[str, dict[str, Any]]]:
 
 @pytest.mark.parametrize("name", sorted(scenarios.SCENARIOS))
 def test_status_agrees_with_kubectl(name: str, tmp_path: Path) -> None:
-    lab = Lab(scenarios.get(name), tmp_path / "lab", libvirt="test")
+    lab = Lab(scenarios.get(name), tmp_path / "lab", libvirt="test", wait_usage=False)
     try:
         lab.start()
         env = lab_env(lab) | {"XDG_STATE_HOME": str(tmp_path / "state")}

@@ -29,7 +29,7 @@ NODE = "kube-worker02"
 
 @pytest.fixture(scope="module")
 def gpu_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    lab = Lab(scenarios.get("nfd-gpu-operator"), Path(tmp_path_factory.mktemp("lab-nfd-gpu-operator")))
+    lab = Lab(scenarios.get("nfd-gpu-operator"), tmp_path_factory.mktemp("lab-nfd-gpu-operator"), wait_usage=False)
     try:
         lab.start()
         yield lab

@@ -14,7 +14,7 @@ from console.lab.world import Lab
 
 @pytest.fixture(scope="module")
 def default_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    lab = Lab(scenarios.get("default"), tmp_path_factory.mktemp("lab-default-nfdstore"))
+    lab = Lab(scenarios.get("default"), tmp_path_factory.mktemp("lab-default-nfdstore"), wait_usage=False)
     try:
         lab.start()
         yield lab

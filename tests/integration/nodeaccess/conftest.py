@@ -12,7 +12,7 @@ from console.lab.world import Lab
 
 @pytest.fixture(scope="module")
 def live_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    lab = Lab(scenarios.get("seed-live"), tmp_path_factory.mktemp("nodeaccess-live"))
+    lab = Lab(scenarios.get("seed-live"), tmp_path_factory.mktemp("nodeaccess-live"), wait_usage=False)
     try:
         lab.start()
         yield lab

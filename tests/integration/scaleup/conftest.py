@@ -23,7 +23,7 @@ from console.lab.world import Lab
 
 
 def _start(scenario: Scenario, root: Path) -> Iterator[Lab]:
-    lab = Lab(scenario, root)
+    lab = Lab(scenario, root, wait_usage=False)
     try:
         lab.start()
         yield lab

@@ -28,7 +28,7 @@ def static_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         nodes=(base.nodes[0], worker),
         nfd=base.nfd,
     )
-    lab = Lab(scenario, tmp_path_factory.mktemp("scaleup-static"))
+    lab = Lab(scenario, tmp_path_factory.mktemp("scaleup-static"), wait_usage=False)
     try:
         lab.start()
         yield lab

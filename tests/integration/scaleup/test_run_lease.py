@@ -39,7 +39,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     # a resize that stays in RESIZE for a few seconds: the second of two runs started together then always
     # arrives while the first holds the node (the lab's default resize takes under a second)
     lab = Lab(scenarios.get("seed-resize"), tmp_path_factory.mktemp("scaleup-lease"),
-              nova_timing=NovaTiming(resize_migrating=4.0))
+              nova_timing=NovaTiming(resize_migrating=4.0), wait_usage=False)
     try:
         lab.start()
         yield lab
