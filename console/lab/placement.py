@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -28,6 +29,8 @@ Obj = dict[str, Any]
 Progress = Callable[[str], None]
 
 STEER_KEY = "lab.console/seeding"
+# kube-scheduler's count in a FailedScheduling message (the TaintToleration plugin's reason, counted by FitError)
+_UNTOLERATED = re.compile(r"(\d+) node\(s\) had untolerated taint")
 STEER_TAINT = {"key": STEER_KEY, "value": "elsewhere", "effect": "NoSchedule"}
 # the field a workload's pod count is in: one pod placed at a time
 _COUNT = {"deployments.apps": "replicas", "statefulsets.apps": "replicas", "replicasets.apps": "replicas",
@@ -188,8 +191,7 @@ class Placement:
                 else:
                     pods = self._pods_of(namespace, meta["uid"])
                     want = _at_once(resource, obj)
-                tried = [p for p in pods if any(c.get("type") == "PodScheduled"
-                                                for c in (p.get("status") or {}).get("conditions") or [])]
+                tried = [p for p in pods if self._tried_since_steering(p)]
                 if len(tried) < want:
                     waiting.append(f"{resource} {namespace}/{meta['name']} ({len(tried)} of {want})")
             if not waiting:
@@ -198,6 +200,25 @@ class Placement:
                 raise PlacementError(f"pods not tried by the scheduler within {self.step_timeout:.0f}s: "
                                      + ", ".join(waiting))
             time.sleep(0.05)
+
+    def _tried_since_steering(self, pod: Obj) -> bool:
+        """The scheduler tried `pod` (its PodScheduled condition) on the nodes as they are now. A finding that
+        counts more nodes with untolerated taints than carry a NoSchedule or NoExecute taint now was made while
+        the scheduler's cache still had the lab's steering taints (its node informer behind the pod's); it tries
+        again once it sees them go (a node's taint change requeues the pod: the TaintToleration plugin's queueing
+        hint, pkg/scheduler/framework/plugins/tainttoleration), and the condition's message follows."""
+        cond = next((c for c in (pod.get("status") or {}).get("conditions") or []
+                     if c.get("type") == "PodScheduled"), None)
+        if cond is None:
+            return False
+        # older releases name each taint ("1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) had …")
+        counted = [int(n) for n in _UNTOLERATED.findall(str(cond.get("message") or ""))]
+        if cond.get("status") == "True" or not counted:
+            return True
+        nodes, _ = self.store.list("nodes", None)
+        tainted = sum(1 for n in nodes if any(t.get("effect") in ("NoSchedule", "NoExecute")
+                                              for t in (n.get("spec") or {}).get("taints") or []))
+        return sum(counted) <= tainted
 
     def _wait_daemonsets(self, daemonsets: list[Obj]) -> None:
         """Until each DaemonSet's pods run on every node it should (its controller's count), as the scenario's
