@@ -12,14 +12,11 @@ directory on their command lines.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-from labproc import LabFailed, scale_lab
+from labproc import LabFailed, kubectl_timed, scale_lab
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "metrics-server")
 
@@ -67,12 +64,10 @@ def main() -> int:
         with scale_lab(args.nodes, args.pods_per_node, running=args.lab_state) as lab:
 
             def timed(kubectl_args: list[str]) -> tuple[float, int]:
-                t = time.monotonic()
-                out = subprocess.run(["kubectl", *kubectl_args], env=lab.env, capture_output=True, check=True).stdout
-                return time.monotonic() - t, len(json.loads(out)["items"])
+                return kubectl_timed(kubectl_args, lab.env, lab.state / "kubectl.json")
 
-            nodes_runs = [timed(["get", "nodes", "-o", "json"]) for _ in range(args.repeat)]
-            all_runs = [timed(["get", "nodes,pods", "-A", "-o", "json"]) for _ in range(args.repeat)]
+            nodes_runs = [timed(["get", "nodes"]) for _ in range(args.repeat)]
+            all_runs = [timed(["get", "nodes,pods", "-A"]) for _ in range(args.repeat)]
             print(f"lab scale world: {nodes_runs[0][1]} nodes, {all_runs[0][1] - nodes_runs[0][1]} pods")
             if args.lab_state is None:
                 print(f"  start until ready:                 {lab.ready_s:6.2f} s")

@@ -43,8 +43,13 @@ def _lab_env(state: Path, base_env: dict[str, str] | None) -> dict[str, str]:
 
 
 @contextmanager
-def scale_lab(nodes: int, pods_per_node: int, extra: list[str] | None = None,
-              base_env: dict[str, str] | None = None, running: Path | None = None) -> Iterator[RunningLab]:
+def scale_lab(
+    nodes: int,
+    pods_per_node: int,
+    extra: list[str] | None = None,
+    base_env: dict[str, str] | None = None,
+    running: Path | None = None,
+) -> Iterator[RunningLab]:
     """Start the scale world, wait for its `ready` file, yield it; stop it however the block ends.
 
     `running`: the state directory of a lab already started (`console lab --nodes N … --state-dir DIR`), used
@@ -55,8 +60,19 @@ def scale_lab(nodes: int, pods_per_node: int, extra: list[str] | None = None,
         yield RunningLab(None, running, ["(running)", "--state-dir", str(running)], 0.0, _lab_env(running, base_env))
         return
     state = Path(tempfile.mkdtemp(prefix="bench-lab-"))
-    cmd = [sys.executable, "-m", "console", "lab", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node),
-           "--state-dir", str(state), *(extra or [])]
+    cmd = [
+        sys.executable,
+        "-m",
+        "console",
+        "lab",
+        "--nodes",
+        str(nodes),
+        "--pods-per-node",
+        str(pods_per_node),
+        "--state-dir",
+        str(state),
+        *(extra or []),
+    ]
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -71,3 +87,16 @@ def scale_lab(nodes: int, pods_per_node: int, extra: list[str] | None = None,
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def kubectl_timed(args: list[str], env: dict[str, str], out: Path) -> tuple[float, int]:
+    """`kubectl ARGS -o json` timed, its output written to `out` (not read into this process: 150,000 pods are
+    gigabytes of JSON, and parsed here they would not fit beside the lab); the number of items comes from an
+    untimed `-o name` run, which kubectl prints page by page."""
+    t = time.monotonic()
+    with open(out, "wb") as f:
+        subprocess.run(["kubectl", *args, "-o", "json"], env=env, stdout=f, check=True)
+    took = time.monotonic() - t
+    names = subprocess.run(["kubectl", *args, "-o", "name"], env=env, capture_output=True, text=True, check=True)
+    out.unlink()
+    return took, len(names.stdout.splitlines())

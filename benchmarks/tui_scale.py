@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from labproc import LabFailed, scale_lab
+from labproc import LabFailed, kubectl_timed, scale_lab
 
 
 def rss_mb(field: str = "VmRSS") -> float:
@@ -58,8 +58,10 @@ def child(kubeconfig: str, out: str) -> None:
             while not (cluster.pods.synced.is_set() and cluster.nodes.synced.is_set()):
                 await pilot.pause(0.01)
             figures["synced_s"] = time.monotonic() - t0
-            while len(app.view.snapshot.pods) < len(cluster.pods.snapshot()) or app.view.generation[1] != \
-                    cluster.pods.generation:
+            while (
+                len(app.view.snapshot.pods) < len(cluster.pods.snapshot())
+                or app.view.generation[1] != cluster.pods.generation
+            ):
                 await pilot.pause(0.01)
             await pilot.pause()
             figures["all_loaded_s"] = time.monotonic() - t0
@@ -104,8 +106,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--pods-per-node", type=int, default=30)
-    ap.add_argument("--lab-state", type=Path, metavar="DIR",
-                    help="use the lab already running with --state-dir DIR (and its size) instead of starting one")
+    ap.add_argument(
+        "--lab-state",
+        type=Path,
+        metavar="DIR",
+        help="use the lab already running with --state-dir DIR (and its size) instead of starting one",
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--child", nargs=2, metavar=("KUBECONFIG", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -121,20 +127,19 @@ def main() -> int:
 
             kubectl, console = [], []
             for i in range(args.repeat):
-                t = time.monotonic()
-                out = subprocess.run(["kubectl", "get", "nodes,pods", "-A", "-o", "json"], env=env,
-                                     capture_output=True, check=True).stdout
-                kubectl.append(time.monotonic() - t)
-                items = len(json.loads(out)["items"])
-                del out
+                took, items = kubectl_timed(["get", "nodes,pods", "-A"], env, state / "kubectl.json")
+                kubectl.append(took)
                 result = Path(state / f"console-{i}.json")
-                subprocess.run([sys.executable, __file__, "--child", kubeconfig, str(result)], env=env, check=True,
-                               timeout=600)
+                subprocess.run(
+                    [sys.executable, __file__, "--child", kubeconfig, str(result)], env=env, check=True, timeout=600
+                )
                 console.append(json.loads(result.read_text()))
                 c = console[-1]
-                print(f"run {i + 1}: kubectl {kubectl[-1]:.2f}s ({items} items) · console first paint "
-                      f"{c['first_paint_s']:.2f}s, all loaded {c['all_loaded_s']:.2f}s, filter p95 "
-                      f"{c['filter_p95_ms']:.1f} ms, peak RSS {c['peak_rss_mb']:.0f} MB")
+                print(
+                    f"run {i + 1}: kubectl {kubectl[-1]:.2f}s ({items} items) · console first paint "
+                    f"{c['first_paint_s']:.2f}s, all loaded {c['all_loaded_s']:.2f}s, filter p95 "
+                    f"{c['filter_p95_ms']:.1f} ms, peak RSS {c['peak_rss_mb']:.0f} MB"
+                )
 
             def med(key: str) -> float:
                 return statistics.median(c[key] for c in console)

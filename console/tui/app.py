@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.events import Key, Resize
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
@@ -203,9 +204,7 @@ class ConsoleApp(ConsoleAppBase):
             self.notify(f"{self.stale} ({data}). {reason}".strip(), title="Kubernetes API", severity="error",
                         timeout=30)
         self._update_subtitle()
-        for screen in self.screen_stack:
-            if hasattr(screen, "view_changed"):
-                screen.view_changed(self.view)
+        self._redraw_screens()
 
     def on_unmount(self) -> None:
         self.gateways.stop()
@@ -234,14 +233,21 @@ class ConsoleApp(ConsoleAppBase):
             self._computing = False
         self.post_message(NodesChanged(view))
 
+    def _redraw_screens(self) -> None:
+        """Every open screen draws the current view."""
+        for screen in self.screen_stack:
+            if hasattr(screen, "view_changed"):
+                try:
+                    screen.view_changed(self.view)
+                except NoMatches:  # its widgets are being removed (the screen closing, or the app): nothing to draw
+                    continue
+
     def on_nodes_changed(self, message: NodesChanged) -> None:
         if message.view.generation[-1] != id(self.kube):
             return  # computed for a context we left
         self._last_generation = message.view.generation
         self.view = message.view
-        for screen in self.screen_stack:
-            if hasattr(screen, "view_changed"):
-                screen.view_changed(self.view)
+        self._redraw_screens()
 
     @work(thread=True, exclusive=True, group="vms", exit_on_error=False)
     def refresh_vms(self) -> None:
@@ -286,9 +292,7 @@ class ConsoleApp(ConsoleAppBase):
         self.api_error = message.error
         if message.error:
             self.notify(message.error, title="Kubernetes API", severity="error", timeout=30)
-        for screen in self.screen_stack:
-            if hasattr(screen, "view_changed"):
-                screen.view_changed(self.view)
+        self._redraw_screens()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place worker failures become notifications that say what to do."""
@@ -396,9 +400,7 @@ class ConsoleApp(ConsoleAppBase):
             self.notify(f"permissions unknown ({unknown}): actions stay offered; the API server decides",
                         title="RBAC", severity="warning", timeout=10)
         self.refresh_bindings()
-        for screen in self.screen_stack:
-            if hasattr(screen, "view_changed"):
-                screen.view_changed(self.view)
+        self._redraw_screens()
 
     def on_key(self, event: Key) -> None:
         """A key bound to an action this user may not run: say why (the footer shows it dimmed)."""
