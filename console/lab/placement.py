@@ -29,9 +29,9 @@ Obj = dict[str, Any]
 Progress = Callable[[str], None]
 
 STEER_KEY = "lab.console/seeding"
+STEER_TAINT = {"key": STEER_KEY, "value": "elsewhere", "effect": "NoSchedule"}
 # kube-scheduler's count in a FailedScheduling message (the TaintToleration plugin's reason, counted by FitError)
 _UNTOLERATED = re.compile(r"(\d+) node\(s\) had untolerated taint")
-STEER_TAINT = {"key": STEER_KEY, "value": "elsewhere", "effect": "NoSchedule"}
 # the field a workload's pod count is in: one pod placed at a time
 _COUNT = {"deployments.apps": "replicas", "statefulsets.apps": "replicas", "replicasets.apps": "replicas",
           "jobs.batch": "parallelism"}

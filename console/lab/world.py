@@ -8,14 +8,13 @@ state directory receives what other processes need.
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import contextlib
 import logging
 import secrets
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -327,8 +326,8 @@ class Lab:
         if sc.scale_nodes:
             progress(f"generating {sc.scale_nodes} nodes and {sc.scale_nodes * sc.scale_pods_per_node} pods"
                      + (f", {sc.scale_pending} Pending" if sc.scale_pending else ""))
-            # no local keeps them: _load_scale_world lets each go once it is created (150,000 pods are gigabytes)
-            self._load_scale_world(*seed.scale_objects(sc), progress)
+            nodes, pods = seed.scale_objects(sc)
+            self._load_scale_world(nodes, pods, progress)
         for pod in sc.pods:
             if pod.node is None:
                 continue  # meets the scheduler once the workloads run (_seed_workloads)
@@ -347,12 +346,9 @@ class Lab:
         from console.lab.nodeleases import NodeLeases, PodFinisher
 
         seed.kubelet_statuses(nodes, pods, micro_time()[:19] + "Z")
-        bound = _Consumed(p for p in pods if p["spec"].get("nodeName"))
-        pending = _Consumed(p for p in pods if not p["spec"].get("nodeName"))
-        pods.clear()
-        count = len(nodes)
-        # each generated object let go once it is created: the informers hold the server's copies meanwhile
-        self.store.bulk_load("nodes", _Consumed(nodes), progress=progress)
+        bound = [p for p in pods if p["spec"].get("nodeName")]
+        pending = [p for p in pods if not p["spec"].get("nodeName")]
+        self.store.bulk_load("nodes", nodes, progress=progress)
         made, _ = self.store.list("nodes")
         leases = NodeLeases(self.store, {n["metadata"]["name"]: n["metadata"]["uid"] for n in made})
         self._stack.append(leases.stop)
@@ -361,7 +357,7 @@ class Lab:
         self._stack.append(finisher.stop)
         finisher.start()
         self.store.bulk_load("pods", bound, progress=progress)
-        self._wait_schedulable(count, progress)
+        self._wait_schedulable(len(nodes), progress)
         if pending:
             self.store.bulk_load("pods", pending, progress=progress)
 
@@ -690,23 +686,6 @@ _NFD_WORKLOADS = ("deployments.apps", "daemonsets.apps")  # nfd-master's and nfd
 
 
 WORLD_USER = "lab-world"  # the lab's agents and seeding
-
-
-class _Consumed:
-    """Objects handed over one at a time, each let go as it is taken (a list of them stays whole until its
-    last reference goes): its length is what is left."""
-
-    def __init__(self, objs: Iterable[dict[str, Any]]) -> None:
-        self._left = collections.deque(objs)
-        if isinstance(objs, list):
-            objs.clear()
-
-    def __len__(self) -> int:
-        return len(self._left)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        while self._left:
-            yield self._left.popleft()
 
 
 def _ready(node: dict[str, Any]) -> bool:
