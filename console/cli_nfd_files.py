@@ -342,10 +342,10 @@ def _safe_read(target: Any, node: str, name: str) -> str | None:
 
 
 def _node_labels(ctx: _Ctx, nodes: Sequence[str]) -> dict[str, dict[str, str]]:
-    from console.kube.nodes_ops import _core, _raw_items
+    from console.kube.nodes_ops import _raw_items
 
     wanted = set(nodes)
-    items = ctx._call(lambda: _raw_items(ctx.api, _core(ctx.api).list_node))
+    items = ctx._call(lambda: _raw_items(ctx.api, "/api/v1/nodes"))
     return {n["metadata"]["name"]: dict(n["metadata"].get("labels") or {})
             for n in items if n["metadata"]["name"] in wanted}
 

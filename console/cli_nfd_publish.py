@@ -43,7 +43,6 @@ from console.cli_nfd_deploy import (
     _settings,
     _store_errors,
 )
-from console.kube.raw import raw_json
 
 
 def register(sub: Any) -> None:
@@ -97,10 +96,9 @@ def _nodes(api: Any, args: argparse.Namespace) -> list[str]:
     if args.node:
         return list(dict.fromkeys(args.node))
 
-    from kubernetes import client
+    from console.kube import rest
 
-    items = raw_json(client.CoreV1Api(api).list_node(label_selector=args.selector, _preload_content=False))
-    names = sorted(n["metadata"]["name"] for n in items.get("items") or [])
+    names = sorted(n["metadata"]["name"] for n in rest.items(api, "/api/v1/nodes", label_selector=args.selector))
     if not names:
         raise Stop(EXIT_FAILED, "failed", f"no node matches -l {args.selector}", "no-nodes")
     return names

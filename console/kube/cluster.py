@@ -6,16 +6,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any
 
 from console.kube.cache import CacheState, ResourceCache
 from console.kube.codec import Key
 from console.kube.connection import connect
 from console.kube.execauth import EXEC_PLUGIN_TIMEOUT_S
 from console.kube.fastcodec import NODE_CODEC, POD_CODEC
-from console.kube.lister import Lister
 from console.kube.model import NodeInfo, PodInfo
+from console.kube.rest import Lister
 
 DOWN = ("reconnecting", "forbidden", "unauthorized")
 NODES_FIRST_S = 5.0  # the pod cache starts when the node list is in, or after this long
@@ -82,13 +80,6 @@ class Cluster:
             Lister(self.api_client, "/api/v1/pods"), POD_CODEC, self._changed, self._health_changed, name="pods")
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-
-    @cached_property
-    def core(self) -> Any:
-        """CoreV1Api, built on first use: importing it takes seconds, the caches do not need it (lister.py)."""
-        from kubernetes import client
-
-        return client.CoreV1Api(self.api_client)
 
     def on_change(self, callback: Callable[[], None]) -> None:
         self._listeners.append(callback)

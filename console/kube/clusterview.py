@@ -53,7 +53,7 @@ def read_snapshot(api_client: Any) -> ClusterSnapshot:
     watch: what a headless command shows. The API's errors propagate (console/faults.py classifies them)."""
     from console.kube.cache import ResourceCache
     from console.kube.fastcodec import NODE_CODEC, POD_CODEC
-    from console.kube.lister import Lister
+    from console.kube.rest import Lister
 
     nodes = ResourceCache(Lister(api_client, "/api/v1/nodes"), NODE_CODEC, name="nodes")
     pods = ResourceCache(Lister(api_client, "/api/v1/pods"), POD_CODEC, name="pods")

@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from console.kube.nodes_ops import NodeOpError, _core, _expr_matches, pods_on_node_raw, watch_until
-from console.kube.raw import raw_json
+from console.kube import rest
+from console.kube.nodes_ops import NodeOpError, _expr_matches, pods_on_node_raw, watch_until
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 # the console's node-debug pods (console/kube/nodeaccess.py): never drained, the runbook itself uses them
@@ -156,16 +156,14 @@ def blocked_message(node: str, items: list[DrainItem]) -> str:
 
 def existing_daemonsets(api_client: Any) -> set[tuple[str, str]] | None:
     """(namespace, name) of every DaemonSet, one list call; None when the server has no apps/v1 DaemonSets."""
-    from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
     try:
-        resp = client.AppsV1Api(api_client).list_daemon_set_for_all_namespaces(_preload_content=False)
+        items = rest.get(api_client, "/apis/apps/v1/daemonsets").get("items") or []
     except ApiException as e:
         if e.status in (403, 404):
             return None  # cannot tell: treat DaemonSet pods as managed, as their ownerReference says
         raise
-    items = raw_json(resp).get("items") or []
     return {((o["metadata"].get("namespace") or "default"), o["metadata"]["name"]) for o in items}
 
 
@@ -227,14 +225,13 @@ def budget_blocks(pods: Iterable[Any], budgets: Iterable[Any]) -> list[tuple[Any
 
 def budgets_for(api_client: Any, namespace: str, labels: dict[str, str]) -> list[str]:
     """Names of the PodDisruptionBudgets in `namespace` whose selector matches `labels`."""
-    from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
     try:
-        resp = client.PolicyV1Api(api_client).list_namespaced_pod_disruption_budget(namespace, _preload_content=False)
+        items = rest.get(api_client, "/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets",
+                         params={"namespace": namespace}).get("items") or []
     except ApiException:
         return []  # no right to list them: the 429's own text still says why
-    items = raw_json(resp).get("items") or []
     return [o["metadata"]["name"] for o in items if _selects((o.get("spec") or {}).get("selector"), labels)]
 
 
@@ -254,10 +251,8 @@ def drain(
 
     Raises DrainBlocked (nothing evicted), DrainStuck (429s until `timeout`), NodeOpError, TimeoutError.
     """
-    from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    core = _core(api_client)
     pods = {(p["metadata"].get("namespace", "default"), p["metadata"]["name"]): p
             for p in pods_on_node_raw(api_client, node)}
     plan = drain_plan(pods.values(), force=force, delete_emptydir_data=delete_emptydir_data,
@@ -274,10 +269,11 @@ def drain(
     while todo:
         waiting = []
         for item in todo:
-            body = client.V1Eviction(api_version="policy/v1", kind="Eviction",
-                                     metadata=client.V1ObjectMeta(name=item.name, namespace=item.namespace))
+            body = {"apiVersion": "policy/v1", "kind": "Eviction",
+                    "metadata": {"name": item.name, "namespace": item.namespace}}
             try:
-                core.create_namespaced_pod_eviction(item.name, item.namespace, body)
+                rest.send(api_client, "POST", "/api/v1/namespaces/{namespace}/pods/{name}/eviction", body,
+                          params={"namespace": item.namespace, "name": item.name})
                 on_progress(f"evicted {item.key}" + (" (no controller: it will not come back)" if item.lost else ""))
                 refused.pop(item.key, None)
                 evicted.append(item.key)

@@ -9,7 +9,7 @@ from typing import Any
 
 from console.kube.cache import ResourceCache
 from console.kube.codec import JsonCodec
-from console.kube.lister import Lister
+from console.kube.rest import Lister
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class EventWatch:
     what a screen shows crosses the wire and stays in memory."""
 
     def __init__(self, api_client: Any, field_selector: str, name: str = "events") -> None:
-        # straight to /api/v1/events (console/kube/lister.py): CoreV1Api is not imported for it
+        # straight to /api/v1/events (console/kube/rest.py): CoreV1Api is not imported for it
         self.field_selector = field_selector
         self.cache: ResourceCache[EventInfo] = ResourceCache(
             Lister(api_client, "/api/v1/events"), JsonCodec(EventInfo.from_api), name=name,

@@ -18,8 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.kube.raw import raw_json
-
 # KEP-3953 in-place node resource resize: the kubelet re-reads capacity by itself
 # (shared/reference/scale-up.md 5.5: renamed from NodeResourceHotPlug on 2026-02-11)
 RESIZE_GATES = ("InPlaceNodeResourceResize", "NodeResourceHotPlug")
@@ -57,13 +55,12 @@ class KubeletConfig:
 
 def read_configz(api_client: Any, node: str) -> KubeletConfig:
     """GET /api/v1/nodes/NODE/proxy/configz."""
-    from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
+    from console.kube import rest
+
     try:
-        resp = client.CoreV1Api(api_client).connect_get_node_proxy_with_path(node, "configz",
-                                                                             _preload_content=False)
-        doc = raw_json(resp)
+        doc = rest.get(api_client, "/api/v1/nodes/{name}/proxy/{path}", params={"name": node, "path": "configz"})
     except ApiException as e:
         hint = (" (needs RBAC get on nodes/proxy)" if e.status in (401, 403) else "")
         raise KubeletInfoError(f"GET /api/v1/nodes/{node}/proxy/configz: {e.status} {e.reason}{hint}") from e

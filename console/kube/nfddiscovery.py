@@ -17,12 +17,10 @@ console/faults.py still classifies it.
 from __future__ import annotations
 
 import contextlib
-import json
-from collections.abc import Callable
 from typing import Any
 
+from console.kube import rest
 from console.kube.access import APPS, NFD_GROUP, Need
-from console.kube.raw import raw_json
 from console.nfd import deployment as D
 from console.nfd import versions as V
 
@@ -62,24 +60,19 @@ def _failed(what: str, exc: BaseException) -> NfdDiscoveryError:
     return err
 
 
-def _items(call: Callable[..., Any], *args: Any, **kw: Any) -> list[dict[str, Any]]:
-    resp = call(*args, _preload_content=False, _request_timeout=TIMEOUT_S, **kw)
-    return list(json.loads(resp.data).get("items") or [])
+def _items(api_client: Any, path: str, **kw: Any) -> list[dict[str, Any]]:
+    return list(rest.get(api_client, path, timeout=TIMEOUT_S, **kw).get("items") or [])
 
 
 def _list_workloads(api_client: Any, warnings: list[str], missing: list[str]) -> tuple[list[dict[str, Any]], bool]:
     """Every Deployment and DaemonSet the user may list (kind set on each), and whether anything could be listed."""
-    from kubernetes import client
     from kubernetes.client.rest import ApiException
 
-    apps = client.AppsV1Api(api_client)
     out: list[dict[str, Any]] = []
     listed = False
-    for kind, resource, everywhere, namespaced in (
-            ("Deployment", "deployments", apps.list_deployment_for_all_namespaces, apps.list_namespaced_deployment),
-            ("DaemonSet", "daemonsets", apps.list_daemon_set_for_all_namespaces, apps.list_namespaced_daemon_set)):
+    for kind, resource in (("Deployment", "deployments"), ("DaemonSet", "daemonsets")):
         try:
-            items = _items(everywhere)
+            items = _items(api_client, f"/apis/apps/v1/{resource}")
             listed = True
         except ApiException as e:
             if _status(e) != 403:
@@ -88,7 +81,8 @@ def _list_workloads(api_client: Any, warnings: list[str], missing: list[str]) ->
             items, seen = [], []
             for ns in KNOWN_NAMESPACES:
                 try:
-                    items += _items(namespaced, ns)
+                    items += _items(api_client, f"/apis/apps/v1/namespaces/{{namespace}}/{resource}",
+                                    params={"namespace": ns})
                     seen.append(ns)
                     listed = True
                 except ApiException as e2:
@@ -108,15 +102,13 @@ def _list_workloads(api_client: Any, warnings: list[str], missing: list[str]) ->
 
 def _config_maps(api_client: Any, wanted: set[tuple[str, str]], warnings: list[str]
                  ) -> dict[tuple[str, str], dict[str, Any] | None]:
-    from kubernetes import client
     from kubernetes.client.rest import ApiException
 
-    core = client.CoreV1Api(api_client)
     out: dict[tuple[str, str], dict[str, Any] | None] = {}
     for ns, name in sorted(wanted):
         try:
-            resp = core.read_namespaced_config_map(name, ns, _preload_content=False, _request_timeout=TIMEOUT_S)
-            out[(ns, name)] = raw_json(resp)
+            out[(ns, name)] = rest.get(api_client, "/api/v1/namespaces/{namespace}/configmaps/{name}",
+                                       params={"namespace": ns, "name": name}, timeout=TIMEOUT_S)
         except ApiException as e:
             if _status(e) == 403:
                 warnings.append(f"cannot read ConfigMap {ns}/{name} (403 Forbidden: this user lacks "
@@ -129,13 +121,10 @@ def _config_maps(api_client: Any, wanted: set[tuple[str, str]], warnings: list[s
 
 def node_feature_crd_served(api_client: Any) -> bool:
     """Whether the API server serves nodefeatures.nfd.k8s-sigs.io/v1alpha1 (API discovery, as kubectl does)."""
-    from kubernetes import client
     from kubernetes.client.rest import ApiException
 
     try:
-        resp = client.CustomObjectsApi(api_client).get_api_resources(NFD_GROUP, NFD_VERSION, _preload_content=False,
-                                                                     _request_timeout=TIMEOUT_S)
-        resources = raw_json(resp).get("resources") or []
+        resources = rest.get(api_client, f"/apis/{NFD_GROUP}/{NFD_VERSION}", timeout=TIMEOUT_S).get("resources") or []
     except ApiException as e:
         if _status(e) in (403, 404, 503):  # not served (404), or an unavailable aggregated group / refused
             return False
@@ -145,7 +134,6 @@ def node_feature_crd_served(api_client: Any) -> bool:
 
 def _version_hint(api_client: Any, crd_served: bool) -> tuple[V.NfdVersion, str] | None:
     """The version NFD recorded: one NodeFeature of a worker (v0.12+), else the Nodes' annotations (up to v0.14)."""
-    from kubernetes import client
     from kubernetes.client.rest import ApiException
 
     found: list[tuple[str, str]] = []
@@ -157,7 +145,7 @@ def _version_hint(api_client: Any, crd_served: bool) -> tuple[V.NfdVersion, str]
                 if v := cluster_nfd_version(api_client):
                     found.append((v, "NodeFeature annotation " + WORKER_VERSION_ANNOTATION))
         if not found:
-            for node in _items(client.CoreV1Api(api_client).list_node, limit=5):
+            for node in _items(api_client, "/api/v1/nodes", limit=5):
                 ann = (node.get("metadata") or {}).get("annotations") or {}
                 for key in (MASTER_VERSION_ANNOTATION, WORKER_VERSION_ANNOTATION):
                     if ann.get(key):

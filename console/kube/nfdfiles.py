@@ -153,10 +153,9 @@ def worker_runs_on(worker: Any, node: Mapping[str, Any]) -> bool:
 
 def target_nodes(api_client: Any, worker: Any, selector: str | None, names: Sequence[str]) -> list[str]:
     """The nodes matching `selector` (a label selector) and/or `names` that nfd-worker runs on, sorted."""
-    from console.kube.nodes_ops import _core, _raw_items
+    from console.kube.nodes_ops import _raw_items
 
-    kw: dict[str, Any] = {"label_selector": selector} if selector else {}
-    items = _raw_items(api_client, _core(api_client).list_node, **kw)
+    items = _raw_items(api_client, "/api/v1/nodes", label_selector=selector or None)
     wanted = set(names)
     return sorted(n["metadata"]["name"] for n in items
                   if (not wanted or n["metadata"]["name"] in wanted) and worker_runs_on(worker, n))
@@ -399,10 +398,9 @@ def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None
     node by `metadata.name` field selector, else on all nodes from the list's resourceVersion (field selectors
     have no OR); it restarts after a 410 Gone, a closed stream or the API server away for a while, as
     client-go's reflector does (console/kube/retrywatch.py)."""
-    from console.kube import retrywatch
-    from console.kube.nodes_ops import LIST_PAGE, _core, _raw
+    from console.kube import rest, retrywatch
+    from console.kube.nodes_ops import _raw
 
-    core = _core(api_client)
     seen: dict[str, dict[str, str | None]] = {n: {k: None for k in want} for n, want in expected.items()}
     done: set[str] = set()
     selector = f"metadata.name={next(iter(expected))}" if len(expected) == 1 else ""
@@ -424,7 +422,7 @@ def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None
     def read() -> tuple[bool, str | None]:
         token, rv = "", None
         while True:  # a paged list (limit/continue), keeping its resourceVersion to watch from
-            data = _raw(api_client, core.list_node, limit=LIST_PAGE, **({"_continue": token} if token else {}), **kw)
+            data = _raw(api_client, "/api/v1/nodes", limit=rest.LIST_PAGE, _continue=token or None, **kw)
             for obj in data.get("items") or []:
                 note(obj)
             rv = (data.get("metadata") or {}).get("resourceVersion") or rv
@@ -442,7 +440,8 @@ def wait_relabel(api_client: Any, expected: Mapping[str, Mapping[str, str | None
     progress(f"0/{len(expected)} nodes relabelled")
     # watches of at most WATCH_SLICE s, each ending in a progress call: a caller that wants to stop (a screen left,
     # Ctrl-C) raises from `progress` within that time, not at the timeout — also while the server is away
-    retrywatch.until(core.list_node, read=read, on_event=changed, deadline=time.monotonic() + timeout,
-                     what=f"labels of {', '.join(sorted(expected))}"[:200], field_selector=selector,
+    retrywatch.until(rest.Lister(api_client, "/api/v1/nodes"), read=read, on_event=changed,
+                     deadline=time.monotonic() + timeout, what=f"labels of {', '.join(sorted(expected))}"[:200],
+                     field_selector=selector,
                      slice_s=WATCH_SLICE, between=lambda: progress(f"{len(done)}/{len(expected)} nodes relabelled"))
     return seen

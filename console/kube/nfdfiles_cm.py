@@ -37,13 +37,14 @@ from datetime import datetime
 from typing import Any
 
 from console.guard import Guard, ReadOnly
+from console.kube import rest
 from console.kube.access import Need
 from console.kube.nfdfiles_model import FileState, NodeFile, NodeListing, WriteResult
 from console.kube.nfdstore import AUDIT_CAP, NfdStoreError, StoreConflict, _api_error, _check_name, _permitted
-from console.kube.raw import raw_json
 from console.nfd.deployment import FileKind, Mount, NfdDeployment
 
 KUBELET_DEFAULT_MODE = 0o644  # ConfigMapVolumeSource.defaultMode when unset
+CONFIG_MAP = "/api/v1/namespaces/{namespace}/configmaps/{name}"
 NFD_FILE_LIMIT = 64 * 1024  # bytes: nfd-worker skips a larger feature file (v0.14, 026534e35)
 
 
@@ -70,8 +71,6 @@ class ConfigMapTarget:
 
     def __init__(self, deployment: NfdDeployment, kind: FileKind, *, api_client: Any, guard: Guard | None,
                  access: Any = None) -> None:
-        from kubernetes import client
-
         mount = deployment.mounts.get(kind)
         if mount is None or mount.source != "configMap" or not mount.config_map:
             raise NfdStoreError(f"nfd-worker does not mount a ConfigMap for {kind}s")
@@ -84,9 +83,12 @@ class ConfigMapTarget:
         self.config_map = mount.config_map
         self.guard = guard
         self.access = access  # console/kube/access.Access: writes this user may not make are refused unsent
-        self.core = client.CoreV1Api(api_client)
-        self.apps = client.AppsV1Api(api_client)
+        self.api = api_client
         self._reach: list[str] | None = None
+
+    @property
+    def _cm_params(self) -> dict[str, str]:
+        return {"namespace": self.namespace, "name": self.config_map}
 
     # -- what the volume projects ---------------------------------------------------------------------------
     @property
@@ -137,8 +139,7 @@ class ConfigMapTarget:
         from kubernetes.client.rest import ApiException
 
         try:
-            return raw_json(self.core.read_namespaced_config_map(self.config_map, self.namespace,
-                                                                 _preload_content=False))
+            return rest.get(self.api, CONFIG_MAP, params=self._cm_params)
         except ApiException as e:
             if e.status == 404:
                 return None
@@ -160,12 +161,11 @@ class ConfigMapTarget:
 
         ds_name = f"DaemonSet {self.namespace}/{self.daemonset}"
         try:
-            ds = raw_json(self.apps.read_namespaced_daemon_set(self.daemonset, self.namespace,
-                                                               _preload_content=False))
+            ds = rest.get(self.api, "/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}",
+                          params={"namespace": self.namespace, "name": self.daemonset})
             match = ((ds.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-            pods = raw_json(self.core.list_namespaced_pod(
-                self.namespace, label_selector=",".join(f"{k}={v}" for k, v in sorted(match.items())),
-                _preload_content=False)).get("items") or []
+            pods = rest.items(self.api, "/api/v1/namespaces/{namespace}/pods", params={"namespace": self.namespace},
+                              label_selector=",".join(f"{k}={v}" for k, v in sorted(match.items())))
         except ApiException as e:
             raise _api_error(e, ds_name) from e
         uid = ds["metadata"].get("uid")
@@ -176,10 +176,10 @@ class ConfigMapTarget:
         self._reach = reach
         if selector:
             try:
-                chosen = raw_json(self.core.list_node(label_selector=selector, _preload_content=False))
+                chosen = rest.items(self.api, "/api/v1/nodes", label_selector=selector)
             except ApiException as e:
                 raise _api_error(e, f"nodes matching {selector!r}") from e
-            picked = {n["metadata"]["name"] for n in chosen.get("items") or []}
+            picked = {n["metadata"]["name"] for n in chosen}
             reach = [n for n in reach if n in picked]
         if names:
             reach = [n for n in reach if n in set(names)]
@@ -331,8 +331,8 @@ class ConfigMapTarget:
         if cm is None:  # the DaemonSet names a ConfigMap that does not exist yet: make it
             body: Any = {"apiVersion": "v1", "kind": "ConfigMap",  # the client sends a dict as it is
                     "metadata": {"name": self.config_map, "namespace": self.namespace}, "data": {key: content}}
-            return raw_json(self.core.create_namespaced_config_map(self.namespace, body,
-                                                                   _preload_content=False))
+            return rest.send(self.api, "POST", "/api/v1/namespaces/{namespace}/configmaps", body,
+                             params={"namespace": self.namespace})
         data = dict(cm.get("data") or {})
         binary = dict(cm.get("binaryData") or {})
         binary.pop(key, None)  # a key lives in data or binaryData, never both
@@ -341,8 +341,7 @@ class ConfigMapTarget:
         else:
             data[key] = content
         body = {**cm, "data": data, "binaryData": binary or None}  # metadata keeps the resourceVersion read
-        return raw_json(self.core.replace_namespaced_config_map(self.config_map, self.namespace, body,
-                                                                _preload_content=False))
+        return rest.send(self.api, "PUT", CONFIG_MAP, body, params=self._cm_params)
 
     def _results(self, reach: Sequence[str], asked: Sequence[str], *, changed: bool, error: str = "",
                  conflict: bool = False, version: str = "", current: str | None = None) -> builtins.list[WriteResult]:

@@ -463,11 +463,12 @@ def cluster_nfd_version(api_client: Any) -> str | None:
 
 def list_nodes(api_client: Any) -> dict[str, dict[str, Any]]:
     """Node objects by name (labels, annotations, taints, capacity) for before/after comparisons."""
-    from kubernetes import client
     from kubernetes.client.rest import ApiException
 
+    from console.kube import rest
+
     try:
-        items = _json(client.CoreV1Api(api_client).list_node(_preload_content=False)).get("items") or []
+        items = rest.items(api_client, "/api/v1/nodes")
     except ApiException as e:
         raise _api_error(e, "nodes") from e
     return {n["metadata"]["name"]: n for n in items}

@@ -39,7 +39,8 @@ import subprocess
 from typing import Any
 
 from console.config import DEFAULT_NODE_DEBUG_IMAGE
-from console.kube.nodes_ops import _core, _raw, get_node_raw, watch_until
+from console.kube import rest
+from console.kube.nodes_ops import POD, _raw, get_node_raw, watch_until
 from console.kube.nodeshell import ExecResult, NodeAccess, NodeAccessError
 
 __all__ = ["DebugPodAccess", "ExecResult", "NodeAccess", "NodeAccessError", "SshAccess", "node_access"]
@@ -109,9 +110,9 @@ class DebugPodAccess:
 
         if node in self._prepared:
             return []
-        core = _core(self.api)
         try:
-            found = _raw(self.api, core.list_namespaced_pod, self.namespace, label_selector=DEBUG_SELECTOR,
+            found = _raw(self.api, "/api/v1/namespaces/{namespace}/pods", {"namespace": self.namespace},
+                         label_selector=DEBUG_SELECTOR,
                          field_selector=f"spec.nodeName={node}")
         except ApiException as e:
             raise self._refused(e, "list", "pods") from e
@@ -119,7 +120,7 @@ class DebugPodAccess:
         for pod in found.get("items") or []:
             name = pod["metadata"]["name"]
             try:
-                core.delete_namespaced_pod(name, self.namespace, grace_period_seconds=0)
+                self._delete(name)
             except ApiException as e:
                 if e.status != 404:
                     raise self._refused(e, "delete", "pods") from e
@@ -153,7 +154,7 @@ class DebugPodAccess:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            ns = _raw(self.api, _core(self.api).read_namespace, self.namespace)
+            ns = _raw(self.api, "/api/v1/namespaces/{name}", {"name": self.namespace})
         except ApiException:
             return None  # may not be allowed to read namespaces; the server's message still says why
         return ((ns.get("metadata") or {}).get("labels") or {}).get(ENFORCE_LABEL)
@@ -183,7 +184,7 @@ class DebugPodAccess:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            data = _raw(self.api, _core(self.api).list_namespaced_event, self.namespace,
+            data = _raw(self.api, "/api/v1/namespaces/{namespace}/events", {"namespace": self.namespace},
                         field_selector=f"involvedObject.name={name},involvedObject.kind=Pod,type=Warning")
         except ApiException:
             return ""
@@ -197,10 +198,10 @@ class DebugPodAccess:
     def run(self, node: str, script: str, *, timeout: float = 60.0) -> ExecResult:
         from kubernetes.client.exceptions import ApiException
 
-        core = _core(self.api)
         name = f"console-node-{node}-{secrets.token_hex(3)}"[:63]
         try:
-            core.create_namespaced_pod(self.namespace, self.pod_manifest(node, script, name))
+            rest.send(self.api, "POST", "/api/v1/namespaces/{namespace}/pods", self.pod_manifest(node, script, name),
+                      params={"namespace": self.namespace})
         except ApiException as e:
             raise self._refused(e, "create", "pods") from e
         try:
@@ -217,14 +218,14 @@ class DebugPodAccess:
             try:
                 pod = watch_until(self.api, "pod", name, finished, timeout, namespace=self.namespace)
             except TimeoutError:
-                return ExecResult(None, self._logs(core, name), log_cut=True,
+                return ExecResult(None, self._logs(name), log_cut=True,
                                   stderr=f"the node-debug pod {self.namespace}/{name} did not finish within "
                                          f"{timeout:g}s (is {node} Ready, its kubelet running?)")
             except ApiException as e:
                 raise self._refused(e, "watch", "pods") from e
             if problem:
                 raise problem[0]
-            output = self._logs(core, name)
+            output = self._logs(name)
             code = None
             for st in ((pod or {}).get("status") or {}).get("containerStatuses") or []:
                 term = (st.get("state") or {}).get("terminated")
@@ -235,17 +236,24 @@ class DebugPodAccess:
             return ExecResult(code, output)
         finally:
             try:
-                core.delete_namespaced_pod(name, self.namespace, grace_period_seconds=0)
+                self._delete(name)
             except ApiException as e:
                 if e.status != 404:
                     raise
 
-    def _logs(self, core: Any, name: str) -> str:
+    def _delete(self, name: str) -> None:
+        rest.send(self.api, "DELETE", POD, None, params={"namespace": self.namespace, "name": name},
+                  grace_period_seconds=0)
+
+    def _logs(self, name: str) -> str:
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
         try:
-            return core.read_namespaced_pod_log(name, self.namespace)
+            # Accept: application/json, as the generated read_namespaced_pod_log sends it: the server answers
+            # text/plain either way, and 406 to an Accept of text/plain alone
+            response = rest.request(self.api, "GET", POD + "/log", params={"namespace": self.namespace, "name": name})
+            return bytes(response.data).decode("utf-8", "replace")
         except (ApiException, HTTPError):
             return ""  # the stream was cut (kubelet restart) or the pod is gone
 

@@ -11,7 +11,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from console.kube import rest
 from console.kube.model import NodeInfo, PodInfo
+from console.kube.rest import LIST_PAGE
+
+NODE = "/api/v1/nodes/{name}"
+POD = "/api/v1/namespaces/{namespace}/pods/{name}"
 
 
 class NodeOpError(Exception):
@@ -22,40 +27,21 @@ class NodeNotFound(NodeOpError):
     """The API server has no node of that name (404)."""
 
 
-def _core(api_client: Any) -> Any:
-    from kubernetes import client
-
-    return client.CoreV1Api(api_client)
-
-
-def _raw(api_client: Any, method: Callable[..., Any], *args: Any, **kw: Any) -> dict[str, Any]:
-    """Call a client method and return the JSON dict (skips the slow model deserialisation). A read that gets no
-    byte for 30 s fails (as the caches' reads: console/kube/cache.py REQUEST_TIMEOUT) instead of hanging on a
-    connection the server no longer serves; the waits (retrywatch.py) then try again."""
-    import json
-
+def _raw(api_client: Any, path: str, params: dict[str, str] | None = None, /, **options: Any) -> dict[str, Any]:
+    """GET → the JSON dict. A read that gets no byte for 30 s fails (as the caches' reads: console/kube/cache.py
+    REQUEST_TIMEOUT) instead of hanging on a connection the server no longer serves; the waits (retrywatch.py)
+    then try again."""
     from console.kube.cache import REQUEST_TIMEOUT
 
-    kw.setdefault("_request_timeout", REQUEST_TIMEOUT)
-    resp = method(*args, _preload_content=False, **kw)
-    return json.loads(resp.data)
+    return rest.get(api_client, path, params=params, timeout=REQUEST_TIMEOUT, **options)
 
 
-LIST_PAGE = 500  # kubectl's --chunk-size default
+def _raw_items(api_client: Any, path: str, params: dict[str, str] | None = None, /, *, page: int = LIST_PAGE,
+               **options: Any) -> list[dict[str, Any]]:
+    """Every item of a list, read in pages (rest.items), each read with the timeout above."""
+    from console.kube.cache import REQUEST_TIMEOUT
 
-
-def _raw_items(api_client: Any, method: Callable[..., Any], *args: Any, page: int = LIST_PAGE,
-               **kw: Any) -> list[dict[str, Any]]:
-    """Every item of a list, read `page` at a time with limit/continue (kubernetes.io/docs/reference/using-api/
-    api-concepts/#retrieving-large-results-sets-in-chunks), so a big answer never arrives as one response."""
-    items: list[dict[str, Any]] = []
-    token = ""
-    while True:
-        data = _raw(api_client, method, *args, limit=page, **({"_continue": token} if token else {}), **kw)
-        items += data.get("items") or []
-        token = (data.get("metadata") or {}).get("continue") or ""
-        if not token:
-            return items
+    return rest.items(api_client, path, params=params, page=page, timeout=REQUEST_TIMEOUT, **options)
 
 
 def get_node(api_client: Any, name: str) -> NodeInfo:
@@ -66,7 +52,7 @@ def get_node_raw(api_client: Any, name: str) -> dict[str, Any]:
     from kubernetes.client.exceptions import ApiException
 
     try:
-        return _raw(api_client, _core(api_client).read_node, name)
+        return _raw(api_client, NODE, {"name": name})
     except ApiException as e:
         if e.status == 404:
             raise NodeNotFound(f"node {name} not found") from e
@@ -78,14 +64,14 @@ def pods_on_node(api_client: Any, node: str) -> list[PodInfo]:
 
 
 def pods_on_node_raw(api_client: Any, node: str) -> list[dict[str, Any]]:
-    return _raw_items(api_client, _core(api_client).list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}")
+    return _raw_items(api_client, "/api/v1/pods", field_selector=f"spec.nodeName={node}")
 
 
 def get_pod_raw(api_client: Any, namespace: str, name: str) -> dict[str, Any] | None:
     from kubernetes.client.exceptions import ApiException
 
     try:
-        return _raw(api_client, _core(api_client).read_namespaced_pod, name, namespace)
+        return _raw(api_client, POD, {"namespace": namespace, "name": name})
     except ApiException as e:
         if e.status == 404:
             return None
@@ -95,7 +81,7 @@ def get_pod_raw(api_client: Any, namespace: str, name: str) -> dict[str, Any] | 
 def pending_pods(api_client: Any, node: NodeInfo | None = None, *, page: int = LIST_PAGE) -> list[PodInfo]:
     """Unbound Pending pods (read in pages); with `node`, only those whose node selector and required affinity
     allow it."""
-    items = _raw_items(api_client, _core(api_client).list_pod_for_all_namespaces, page=page,
+    items = _raw_items(api_client, "/api/v1/pods", page=page,
                        field_selector="status.phase=Pending,spec.nodeName=")
     return [PodInfo.from_api(p) for p in items
             if not (p.get("spec") or {}).get("nodeName") and (node is None or selects_node(p, node))]
@@ -133,7 +119,7 @@ def selects_node(pod: dict[str, Any], node: NodeInfo) -> bool:
 def latest_failed_scheduling(api_client: Any, namespace: str, name: str) -> str | None:
     """The newest FailedScheduling event message for a pod (why it is still Pending)."""
     data = _raw(
-        api_client, _core(api_client).list_namespaced_event, namespace,
+        api_client, "/api/v1/namespaces/{namespace}/events", {"namespace": namespace},
         field_selector=f"involvedObject.name={name},involvedObject.kind=Pod,reason=FailedScheduling",
     )
     items = data.get("items") or []
@@ -167,19 +153,18 @@ def watch_until(
 
     from console.kube import retrywatch
 
-    core = _core(api_client)
-    args: tuple[str, ...]
     if kind == "node":
-        read, lister, args = core.read_node, core.list_node, ()
+        one, params, lister = NODE, {"name": name}, rest.Lister(api_client, "/api/v1/nodes")
     else:
-        read, lister, args = core.read_namespaced_pod, core.list_namespaced_pod, (namespace,)
+        one, params = POD, {"namespace": namespace, "name": name}
+        lister = rest.Lister(api_client, "/api/v1/namespaces/{namespace}/pods", {"namespace": namespace})
     last: dict[str, Any] | None = None
     seen = False
 
     def read_it() -> tuple[bool, str | None]:
         nonlocal last, seen
         try:
-            last = _raw(api_client, read, name, *args)
+            last = _raw(api_client, one, params)
         except ApiException as e:
             if e.status != 404:
                 raise
@@ -192,7 +177,7 @@ def watch_until(
         last = None if event == "DELETED" else obj
         return predicate(last)
 
-    waited = retrywatch.until(lister, *args, read=read_it, on_event=changed, deadline=time.monotonic() + timeout,
+    waited = retrywatch.until(lister, read=read_it, on_event=changed, deadline=time.monotonic() + timeout,
                               what=f"{kind} {f'{namespace}/' if namespace else ''}{name}",
                               field_selector=f"metadata.name={name}")
     if waited.done:
@@ -212,7 +197,6 @@ def set_unschedulable(api_client: Any, name: str, value: bool,
     the other (the runbook marks the cordon it makes: console/runbook/cordon.py)."""
     from kubernetes.client.exceptions import ApiException
 
-    core = _core(api_client)
     for _ in range(5):
         node = get_node_raw(api_client, name)
         before = bool((node.get("spec") or {}).get("unschedulable"))
@@ -225,7 +209,8 @@ def set_unschedulable(api_client: Any, name: str, value: bool,
             *ops,
         ]
         try:
-            core.patch_node(name, patch, _content_type="application/json-patch+json")
+            rest.send(api_client, "PATCH", NODE, patch, params={"name": name},
+                      content_type="application/json-patch+json")
             return before, value
         except ApiException as e:
             if e.status not in (409, 422):

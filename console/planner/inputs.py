@@ -104,7 +104,7 @@ def preferences(settings: Any, *, dropped: Sequence[str] = (), pinned: Mapping[s
 # -- reading ----------------------------------------------------------------------------------------------------
 def _pages(api_client: Any, path: str, **options: Any) -> Iterator[list[dict[str, Any]]]:
     """A collection one page at a time (limit/continue), so a big cluster is never one response in memory."""
-    from console.kube.lister import Lister
+    from console.kube.rest import Lister
 
     lister = Lister(api_client, path)
     token = ""

@@ -21,9 +21,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from console.kube import drain as drains
-from console.kube import nodes_ops
+from console.kube import nodes_ops, rest
 from console.kube.model import NodeInfo
-from console.kube.raw import raw_json
 from console.kube.retrywatch import poll_again
 from console.runbook import placement
 from console.runbook.verify import failed_scheduling
@@ -31,9 +30,7 @@ from console.runbook.verify import failed_scheduling
 
 def unavailable_nodes(api: Any) -> dict[str, str]:
     """Nodes NotReady or cordoned now: name → why ("NotReady", "cordoned", "NotReady, cordoned")."""
-    from kubernetes import client
-
-    items = raw_json(client.CoreV1Api(api).list_node(_preload_content=False)).get("items") or []
+    items = rest.items(api, "/api/v1/nodes")
     out = {}
     for n in items:
         info = NodeInfo.from_api(n)
@@ -59,7 +56,6 @@ def blocking_budgets(pods: Iterable[Mapping[str, Any]], budgets: Iterable[Mappin
 
 def pdb_blocked(api: Any, node: str) -> list[str]:
     """The pods on `node` whose eviction a PodDisruptionBudget would refuse now (see blocking_budgets)."""
-    from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
     pods = nodes_ops.pods_on_node_raw(api, node)
@@ -70,12 +66,12 @@ def pdb_blocked(api: Any, node: str) -> list[str]:
     if not todo:
         return []
     try:
-        resp = client.PolicyV1Api(api).list_pod_disruption_budget_for_all_namespaces(_preload_content=False)
+        budgets = rest.items(api, "/apis/policy/v1/poddisruptionbudgets")
     except ApiException as e:
         if e.status == 403:
             return []  # may not list budgets: the drain's own 429 handling still stops the run
         raise
-    return blocking_budgets(todo, raw_json(resp).get("items") or [])
+    return blocking_budgets(todo, budgets)
 
 
 def verify_placements(api: Any, placements: Mapping[str, str], timeout: float, stop: Any = None,

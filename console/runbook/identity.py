@@ -20,18 +20,19 @@ from typing import Any
 
 def cluster_identity(api: Any, server: str) -> dict[str, Any]:
     """{"server", "kube_system_uid", "note"} of the cluster `api` talks to (one GET of namespace kube-system)."""
-    from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
+    from console.kube import rest
+
     try:
-        ns = client.CoreV1Api(api).read_namespace("kube-system")
+        ns = rest.get(api, "/api/v1/namespaces/kube-system")
     except ApiException as e:
         if e.status not in (403, 404):
             raise
         why = "may not read namespace kube-system (403)" if e.status == 403 else "has no namespace kube-system"
         return {"server": server, "kube_system_uid": None,
                 "note": f"the cluster is identified by its API server URL only: this user {why}"}
-    return {"server": server, "kube_system_uid": ns.metadata.uid if ns.metadata else None, "note": ""}
+    return {"server": server, "kube_system_uid": (ns.get("metadata") or {}).get("uid"), "note": ""}
 
 
 def _cluster_text(c: dict[str, Any]) -> str:

@@ -17,13 +17,13 @@ from collections.abc import Iterator
 import pytest
 from labstart import start_lab
 
-from console.kube import nodes_ops
+from console.kube import nodes_ops, rest
 from console.kube.cache import PAGE, ResourceCache
 from console.kube.cluster import Cluster
 from console.kube.codec import JsonCodec
 from console.kube.fastcodec import NODE_CODEC, POD_CODEC
-from console.kube.lister import Lister
 from console.kube.model import NodeInfo, PodInfo
+from console.kube.rest import Lister
 from console.lab import scenarios
 from console.lab.world import Lab
 
@@ -54,7 +54,7 @@ def wait_for(cond, timeout: float = 60.0, what: str = "") -> None:  # type: igno
 def test_every_page_decodes_alike(cluster: Cluster) -> None:
     for list_fn, fast, slow, total in ((Lister(cluster.api_client, "/api/v1/nodes"), NODE_CODEC,
                                         JsonCodec(NodeInfo.from_api), NODES),
-                                       (cluster.core.list_pod_for_all_namespaces, POD_CODEC,
+                                       (Lister(cluster.api_client, "/api/v1/pods"), POD_CODEC,
                                         JsonCodec(PodInfo.from_api), NODES * PODS_PER_NODE)):
         token, seen, pages = "", 0, 0
         while True:
@@ -81,8 +81,8 @@ def test_first_list_publishes_pages_then_the_watch_applies_changes(lab: Lab, clu
         # one publication per page while loading, then the full list marked synced
         assert seen[:3] == [(500, True), (1000, True), (1200, False)]
         rv = cache.resource_version
-        nodes_ops._core(cluster.api_client).patch_node("node-00007", {"metadata": {"labels": {"perf": "watched"}}},
-                                                         _preload_content=False)
+        rest.send(cluster.api_client, "PATCH", "/api/v1/nodes/node-00007",
+                  {"metadata": {"labels": {"perf": "watched"}}}, content_type="application/merge-patch+json")
         wait_for(lambda: cache.snapshot()[("", "node-00007")].labels.get("perf") == "watched", what="the label")
         assert cache.resource_version != rv and len(cache.snapshot()) == NODES
     finally:
@@ -100,12 +100,11 @@ def test_lister_raises_the_clients_api_exception(cluster: Cluster) -> None:
 
 
 def test_pending_pods_are_read_in_pages(cluster: Cluster) -> None:
-    core = nodes_ops._core(cluster.api_client)
     names = [f"waiting-{i}" for i in range(5)]
     for name in names:  # a node selector no node has: the pods stay Pending and unbound
-        core.create_namespaced_pod("default", {
+        rest.send(cluster.api_client, "POST", "/api/v1/namespaces/default/pods", {
             "metadata": {"name": name}, "spec": {"nodeSelector": {"perf": "nowhere"},
-                                                 "containers": [{"name": "c", "image": "x"}]}}, _preload_content=False)
+                                                 "containers": [{"name": "c", "image": "x"}]}})
     try:
         paged = nodes_ops.pending_pods(cluster.api_client, page=2)
         assert sorted(p.name for p in paged) == names
@@ -113,4 +112,5 @@ def test_pending_pods_are_read_in_pages(cluster: Cluster) -> None:
         assert all(p.phase == "Pending" and p.node == "" for p in paged)
     finally:
         for name in names:
-            core.delete_namespaced_pod(name, "default", grace_period_seconds=0, _preload_content=False)
+            rest.send(cluster.api_client, "DELETE", f"/api/v1/namespaces/default/pods/{name}", None,
+                      grace_period_seconds=0)
