@@ -331,3 +331,30 @@ async def test_a_read_that_arrives_late_does_not_replace_the_file_asked_for_last
 
 def reach_node(api: Any) -> str:
     return scheduled(api, NS)[0]
+
+
+async def test_a_second_read_of_the_open_file_leaves_the_admins_edit_and_cursor(kube_lab: Lab, api: Any) -> None:
+    """Two reads of the first file can be in flight (the targets loaded twice before the first read was back). The
+    later one must leave the editor as the admin has it: reloading it put the cursor at the top mid-line, and the
+    rest of a typed line landed there (the tmux story (d) under load: "xample.com/owner=admin-a" above
+    "eexample.com/owner=story-b")."""
+    app, screen, gateways = app_for(kube_lab)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        cur = screen.current
+        assert cur is not None and cur.content
+        editor = screen.editor
+        editor.focus()
+        await pilot.press("e")
+        await until(pilot, lambda: editor.editing, "EDIT mode")
+        editor.cursor_location = (0, 0)
+        await pilot.press("x")
+        assert editor.text == "x" + cur.content and editor.cursor_location == (0, 1)
+        screen.post_message(FileRead(cur.kind, cur.name, reach_node(api), cur.content, version=cur.version))
+        await pilot.pause()
+        await pilot.press("y")
+        assert editor.text == "xy" + cur.content and editor.cursor_location == (0, 2)
+        await pilot.press("escape")
+        await pilot.press("escape")
+        await settle(pilot)
+    gateways.api_client.close()

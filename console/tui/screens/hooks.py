@@ -342,8 +342,14 @@ class HooksScreen(NodeChoice, DirectoryMode, Concurrency, EditorScreen):
                 self.drafts[key] = self.editor.text  # keep unsaved edits while switching files
             else:
                 self.drafts.pop(key, None)
+        same = self.current is not None and (self.current.kind, self.current.name) == (f.kind, f.name)
         self.current = f
-        load_into(self.editor, f.kind, f.name, self.drafts.get((f.kind, f.name), f.content))
+        text = self.drafts.get((f.kind, f.name), f.content)
+        # a second read of the open file (two loads of the targets before the first read was back) must not
+        # reload the editor under the admin's typing: load_text puts the cursor at the top, and the rest of the
+        # line being typed lands there
+        if not (same and self.editor.text == text):
+            load_into(self.editor, f.kind, f.name, text)
         self.preview, self.preview_content, self.node_previews = None, None, {}
         where = f"from {f.location}" if f.location else "(new)"
         keys = "e: edit · ctrl+r: preview · d: diff · " + ("read-only: nothing is saved" if self.read_only
