@@ -29,7 +29,9 @@ class BuildError(Exception):
 
 @dataclass(frozen=True)
 class Program:
-    name: str  # its directory under console/lab/upstream/ and its binary's name
+    name: str  # its directory under console/lab/upstream/ and (one command) its binary's name
+    # the main packages built, each into a binary named after its last path element; "." is the module's own
+    commands: tuple[str, ...] = (".",)
 
     @property
     def source(self) -> Path:
@@ -43,8 +45,18 @@ class Program:
             raise BuildError(f"{self.source / 'go.mod'} does not require {module}")
         return m.group(1)
 
+    def binaries(self) -> tuple[str, ...]:
+        return tuple(self.name if c == "." else c.rsplit("/", 1)[-1] for c in self.commands)
+
     def ldflags(self) -> list[str]:
         flags = ["-s", "-w"]
+        if self.name.startswith("nfd-"):
+            # as upstream's Makefile and container image: the version `-version` prints and nfd-worker's prefix for
+            # the host's /proc, /sys, /etc, /boot, /lib, /usr/lib (its DaemonSet mounts them at /host-…)
+            version = self.requires(NFD_MODULE)
+            nfd_minor = int(version.split(".")[1])
+            prefix_var = "source.pathPrefix" if nfd_minor < 12 else "pkg/utils/hostpath.pathPrefix"
+            flags += [f"-X {NFD_MODULE}/pkg/version.version={version}", f"-X {NFD_MODULE}/{prefix_var}=/host-"]
         if self.name == "kube":
             # what `kubectl version` shows: upstream's release builds stamp it the same way (hack/lib/version.sh)
             version = self.requires("k8s.io/kubernetes")
@@ -55,8 +67,20 @@ class Program:
         return flags
 
 
+NFD_MODULE = "sigs.k8s.io/node-feature-discovery"
+
+
+def _nfd(version: str, commands: tuple[str, ...] = ("nfd-master", "nfd-worker", "nfd-gc")) -> Program:
+    return Program(f"nfd-{version}", tuple(f"{NFD_MODULE}/cmd/{c}" for c in commands))
+
+
 KUBE = Program("kube")
 METRICS_SERVER = Program("metrics-server")
+# the NFD releases the lab runs; the Go module proxy here serves v0.7.0, v0.9.0, v0.16.6, v0.17.0, v0.17.2, v0.17.3,
+# v0.18.2, v0.18.3 and v0.19.0 of those tried, and refuses the rest (docs/CONTRIBUTING.md)
+NFD = {p.name.removeprefix("nfd-"): p for p in (
+    _nfd("v0.9.0", ("nfd-master", "nfd-worker")), _nfd("v0.16.6"), _nfd("v0.18.3"), _nfd("v0.19.0"))}
+PROGRAMS = (KUBE, METRICS_SERVER, *NFD.values())
 
 
 def cache_root() -> Path:
@@ -82,10 +106,10 @@ def key(program: Program) -> str:
     return h.hexdigest()[:16]
 
 
-def binary(program: Program, progress: Progress = lambda _msg: None) -> Path:
-    """The program's binary, built first if this key has none yet."""
+def binary(program: Program, progress: Progress = lambda _msg: None, command: str | None = None) -> Path:
+    """The program's binary (`command` of a program with several), built first if this key has none yet."""
     target_dir = cache_root() / f"{program.name}-{key(program)}"
-    target = target_dir / program.name
+    target = target_dir / (command or program.binaries()[0])
     if target.exists():
         return target
     cache_root().mkdir(parents=True, exist_ok=True)
@@ -119,13 +143,13 @@ def _build(program: Program, target: Path, progress: Progress) -> None:
     progress(f"building {program.name} from {program.source.name}/go.mod (once; later starts reuse "
              f"{target.parent}): downloading modules")
     _run([go, "mod", "download"], program, env, "downloading its Go modules")
-    listed = _run([go, "list", "-deps", "."], program, env, "listing its packages")
+    listed = _run([go, "list", "-deps", *program.commands], program, env, "listing its packages")
     total = len(listed.split())
     tmp = target.parent.with_name(target.parent.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    cmd = [go, "build", "-v", "-trimpath", "-ldflags", " ".join(program.ldflags()), "-o", str(tmp / program.name),
-           "."]
+    out = str(tmp / program.name) if program.commands == (".",) else f"{tmp}/"  # a directory: one binary each
+    cmd = [go, "build", "-v", "-trimpath", "-ldflags", " ".join(program.ldflags()), "-o", out, *program.commands]
     progress(f"building {program.name}: compiling {total} packages (a cold build takes minutes)")
     proc = subprocess.Popen(cmd, cwd=program.source, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
@@ -144,7 +168,7 @@ def _build(program: Program, target: Path, progress: Progress) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         raise BuildError(f"go build of {program.name} failed (exit {proc.returncode}):\n" + "\n".join(errors[-20:]))
     tmp.rename(target.parent)
-    size = target.stat().st_size / 2**20
+    size = sum((target.parent / b).stat().st_size for b in program.binaries()) / 2**20
     progress(f"built {program.name} in {time.monotonic() - t0:.0f}s ({size:.0f} MiB)")
 
 
@@ -164,7 +188,7 @@ def main() -> int:
         print(f"dev: {msg}", file=sys.stderr, flush=True)
 
     try:
-        for program in (KUBE, METRICS_SERVER):
+        for program in PROGRAMS:
             binary(program, say)
     except BuildError as e:
         say(str(e))
