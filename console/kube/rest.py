@@ -2,8 +2,8 @@
 
 Importing `kubernetes.client.CoreV1Api` builds a few hundred pydantic models, and AppsV1Api more: 1.1 s and 0.6 s
 of CPU in every process that touches them, on this project's 2-core machine (`python -X importtime -c "from
-kubernetes.client.api import core_v1_api"`), twice that on a loaded one. A CLI command reads a handful of
-objects, so it asks for their URLs directly. Auth, TLS, proxies, the pool and the errors stay the ApiClient's:
+kubernetes.client.api import core_v1_api"`). A CLI command reads a handful of objects, so it asks for their
+URLs directly. Auth, TLS, proxies, the pool and the errors stay the ApiClient's:
 `param_serialize` + `call_api`, and a non-2xx answer raises its ApiException, as the generated methods do with
 `_preload_content=False` (kubernetes/client/api_client.py `_call_with_legacy_options`). Bodies go as JSON
 (its rest.py serialises a dict or list for any `application/*json` content type). The paths and query
