@@ -173,6 +173,12 @@ def _build(program: Program, target: Path, progress: Progress) -> None:
     progress(f"built {program.name} in {time.monotonic() - t0:.0f}s ({size:.0f} MiB)")
 
 
+def module_dir(program: Program, module: str) -> Path:
+    """Where Go keeps the source of `module` at the version the program pins (its release's manifests: the
+    CRDs the lab applies as upstream's kustomize base does)."""
+    return Path(_run([_go(), "list", "-m", "-f", "{{.Dir}}", module], program, _env(), f"finding {module}").strip())
+
+
 def _run(cmd: list[str], program: Program, env: dict[str, str], what: str) -> str:
     proc = subprocess.run(cmd, cwd=program.source, env=env, capture_output=True, text=True)
     if proc.returncode != 0:

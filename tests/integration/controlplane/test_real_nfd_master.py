@@ -1,0 +1,144 @@
+"""Upstream nfd-master (the newest release the lab builds, console/lab/upstream/nfd-v0.19.0) on the upstream control
+plane, the first step of issue 22: the labels a node gets come from the real master, not from the console's engine.
+
+Run as its manifests run it, outside a pod: `-kubeconfig`, the node it runs on in NODE_NAME (it patches that Node
+at start and exits if it cannot: cmd/nfd-master, pkg/nfd-master/nfd-master.go), its namespace from
+KUBERNETES_NAMESPACE (no service-account file here). Its CRDs are the release's own
+(deployment/base/nfd-crds/nfd-api-crds.yaml). A worker's NodeFeature (label nfd.node.kubernetes.io/node-name)
+and a NodeFeatureRule matching one of its attributes give the node the rule's label, prefixed with
+feature.node.kubernetes.io/ as NFD does for a name without a namespace, and the NodeFeature's own labels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from labtools import wait_for
+
+from console.lab.controlplane import ControlPlane, free_port
+from console.lab.upstream.build import NFD, NFD_MODULE, binary, module_dir
+
+NS = "nfd-conformance"
+NODE = "nfd-node-1"
+
+
+@pytest.fixture
+def nfd_master(control_plane: ControlPlane, kubectl: Any, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    program = NFD["v0.19.0"]
+    crds = module_dir(program, NFD_MODULE) / "deployment" / "base" / "nfd-crds" / "nfd-api-crds.yaml"
+    kubectl("apply", "-f", str(crds))
+    kubectl("create", "namespace", NS)
+    # as a kubelet registers it, with labels and annotations: the master's JSON patch adds keys under both maps
+    # (a Node without them is answered 422)
+    _send(
+        kubectl,
+        "create",
+        tmp_path,
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": NODE,
+                "labels": {"kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux"},
+                "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+            },
+        },
+    )
+    env = {**os.environ, "NODE_NAME": NODE, "KUBERNETES_NAMESPACE": NS}
+    log = (tmp_path / "nfd-master.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            str(binary(program, command="nfd-master")),
+            f"-kubeconfig={control_plane.root / 'admin.kubeconfig'}",
+            f"-port={free_port()}",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
+        kubectl("delete", "namespace", NS, "--wait=false")
+        kubectl("delete", "node", NODE, "--wait=false")
+        kubectl("delete", "nodefeaturerule", "conformance-kernel", "--ignore-not-found", "--wait=false")
+
+
+def _send(kubectl: Any, verb: str, tmp: Path, obj: dict[str, Any]) -> None:
+    """`kubectl create|apply -f` of `obj` (the fixture's kubectl takes no stdin)."""
+    path = tmp / f"{obj['kind']}.json"
+    path.write_text(json.dumps(obj))
+    kubectl(verb, "-f", str(path))
+
+
+def test_the_real_master_labels_the_node_from_its_nodefeature_and_a_rule(
+    nfd_master: Any, kubectl: Any, tmp_path: Path
+) -> None:
+    _send(
+        kubectl,
+        "apply",
+        tmp_path,
+        {
+            "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+            "kind": "NodeFeature",
+            "metadata": {"name": NODE, "namespace": NS, "labels": {"nfd.node.kubernetes.io/node-name": NODE}},
+            "spec": {
+                "features": {"attributes": {"kernel.version": {"elements": {"major": "6", "minor": "1"}}}},
+                "labels": {"feature.node.kubernetes.io/from-worker": "yes"},
+            },
+        },
+    )
+    _send(
+        kubectl,
+        "apply",
+        tmp_path,
+        {
+            "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+            "kind": "NodeFeatureRule",
+            "metadata": {"name": "conformance-kernel"},
+            "spec": {
+                "rules": [
+                    {
+                        "name": "kernel 6",
+                        "labels": {"kernel-major-6": "true"},
+                        "matchFeatures": [
+                            {
+                                "feature": "kernel.version",
+                                "matchExpressions": {"major": {"op": "In", "value": ["6"]}},
+                            }
+                        ],
+                    },
+                    {
+                        "name": "kernel 5",
+                        "labels": {"kernel-major-5": "true"},
+                        "matchFeatures": [
+                            {
+                                "feature": "kernel.version",
+                                "matchExpressions": {"major": {"op": "In", "value": ["5"]}},
+                            }
+                        ],
+                    },
+                ]
+            },
+        },
+    )
+
+    def labels() -> dict[str, str]:
+        node = json.loads(kubectl("get", "node", NODE, "-o", "json").stdout)
+        return {k: v for k, v in node["metadata"].get("labels", {}).items() if "feature.node.kubernetes.io" in k}
+
+    assert nfd_master.poll() is None, "nfd-master exited"
+    wait_for(lambda: len(labels()) == 2, timeout=60, what="the real master's labels on the node")
+    assert labels() == {
+        "feature.node.kubernetes.io/kernel-major-6": "true",
+        "feature.node.kubernetes.io/from-worker": "yes",
+    }
