@@ -71,6 +71,7 @@ def nfd_master(control_plane: ControlPlane, kubectl: Any, tmp_path: Path) -> Ite
         kubectl("delete", "namespace", NS, "--wait=false")
         kubectl("delete", "node", NODE, "--wait=false")
         kubectl("delete", "nodefeaturerule", "conformance-kernel", "--ignore-not-found", "--wait=false")
+        kubectl("delete", "-f", str(crds), "--wait=false")  # the package's other tests share this control plane
 
 
 def _send(kubectl: Any, verb: str, tmp: Path, obj: dict[str, Any]) -> None:
