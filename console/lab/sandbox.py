@@ -96,9 +96,11 @@ def _proc_overlays(root: GuestRoot) -> list[str]:
 
 
 def bwrap_args(root: GuestRoot, run_dir: Path, *, hostname: str, env: Mapping[str, str], cwd: str = "/",
-               hook: bool = False, source_d: Path | None = None) -> list[str]:
+               hook: bool = False, source_d: Path | None = None, binds: Mapping[str, Path] | None = None) -> list[str]:
     """The bwrap command line (without the command) for one run on `root`; `source_d`: the host directory a
-    hook's nfd-worker has at source.d when it is not the node's own (a ConfigMap volume's projection)."""
+    hook's nfd-worker has at source.d when it is not the node's own (a ConfigMap volume's projection);
+    `binds`: more of the lab host's files or directories, read-only, at the given paths (a container image's
+    programs, a pod's volumes)."""
     shims, control = run_dir / "bin", run_dir / "ctl"
     nfd = "/etc/kubernetes/node-feature-discovery"
     args = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-uts",
@@ -131,6 +133,8 @@ def bwrap_args(root: GuestRoot, run_dir: Path, *, hostname: str, env: Mapping[st
         args += ["--ro-bind", str(root.path(nfd)), nfd]
     if source_d is not None:
         args += ["--ro-bind", str(source_d), NFD_SOURCE_D]
+    for inside, host_path in (binds or {}).items():
+        args += ["--ro-bind", str(host_path), inside]
     for k, v in env.items():
         args += ["--setenv", k, v]
     return [*args, "--chdir", cwd, "--"]
@@ -140,7 +144,8 @@ def run(root: GuestRoot, argv: Sequence[str], *, stdin: str = "", timeout: float
         max_output: int = DEFAULT_MAX_OUTPUT, env: Mapping[str, str] | None = None, cwd: str = "/",
         kubelet: KubeletControl | None = None, on_kubelet_restart: Callable[[bool], None] | None = None,
         stdout: Sink | None = None, stderr: Sink | None = None, merge_stderr: bool = False,
-        hook: bool = False, source_d: Path | None = None, cancel: threading.Event | None = None) -> Result:
+        hook: bool = False, source_d: Path | None = None, binds: Mapping[str, Path] | None = None,
+        cancel: threading.Event | None = None) -> Result:
     """Run `argv` on the node `root` (exec form: no shell unless argv is one).
 
     `stdout`/`stderr` receive the output as it comes (the pod log, an SSH channel); `merge_stderr` sends
@@ -161,7 +166,7 @@ def run(root: GuestRoot, argv: Sequence[str], *, stdin: str = "", timeout: float
         for sub in ("ctl/req", "ctl/resp"):
             (run_dir / sub).mkdir(parents=True)
         cmd = bwrap_args(root, run_dir, hostname=hostname, env=full_env, cwd=cwd, hook=hook,
-                         source_d=source_d) + list(argv)
+                         source_d=source_d, binds=binds) + list(argv)
         return _Runner(root, run_dir / "ctl", kubelet, on_kubelet_restart, max_output).run(
             cmd, stdin, timeout, stdout, stderr, merge_stderr, cancel)
     finally:

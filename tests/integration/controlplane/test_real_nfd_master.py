@@ -11,8 +11,6 @@ feature.node.kubernetes.io/ as NFD does for a name without a namespace, and the 
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,9 +18,10 @@ from typing import Any
 
 import pytest
 from labtools import wait_for
+from realnfd import crds, feature_labels, node_object, send, start_master
 
-from console.lab.controlplane import ControlPlane, free_port
-from console.lab.upstream.build import NFD, NFD_MODULE, binary, module_dir
+from console.lab.controlplane import ControlPlane
+from console.lab.upstream.build import NFD, binary
 
 NS = "nfd-conformance"
 NODE = "nfd-node-1"
@@ -31,60 +30,25 @@ NODE = "nfd-node-1"
 @pytest.fixture
 def nfd_master(control_plane: ControlPlane, kubectl: Any, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     program = NFD["v0.19.0"]
-    crds = module_dir(program, NFD_MODULE) / "deployment" / "base" / "nfd-crds" / "nfd-api-crds.yaml"
-    kubectl("apply", "-f", str(crds))
+    kubectl("apply", "-f", str(crds(program)))
     kubectl("create", "namespace", NS)
-    # as a kubelet registers it, with labels and annotations: the master's JSON patch adds keys under both maps
-    # (a Node without them is answered 422)
-    _send(
-        kubectl,
-        "create",
-        tmp_path,
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": NODE,
-                "labels": {"kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux"},
-                "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
-            },
-        },
-    )
-    env = {**os.environ, "NODE_NAME": NODE, "KUBERNETES_NAMESPACE": NS}
-    log = (tmp_path / "nfd-master.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            str(binary(program, command="nfd-master")),
-            f"-kubeconfig={control_plane.root / 'admin.kubeconfig'}",
-            f"-port={free_port()}",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    send(kubectl, "create", tmp_path, node_object(NODE))
+    proc = start_master(control_plane, binary(program, command="nfd-master"), NODE, NS, tmp_path / "nfd-master.log")
     try:
         yield proc
     finally:
         proc.terminate()
         proc.wait(30)
-        log.close()
         kubectl("delete", "namespace", NS, "--wait=false")
         kubectl("delete", "node", NODE, "--wait=false")
         kubectl("delete", "nodefeaturerule", "conformance-kernel", "--ignore-not-found", "--wait=false")
-        kubectl("delete", "-f", str(crds), "--wait=false")  # the package's other tests share this control plane
-
-
-def _send(kubectl: Any, verb: str, tmp: Path, obj: dict[str, Any]) -> None:
-    """`kubectl create|apply -f` of `obj` (the fixture's kubectl takes no stdin)."""
-    path = tmp / f"{obj['kind']}.json"
-    path.write_text(json.dumps(obj))
-    kubectl(verb, "-f", str(path))
+        kubectl("delete", "-f", str(crds(program)))  # waited for: the package's other tests apply them again
 
 
 def test_the_real_master_labels_the_node_from_its_nodefeature_and_a_rule(
     nfd_master: Any, kubectl: Any, tmp_path: Path
 ) -> None:
-    _send(
+    send(
         kubectl,
         "apply",
         tmp_path,
@@ -98,7 +62,7 @@ def test_the_real_master_labels_the_node_from_its_nodefeature_and_a_rule(
             },
         },
     )
-    _send(
+    send(
         kubectl,
         "apply",
         tmp_path,
@@ -133,13 +97,6 @@ def test_the_real_master_labels_the_node_from_its_nodefeature_and_a_rule(
         },
     )
 
-    def labels() -> dict[str, str]:
-        node = json.loads(kubectl("get", "node", NODE, "-o", "json").stdout)
-        return {k: v for k, v in node["metadata"].get("labels", {}).items() if "feature.node.kubernetes.io" in k}
-
     assert nfd_master.poll() is None, "nfd-master exited"
-    wait_for(lambda: len(labels()) == 2, timeout=60, what="the real master's labels on the node")
-    assert labels() == {
-        "feature.node.kubernetes.io/kernel-major-6": "true",
-        "feature.node.kubernetes.io/from-worker": "yes",
-    }
+    wait_for(lambda: len(feature_labels(kubectl, NODE)) == 2, timeout=60, what="the real master's labels on the node")
+    assert feature_labels(kubectl, NODE) == {"kernel-major-6": "true", "from-worker": "yes"}
