@@ -14,7 +14,11 @@ reference "docker.io/library/X": docker.io/library/X: not found`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from pathlib import Path
+
+from console.lab.upstream import build
 
 # repository (as containerd names it) -> tags the lab's registries serve
 REGISTRY: dict[str, frozenset[str]] = {
@@ -62,6 +66,28 @@ def normalize(image: str) -> tuple[str, str]:
 def full_reference(image: str) -> str:
     repo, ref = normalize(image)
     return f"{repo}{ref}" if ref.startswith("@") else f"{repo}:{ref}"
+
+
+# repository -> the upstream program whose release tags the lab builds and runs (console/lab/containerfs.py)
+PROGRAM_IMAGES = {"registry.k8s.io/nfd/node-feature-discovery": build.NFD}
+
+
+def _program(image: str) -> build.Program | None:
+    repo, ref = normalize(image)
+    return PROGRAM_IMAGES.get(repo, {}).get(ref) if can_pull(image) else None
+
+
+def has_programs(image: str) -> bool:
+    """The lab runs this image's programs for real (cheap: nothing is built)."""
+    return _program(image) is not None
+
+
+@functools.cache
+def program_dir(image: str) -> Path | None:
+    """The directory of the image's programs, built from upstream's module (once; minutes the first time), or
+    None for an image the lab only pretends to run."""
+    program = _program(image)
+    return None if program is None else build.binary(program).parent
 
 
 def can_pull(image: str) -> bool:

@@ -30,6 +30,8 @@ from console.discovery.devices import (
     usb_labels,
 )
 from console.discovery.kernel import kernel_labels, parse_kernel_version
+from console.lab import nodehardware as NH
+from console.lab.nodehardware import BASE_MODULES, BASE_PCI, KCONFIG
 from console.lab.scenarios import HostOs, NodeSpec, PciDevice
 from console.nfd import versions as V
 from console.nfd.featurefile import read_features_dir
@@ -41,29 +43,8 @@ from console.nfd.model import Features
 # scenario spelling -> klauspost/cpuid name (what NFD labels)
 FLAG_ALIASES = {"CMPXCHG16B": "CX16"}
 
-# Loaded on every lab node (a kubeadm/kubespray node with containerd and kube-proxy in iptables mode)
-BASE_MODULES = ("overlay", "br_netfilter", "bridge", "stp", "llc", "nf_conntrack", "nf_nat", "nf_defrag_ipv4",
-                "nf_defrag_ipv6", "xt_conntrack", "xt_MASQUERADE", "xt_addrtype", "iptable_nat", "iptable_filter",
-                "ip_tables", "x_tables", "veth", "virtio_balloon", "psmouse")
-# modules.builtin of an Ubuntu generic kernel (a few; `kernel.enabledmodule` = loaded + these)
-BUILTIN_MODULES = ("virtio", "virtio_ring", "virtio_pci", "virtio_net", "virtio_blk", "ext4", "unix", "ipv6")
-
-# i440fx machine as Nova/libvirt defines it: host bridge, ISA/IDE/ACPI, std VGA, virtio NIC, disk, balloon
-BASE_PCI = (
-    PciDevice("8086", "1237", "0600"),
-    PciDevice("8086", "7000", "0601"),
-    PciDevice("8086", "7010", "0101"),
-    PciDevice("8086", "7113", "0680"),
-    PciDevice("1234", "1111", "0300"),
-    PciDevice("1af4", "1000", "0200", "1af4", "0001"),
-    PciDevice("1af4", "1001", "0100", "1af4", "0002"),
-    PciDevice("1af4", "1002", "00ff", "1af4", "0005"),
-)
-
-# kernel config options the lab's images set (a subset of Ubuntu's generic config)
-KCONFIG = {"NO_HZ": "y", "NO_HZ_IDLE": "y", "NO_HZ_COMMON": "y", "PREEMPT_VOLUNTARY": "y", "KVM_GUEST": "y",
-           "PARAVIRT": "y", "VIRTIO_NET": "y", "VIRTIO_BLK": "y", "VFIO": "m", "VFIO_PCI": "m", "VHOST_NET": "m",
-           "CGROUPS": "y", "MEMCG": "y", "HZ": "250", "LOCALVERSION": ""}
+# the nodes' hardware and kernel (console/lab/nodehardware.py: what the real nfd-worker reads from their files)
+BUILTIN_MODULES = tuple(path.rsplit("/", 1)[-1] for path in NH.BUILTIN_MODULES)
 
 
 def _pci_instance(d: PciDevice) -> dict[str, str]:

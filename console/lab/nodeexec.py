@@ -37,14 +37,17 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from pathlib import Path
 from typing import Any, Protocol, cast
 
-from console.lab import images, sandbox
+from console.lab import containerfs, images, sandbox
 from console.lab.apistore import ApiStore
+from console.lab.cpu import tracer
 from console.lab.guestroot import GuestRoot
 from console.lab.guestservices import KubeletControl
 from console.lab.podlogs import PodLogs
 from console.lab.recorder import EventRecorder, object_ref
+from console.lab.scenarios import CpuModel
 from console.lab.store import NotFound, Obj, WatchEvent, now_iso
 from console.lab.vm import Guest
 
@@ -96,9 +99,18 @@ def runs_to_completion(pod: Obj) -> bool:
             and all(container_argv(c) and images.can_pull(c.get("image", "")) for c in containers))
 
 
+def runs_programs(pod: Obj) -> bool:
+    """A pod whose every container's image the lab has real programs for (console/lab/containerfs.py), under any
+    restart policy: upstream NFD's master, worker and gc."""
+    spec = pod.get("spec", {})
+    containers = spec.get("containers") or []
+    return (bool(containers) and not spec.get("initContainers") and not is_node_debug_pod(pod)
+            and all(images.has_programs(c.get("image", "")) for c in containers))
+
+
 def runs_in_sandbox(pod: Obj) -> bool:
     """The pods NodeExec runs (the node's kubelet leaves their containers to it)."""
-    return is_node_debug_pod(pod) or runs_to_completion(pod)
+    return is_node_debug_pod(pod) or runs_to_completion(pod) or runs_programs(pod)
 
 
 def _containers(pod: Obj) -> list[Obj]:
@@ -178,6 +190,7 @@ def pod_conditions(pod: Obj, phase: str, stamp: str) -> list[Obj]:
     return out
 
 
+VOLUME_SYNC = 2.0  # seconds: the lab's kubelet sync of ConfigMap/Secret volumes (a real one's is a minute or more)
 BACKOFF = (10.0, 300.0)  # crash-loop back-off: pkg/kubelet/kubelet.go backOffPeriod, MaxCrashLoopBackOff
 WORKLOAD_TIMEOUT = 7 * 86400.0  # a workload command has no limit of its own; its pod's removal kills it
 
@@ -195,6 +208,9 @@ class NodeExec:
         poll: float = 0.05,
         timeout: float = 300.0,
         backoff: tuple[float, float] = BACKOFF,
+        cpus: dict[str, CpuModel] | None = None,
+        state_dir: Path | None = None,
+        volume_sync: float = VOLUME_SYNC,
     ) -> None:
         self.store = store
         self.logs = logs
@@ -204,6 +220,9 @@ class NodeExec:
         self.poll = poll
         self.timeout = timeout  # seconds a node-debug command may run before the lab kills it
         self.backoff = backoff  # (first, most) seconds before an OnFailure container starts again
+        self.cpus = cpus or {}  # node -> the CPU model its programs' CPUID answers with (console/lab/cpu)
+        self.state_dir = state_dir  # where the nodes' CPU tables are written (None: a directory beside the nodes')
+        self.volume_sync = volume_sync  # seconds between a running pod's looks at its ConfigMaps and Secrets
         self.faults: dict[str | None, set[str]] = {}
         self._recorders: dict[str, EventRecorder] = {}
         self._new: queue.SimpleQueue[Key] = queue.SimpleQueue()
@@ -219,6 +238,7 @@ class NodeExec:
         self._thread: threading.Thread | None = None
         self._unsub: Any = None
         self._running: set[Key] = set()
+        self._volumes: dict[str, containerfs.PodVolumes] = {}  # pod uid -> its volumes, while it runs
 
     # -- lifecycle -------------------------------------------------------------
     def start(self) -> None:
@@ -378,6 +398,8 @@ class NodeExec:
             now = self._pod(key)  # deleted before its removal could reach the cancel: it never starts
             if now is None or now["metadata"].get("uid") != uid or now["metadata"].get("deletionTimestamp"):
                 return
+            if runs_programs(pod) and not self._mount(key, uid, node, pod, cancel):
+                return
             started = now_iso()
             if not self._has_fault("exec-fail", node):  # the sandbox is up: every container starts at once
                 host_ip, pod_ip = self._ips(node, pod)
@@ -392,6 +414,7 @@ class NodeExec:
         finally:
             with self._lock:
                 self._cancels.pop(uid, None)
+                self._volumes.pop(uid, None)
 
     def _run_container(self, key: Key, uid: str, node: str, pod: Obj, container: Obj, cancel: threading.Event,
                        started: str) -> None:
@@ -401,7 +424,8 @@ class NodeExec:
         name, image = _cname(container), container.get("image", "")
         rec, ref = self._recorder(node), _ref(pod, container)
         debug = is_node_debug_pod(pod)
-        again = not debug and pod.get("spec", {}).get("restartPolicy") == "OnFailure"
+        policy = pod.get("spec", {}).get("restartPolicy", "Always")
+        again = not debug and policy in ("OnFailure", "Always")
         restarts, delay, last = 0, 0.0, cast(Obj, {})
         reason: str | None
         while True:
@@ -420,13 +444,13 @@ class NodeExec:
                     started = now_iso()
                     self._set(key, uid, name, {"running": {"startedAt": started}}, True, restarts, last)
                 rec.event(ref, "Normal", "Started", f"Started container {name}")
-                code, reason, message = self._command(key, node, container, cancel, debug)
+                code, reason, message = self._command(key, node, pod, container, cancel, debug)
             term: Obj = {"exitCode": code, "reason": reason or ("Completed" if code == 0 else "Error"),
                          "startedAt": started, "finishedAt": now_iso(),
                          "containerID": _container_id(uid, name, restarts)}
             if message:
                 term["message"] = message
-            if not again or code == 0 or cancel.is_set():
+            if not again or (code == 0 and policy == "OnFailure") or cancel.is_set():
                 self._when_kubelet_up(node, partial(self._set, key, uid, name, {"terminated": term}, False, restarts,
                                                     last))
                 return
@@ -446,7 +470,7 @@ class NodeExec:
             delay = min(delay * 2, self.backoff[1]) if delay else self.backoff[0]
             restarts += 1
 
-    def _command(self, key: Key, node: str, container: Obj, cancel: threading.Event,
+    def _command(self, key: Key, node: str, pod: Obj, container: Obj, cancel: threading.Event,
                  debug: bool) -> tuple[int, str | None, str | None]:
         """Run the container's command in the node's sandbox, its output into the pod log: (exit code, reason,
         message); 137 when killed (the lab's timeout for a node-debug command, the pod's removal)."""
@@ -459,15 +483,69 @@ class NodeExec:
         argv = container_argv(container) or ["sh"]
         env = {str(e["name"]): str(e.get("value", "")) for e in container.get("env") or []
                if e.get("name") and "valueFrom" not in e}
+        binds: dict[str, Path] = {}
         try:
+            if runs_programs(pod):
+                argv, env, binds = self._program(node, pod, container)
             res = sandbox.run(self.roots[node], argv, kubelet=self.kubelets.get(node),
                               timeout=self.timeout if debug else WORKLOAD_TIMEOUT, env=env, cancel=cancel,
                               on_kubelet_restart=lambda blocking: cut.set() if blocking else None,
-                              stdout=sink, merge_stderr=True)
+                              stdout=sink, merge_stderr=True, binds=binds, node_proc=bool(binds))
+        except (containerfs.VolumeError, tracer.CpuUnavailable) as e:
+            log.error("node exec on %s: %s", node, e)
+            return 128, "StartError", str(e)
         except sandbox.SandboxError as e:  # the lab host cannot run it: say why in the pod, as a StartError
             log.error("node exec on %s: %s", node, e)
             return 128, "StartError", str(e)
         return (137 if res.code is None else res.code), None, None
+
+    def _mount(self, key: Key, uid: str, node: str, pod: Obj, cancel: threading.Event) -> bool:
+        """Set up the pod's volumes, trying again as the kubelet's volume manager does while one cannot be
+        (a ConfigMap not created yet: Warning FailedMount); then keep them current while the pod runs. False: the
+        pod went first."""
+        host_ip, pod_ip = self._ips(node, pod)
+        volumes = containerfs.PodVolumes(pod, self.roots[node], self.store.get, self.store.client,
+                                         host_ip=host_ip, pod_ip=pod_ip)
+        while True:
+            try:
+                volumes.project()
+                break
+            except containerfs.VolumeError as e:
+                self._recorder(node).event(object_ref(pod), "Warning", "FailedMount", f"MountVolume.SetUp failed: {e}")
+                if cancel.wait(max(self.volume_sync, 1.0)):
+                    return False
+        with self._lock:
+            self._volumes[uid] = volumes
+        threading.Thread(target=self._sync_volumes, args=(volumes, cancel), name=f"lab-podvolumes-{key[1]}",
+                         daemon=True).start()
+        return True
+
+    def _sync_volumes(self, volumes: containerfs.PodVolumes, cancel: threading.Event) -> None:
+        """The kubelet's periodic sync of a running pod's ConfigMap and Secret volumes (its syncFrequency, a minute
+        by default, plus its object cache's TTL; the lab's is `volume_sync`)."""
+        while not cancel.wait(self.volume_sync) and not self._stop.is_set():
+            try:
+                volumes.refresh()
+            except Exception:  # a bad object must not end the sync
+                log.exception("volume sync of %s failed", volumes.pod["metadata"].get("name"))
+
+    def _program(self, node: str, pod: Obj, container: Obj) -> tuple[list[str], dict[str, str], dict[str, Path]]:
+        """argv, environment and binds of a container of a program image, on the node's CPU."""
+        with self._lock:
+            volumes = self._volumes.get(str(pod["metadata"].get("uid", "")))
+        if volumes is None:
+            raise containerfs.VolumeError("the pod's volumes are not set up")
+        url = self.store.client.url
+        host, _, port = url.split("://", 1)[-1].rpartition(":")
+        env = containerfs.environment(pod, container, self.store.get, api_host=host.strip("[]"), api_port=int(port),
+                                      host_ip=volumes.host_ip, pod_ip=volumes.pod_ip)
+        box = containerfs.container(pod, container, volumes, env)
+        cpu = self.cpus.get(node)
+        if cpu is None:
+            return box.argv, box.env, box.binds
+        state = self.state_dir or self.roots[node].root.parent / ".cpu"
+        on_cpu = tracer.on_cpu(cpu, state / node)
+        return [*on_cpu.argv, *box.argv], box.env, {**box.binds, **on_cpu.binds}
 
     def _ips(self, node: str, pod: Obj) -> tuple[str, str]:
         """(host IP, pod IP): a pod on the host's network (a node-debug pod) has the node's address."""

@@ -61,6 +61,7 @@ RESOURCES: dict[str, ResourceType] = {
         # NFD's CRDs (console/lab/nfd_deploy.py creates them for the versions that have them)
         ResourceType("nodefeatures", "NodeFeature", NFD_GROUP, "v1alpha1", True, custom=True),
         ResourceType("nodefeaturerules", "NodeFeatureRule", NFD_GROUP, "v1alpha1", False, custom=True),
+        ResourceType("nodefeaturegroups", "NodeFeatureGroup", NFD_GROUP, "v1alpha1", True, STATUS, custom=True),
         # the lab's RBAC users (console/lab/rbac_policy.py)
         ResourceType("clusterroles", "ClusterRole", RBAC_GROUP, "v1", False),
         ResourceType("clusterrolebindings", "ClusterRoleBinding", RBAC_GROUP, "v1", False),

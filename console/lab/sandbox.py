@@ -83,24 +83,48 @@ def _host_links() -> list[str]:
     return args
 
 
-def _proc_overlays(root: GuestRoot) -> list[str]:
-    """Bind each of the node's /proc files over the sandbox procfs's file of the same name."""
+def _proc_overlays(root: GuestRoot, *, composed: bool = False) -> list[str]:
+    """Bind each of the node's /proc files over the sandbox procfs's file of the same name; `composed`: also the
+    node's top-level files the lab host's procfs lacks (see `_composed_proc`)."""
     args: list[str] = []
     base = root.path("/proc")
     for dirpath, _dirs, names in os.walk(base):
         for name in sorted(names):
             rel = (Path(dirpath) / name).relative_to(base)
-            if (Path("/proc") / rel).is_file():  # procfs has the same names on every Linux
+            top_level = len(rel.parts) == 1
+            if (Path("/proc") / rel).is_file() or (composed and top_level):  # procfs has the same names everywhere
                 args += ["--bind", str(base / rel), f"/proc/{rel.as_posix()}"]
     return args
 
 
+# the lab host kernel's own build facts: a node's kernel is another (an Ubuntu kernel has no /proc/config.gz)
+HOST_KERNEL_ONLY = ("config.gz",)
+LAB_PROC = "/.lab-proc"
+
+
+def _composed_proc(root: GuestRoot) -> list[str]:
+    """/proc as a directory of links into a procfs mounted at LAB_PROC, the node's top-level files in place of the
+    lab host's: a kernel built without modules has no /proc/modules and procfs takes no new files, so a program
+    that reads the node's /proc/modules (nfd-worker: never through its /host- prefix) needs /proc to be a plain
+    directory. /proc/self, /proc/sys, … are procfs's own; the /proc/<pid> of a process started later is not there
+    (`ps` needs the plain procfs: the default)."""
+    node = {p.name for p in root.path("/proc").iterdir() if p.is_file()} if root.path("/proc").is_dir() else set()
+    args = ["--proc", LAB_PROC, "--dir", "/proc"]
+    for name in sorted(os.listdir("/proc")):
+        if name.isdigit() or name in node or name in HOST_KERNEL_ONLY:
+            continue
+        # relative: bwrap makes the mount points of later binds through these links before it enters the root
+        args += ["--symlink", f"..{LAB_PROC}/{name}", f"/proc/{name}"]
+    return args
+
+
 def bwrap_args(root: GuestRoot, run_dir: Path, *, hostname: str, env: Mapping[str, str], cwd: str = "/",
-               hook: bool = False, source_d: Path | None = None, binds: Mapping[str, Path] | None = None) -> list[str]:
+               hook: bool = False, source_d: Path | None = None, binds: Mapping[str, Path] | None = None,
+               node_proc: bool = False) -> list[str]:
     """The bwrap command line (without the command) for one run on `root`; `source_d`: the host directory a
     hook's nfd-worker has at source.d when it is not the node's own (a ConfigMap volume's projection);
     `binds`: more of the lab host's files or directories, read-only, at the given paths (a container image's
-    programs, a pod's volumes)."""
+    programs, a pod's volumes); `node_proc`: /proc composed from the node's files (`_composed_proc`)."""
     shims, control = run_dir / "bin", run_dir / "ctl"
     nfd = "/etc/kubernetes/node-feature-discovery"
     args = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-uts",
@@ -111,12 +135,12 @@ def bwrap_args(root: GuestRoot, run_dir: Path, *, hostname: str, env: Mapping[st
     # node's read-only files stay so (no CAP_DAC_OVERRIDE); `chroot /host` still works
     args += ["--cap-drop", "ALL", "--cap-add", "CAP_SYS_CHROOT"]
     args += ["--ro-bind", "/usr", "/usr", *_host_links(), "--ro-bind", str(shims), "/usr/local/sbin",
-             "--proc", "/proc", "--dev", "/dev"]
+             *(_composed_proc(root) if node_proc else ["--proc", "/proc"]), "--dev", "/dev"]
     for d in NODE_DIRS:
         args += ["--bind", str(root.path(d)), d]
     if os.path.isdir("/etc/alternatives"):  # Debian's /usr/bin/awk, editor, … point through it
         args += ["--ro-bind", "/etc/alternatives", "/etc/alternatives"]
-    args += _proc_overlays(root)
+    args += _proc_overlays(root, composed=node_proc)
     args += ["--bind", str(control), CONTROL_DIR]
     # the node's root at /host, complete enough to chroot into
     args += ["--bind", str(root.root), "/host", "--ro-bind", "/usr", "/host/usr",
@@ -145,7 +169,7 @@ def run(root: GuestRoot, argv: Sequence[str], *, stdin: str = "", timeout: float
         kubelet: KubeletControl | None = None, on_kubelet_restart: Callable[[bool], None] | None = None,
         stdout: Sink | None = None, stderr: Sink | None = None, merge_stderr: bool = False,
         hook: bool = False, source_d: Path | None = None, binds: Mapping[str, Path] | None = None,
-        cancel: threading.Event | None = None) -> Result:
+        node_proc: bool = False, cancel: threading.Event | None = None) -> Result:
     """Run `argv` on the node `root` (exec form: no shell unless argv is one).
 
     `stdout`/`stderr` receive the output as it comes (the pod log, an SSH channel); `merge_stderr` sends
@@ -166,7 +190,7 @@ def run(root: GuestRoot, argv: Sequence[str], *, stdin: str = "", timeout: float
         for sub in ("ctl/req", "ctl/resp"):
             (run_dir / sub).mkdir(parents=True)
         cmd = bwrap_args(root, run_dir, hostname=hostname, env=full_env, cwd=cwd, hook=hook,
-                         source_d=source_d, binds=binds) + list(argv)
+                         source_d=source_d, binds=binds, node_proc=node_proc) + list(argv)
         return _Runner(root, run_dir / "ctl", kubelet, on_kubelet_restart, max_output).run(
             cmd, stdin, timeout, stdout, stderr, merge_stderr, cancel)
     finally:

@@ -347,6 +347,18 @@ def _custom(resource: str) -> bool:
     return rt is not None and rt.custom
 
 
+def scenario_nfd_objects(scenario: Scenario) -> list[tuple[str, Obj]]:
+    """The scenario's own NFD objects (NodeFeatureRules: custom resources, served once their CRDs are
+    established), without status."""
+    out = []
+    for resource, obj in scenario.objects:
+        if _custom(resource):
+            obj = copy.deepcopy(obj)
+            obj.pop("status", None)
+            out.append((resource, obj))
+    return out
+
+
 def upstream_nfd_objects(scenario: Scenario) -> list[tuple[str, Obj]]:
     """The scenario's NFD as a user applies it to a real cluster: NFD's manifests with their service accounts
     and RBAC, without status (the apiextensions controllers set a CRD's conditions, the namespace controller a

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from console.lab import seed
 from console.lab.loop import LoopThread
+from console.lab.nfd_release import program as nfd_release_program
 from console.lab.podlogs import PodLogs
 from console.lab.scenarios import Scenario
 from console.lab.statedir import StateDir
@@ -82,6 +83,10 @@ class Lab:
         self.node_exec: Any = None
         self.fleet: Any = None
         self.nfd: Any = None
+        # the scenario's NFD release runs for real (upstream's programs in the pods its manifests make) or, for a
+        # release the lab does not build, as the lab's simulation (console/lab/nfd_sim.py)
+        self.real_nfd = nfd_release_program(self.scenario) is not None
+        self._nfd_release_objects: list[tuple[str, dict[str, Any]]] | None = None
         self._crds_established = 0.0  # monotonic time the lab saw NFD's CRDs Established
         self.sshd: Any = None
         self.ssh_config: Path | None = None
@@ -334,7 +339,7 @@ class Lab:
             self.store.create("pods", seed.pod_object(pod))
         # NFD's DaemonSet and Deployment come once the nodes are Ready (_start_nfd), the workloads too
         # (_seed_workloads)
-        self._seed_nfd(progress, [(r, o) for r, o in seed.upstream_nfd_objects(sc) if r not in _NFD_WORKLOADS])
+        self._seed_nfd(progress, [(r, o) for r, o in self._nfd_objects() if r not in _NFD_WORKLOADS])
 
     def _load_scale_world(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
                           progress: Progress) -> None:
@@ -406,6 +411,7 @@ class Lab:
         specs = {n.name: n for n in sc.nodes}
         guests = {}
         from console.lab.guestroot import GuestRoot
+        from console.lab.nodehardware import hardware_files
 
         # the nodes' disks are new with the lab's VMs: nothing of an earlier run (a CPU manager checkpoint, hooks)
         shutil.rmtree(self.state.root / "guests", ignore_errors=True)
@@ -417,6 +423,8 @@ class Lab:
             self._stack.append(root.attach(guest, hostname=vm.node_name, kernel_release=sc.host_os.kernel_release,
                                            os_release=sc.host_os.os_release))
             self.guest_roots[vm.node_name] = root
+            for path, text in hardware_files(specs[vm.node_name], sc.host_os).items():
+                root.write(path, text)
             seed.write_guest_files(specs[vm.node_name], root)
             guests[vm.node_name] = guest
             kubelet = Kubelet(
@@ -434,7 +442,9 @@ class Lab:
             kubelet.start()
             self.kubelets[vm.node_name] = kubelet
             self._stack.append(kubelet.stop)
-        self.node_exec = NodeExec(self.store, self.logs, guests, self.kubelets, roots=self.guest_roots)
+        self.node_exec = NodeExec(self.store, self.logs, guests, self.kubelets, roots=self.guest_roots,
+                                  cpus={spec.name: spec.cpu for spec in self.scenario.nodes},
+                                  state_dir=self.state.root / "cpus")
         self.node_exec.start()
         self._stack.append(self.node_exec.stop)
         self._start_kubelet_servers()  # upstream's kube-scheduler and kube-controller-manager do the rest
@@ -483,16 +493,36 @@ class Lab:
 
         self._stack.append(stop)
 
+    def _nfd_objects(self) -> list[tuple[str, dict[str, Any]]]:
+        """The scenario's NFD: a release the lab builds as its own manifests deploy it (console/lab/nfd_release.py),
+        an older one as the lab's simulation reads it (seed.upstream_nfd_objects); then the scenario's own NFD
+        objects (NodeFeatureRules)."""
+        from console.lab import nfd_release
+
+        if self._nfd_release_objects is None:
+            if self.real_nfd:
+                try:
+                    release = nfd_release.objects(self.scenario, self.state.root / "nfd-release")
+                except nfd_release.ReleaseError as e:
+                    raise LabError(str(e)) from e
+                self._nfd_release_objects = [*release, *seed.scenario_nfd_objects(self.scenario)]
+            else:
+                self._nfd_release_objects = seed.upstream_nfd_objects(self.scenario)
+        return self._nfd_release_objects
+
     def _start_nfd(self, progress: Progress) -> None:
         from console.lab.nfd_sim import NfdSim
 
         # NFD's DaemonSet and Deployment once the nodes are Ready and schedulable, as NFD is installed on a
         # running cluster: nfd-master's pod meets every node, its preferred node affinity picks the control
         # plane (the rest of NFD's objects came with the seed, _seed)
-        workloads = [(r, o) for r, o in seed.upstream_nfd_objects(self.scenario) if r in _NFD_WORKLOADS]
+        workloads = [(r, o) for r, o in self._nfd_objects() if r in _NFD_WORKLOADS]
         if workloads:
             self._wait_schedulable(len(self.vms), progress)
             self._seed_nfd(progress, workloads)
+        if self.real_nfd:  # its pods are the node agents' to run (console/lab/nodeexec.py)
+            progress(f"NFD {self.scenario.nfd_version}: upstream's nfd-master, nfd-worker and nfd-gc in their pods")
+            return
         if self._crds_established:
             # kube-apiserver holds a custom object's create for 2s after its CRD became Established
             # (k8s.io/apiextensions-apiserver pkg/apiserver/customresource_handler.go, "justCreated"): on a
@@ -509,14 +539,14 @@ class Lab:
         resource once its CRD is Established (served, and in discovery). The DaemonSet's and the Deployment's pods
         are then the controllers', bound by kube-scheduler and the DaemonSet controller and run by the kubelet
         agents."""
-        from console.lab.resources import CRD_RESOURCE
+        from console.lab.resources import CRD_RESOURCE, rtype
         from console.lab.store import StoreError
 
         progress(f"creating {len(objects)} objects of NFD {self.scenario.nfd_version}")
         crds = [o["metadata"]["name"] for r, o in objects if r == CRD_RESOURCE]
         for resource, obj in objects:
             try:
-                if crds and resource != CRD_RESOURCE:
+                if crds and rtype(resource).custom:
                     self._wait_established(crds, timeout)
                     crds = []
                 self.store.create(resource, obj)
@@ -633,6 +663,9 @@ class Lab:
         # nfd-worker's DaemonSet pods start once their nodes are Ready: wait for their first labels
         if self.nfd is not None and not self.nfd.wait_labelled(max(1.0, deadline - time.monotonic())):
             log.warning("lab: NFD had not labelled every node when the lab became ready")
+        if self.real_nfd and not wait_for(self._nfd_labelled, timeout=max(1.0, deadline - time.monotonic()),
+                                          interval=0.1):
+            log.warning("lab: NFD had not labelled every node its workers run on when the lab became ready")
         # and for NFD's own pods (what the nodes' requests and usage include) to be Running
         if not wait_for(self._nfd_pods_running, timeout=max(0.0, deadline - time.monotonic()), interval=0.05):
             log.warning("lab: NFD's pods were not all Running when the lab became ready")
@@ -667,6 +700,19 @@ class Lab:
         if not wait_for(started, timeout=timeout, interval=0.2):
             log.warning("lab: not every bound pod had started after %.0fs", timeout)
         return time.time()
+
+    def _nfd_labelled(self) -> bool:
+        """Every node with a running nfd-worker pod has NFD's labels (the real master wrote them)."""
+        pods, _ = self.store.list("pods", self.scenario.nfd.namespace)
+        nodes = {p["spec"].get("nodeName") for p in pods if (p.get("status") or {}).get("phase") == "Running"
+                 and any(c.get("name") == "nfd-worker" for c in p["spec"].get("containers") or [])}
+        if not nodes:
+            return False
+        for name in nodes:
+            labels = self.store.get("nodes", None, name)["metadata"].get("labels") or {}
+            if not any(k.startswith("feature.node.kubernetes.io/") for k in labels):
+                return False
+        return True
 
     def _nfd_pods_running(self) -> bool:
         ns = self.scenario.nfd.namespace

@@ -46,7 +46,8 @@ class Program:
         return m.group(1)
 
     def binaries(self) -> tuple[str, ...]:
-        return tuple(self.name if c == "." else c.rsplit("/", 1)[-1] for c in self.commands)
+        # named as `go build` names them: the last path element, a major version suffix (/v5) skipped
+        return tuple(self.name if c == "." else re.sub(r"/v[0-9]+$", "", c).rsplit("/", 1)[-1] for c in self.commands)
 
     def ldflags(self) -> list[str]:
         flags = ["-s", "-w"]
@@ -76,12 +77,13 @@ def _nfd(version: str, commands: tuple[str, ...] = ("nfd-master", "nfd-worker", 
 
 KUBE = Program("kube")
 METRICS_SERVER = Program("metrics-server")
+KUSTOMIZE = Program("kustomize", ("sigs.k8s.io/kustomize/kustomize/v5",))  # renders NFD's own overlays
 # the NFD releases the lab runs; the Go module proxy here serves v0.7.0, v0.9.0, v0.16.6, v0.17.0, v0.17.2, v0.17.3,
 # v0.18.2, v0.18.3 and v0.19.0 of those tried, and refuses the rest (docs/CONTRIBUTING.md)
 NFD = {p.name.removeprefix("nfd-"): p for p in (
     _nfd("v0.9.0", ("nfd-master", "nfd-worker")), _nfd("v0.16.6"), _nfd("v0.18.3"), _nfd("v0.19.0"))}
-PROGRAMS = (KUBE, METRICS_SERVER, *NFD.values())
-LAB = (KUBE, METRICS_SERVER)  # what `console lab` runs today: a first `./dev lab` builds no more than that
+PROGRAMS = (KUBE, METRICS_SERVER, KUSTOMIZE, *NFD.values())
+LAB = (KUBE, METRICS_SERVER, KUSTOMIZE, NFD["v0.19.0"])  # what the default lab runs: a first `./dev lab` builds no more
 
 
 def cache_root() -> Path:

@@ -1,0 +1,122 @@
+"""NFD as its release deploys it: the release's own kustomize overlay, rendered by upstream's kustomize.
+
+For a scenario whose NFD release the lab builds (console/lab/upstream/build.py NFD), the objects the lab creates
+through the API server are `kustomize build` of an overlay of the lab's over the release's
+deployment/overlays/default (in the release's module source, Go's module cache) — an admin's way of customising
+it — which sets what the scenario sets: the namespace, nfd-worker.conf and nfd-master.conf (configMapGenerator,
+behavior replace: the release's ConfigMaps with the scenario's data, names hashed as kustomize hashes them), the
+master's extra args, and the worker's tolerations (the control plane's, so that node is labelled too, as
+gpu-operator's NFD values do, and the scenario's). The master, worker and gc pods are then the controllers', run
+by the lab's node agent as real processes (console/lab/nodeexec.py, console/lab/containerfs.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from console.lab.resources import RESOURCES
+from console.lab.scenarios import Scenario
+from console.lab.upstream import build
+
+Obj = dict[str, Any]
+# a control plane's taint under both names kubeadm has used (the lab's clusters are of the `master` era)
+CONTROL_PLANE_TOLERATIONS = tuple(
+    {"key": f"node-role.kubernetes.io/{role}", "operator": "Exists", "effect": "NoSchedule"}
+    for role in ("master", "control-plane")
+)
+OVERLAY = "deployment/overlays/default"
+
+
+class ReleaseError(Exception):
+    """The release's manifests could not be rendered; the message says why."""
+
+
+def program(scenario: Scenario) -> build.Program | None:
+    """The scenario's NFD release when the lab builds that very release and it has a kustomize overlay (v0.10+)."""
+    prog = build.NFD.get(scenario.nfd_version)
+    if prog is None or int(scenario.nfd_version.split(".")[1]) < 10:
+        return None
+    return prog
+
+
+def kustomization(scenario: Scenario, release_overlay: Path, work_dir: Path) -> Obj:
+    """The lab's overlay over the release's, with its files written into `work_dir`."""
+    nfd = scenario.nfd
+    doc: Obj = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [os.path.relpath(release_overlay, work_dir)],
+    }  # kustomize refuses absolute roots
+    if nfd.namespace != "node-feature-discovery":
+        doc["namespace"] = nfd.namespace
+    generators = []
+    for name, key, text in (
+        ("nfd-worker-conf", "nfd-worker.conf", nfd.worker_config),
+        ("nfd-master-conf", "nfd-master.conf", nfd.master_config),
+    ):
+        if text:
+            (work_dir / key).write_text(text)
+            generators.append({"name": name, "behavior": "replace", "files": [key]})
+    if generators:
+        doc["configMapGenerator"] = generators
+    tolerations = [*CONTROL_PLANE_TOLERATIONS, *(dict(t) for t in nfd.worker_tolerations)]
+    patches = [
+        {
+            "target": {"kind": "DaemonSet", "name": "nfd-worker"},
+            "patch": yaml.safe_dump([{"op": "add", "path": "/spec/template/spec/tolerations", "value": tolerations}]),
+        }
+    ]
+    if nfd.master_args:
+        patches.append(
+            {
+                "target": {"kind": "Deployment", "name": "nfd-master"},
+                "patch": yaml.safe_dump(
+                    [{"op": "add", "path": "/spec/template/spec/containers/0/args", "value": list(nfd.master_args)}]
+                ),
+            }
+        )
+    doc["patches"] = patches
+    return doc
+
+
+def render(scenario: Scenario, work_dir: Path) -> list[Obj]:
+    """`kustomize build` of the lab's overlay for the scenario: the objects, in kustomize's order."""
+    prog = program(scenario)
+    if prog is None:
+        raise ReleaseError(f"the lab does not build NFD {scenario.nfd_version} with its kustomize manifests")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    doc = kustomization(scenario, build.module_dir(prog, build.NFD_MODULE) / OVERLAY, work_dir)
+    (work_dir / "kustomization.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    done = subprocess.run(
+        [str(build.binary(build.KUSTOMIZE)), "build", str(work_dir)], capture_output=True, text=True, timeout=120
+    )
+    if done.returncode != 0:
+        raise ReleaseError(f"kustomize build of NFD {scenario.nfd_version} failed: {done.stderr.strip()[-2000:]}")
+    return [o for o in yaml.safe_load_all(done.stdout) if o]
+
+
+def resource_of(obj: Obj) -> str:
+    """The lab's resource key for an object's kind (console/lab/resources.py)."""
+    group = obj.get("apiVersion", "v1").rpartition("/")[0]
+    for key, rt in RESOURCES.items():
+        if rt.kind == obj.get("kind") and rt.group == group:
+            return key
+    raise ReleaseError(f"NFD's manifests hold a {obj.get('kind')} ({obj.get('apiVersion')}) the lab does not create")
+
+
+def objects(scenario: Scenario, work_dir: Path) -> list[tuple[str, Obj]]:
+    """The release's objects as (resource, object) without status, minus a Namespace the scenario already
+    creates."""
+    out = []
+    for obj in render(scenario, work_dir):
+        obj.pop("status", None)  # as `kubectl apply` sends it: the controllers set the status (a CRD's conditions)
+        resource = resource_of(obj)
+        if resource == "namespaces" and obj["metadata"]["name"] in scenario.namespaces:
+            continue
+        out.append((resource, obj))
+    return out
