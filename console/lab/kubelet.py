@@ -384,11 +384,12 @@ class Kubelet:
             info = status.get("nodeInfo") or {}
             notes["rebooted"] = bool(info.get("bootID")) and info.get("bootID") != self.guest.boot_id
             notes["was_ready"] = condition(node, "Ready").get("status")
-            # extended resources (domain-prefixed names, e.g. from NFD) are kept, as a real kubelet keeps them
+            # extended resources (domain-prefixed names, e.g. from NFD) are kept in capacity and, as every capacity
+            # resource, made allocatable, less nothing reserved; one gone from capacity leaves allocatable too
+            # (pkg/kubelet/nodestatus/setters.go MachineInfo)
             extended = {k: v for k, v in (status.get("capacity") or {}).items() if "/" in k}
-            extended_alloc = {k: v for k, v in (status.get("allocatable") or {}).items() if "/" in k}
             status["capacity"] = {**extended, **self.capacity}
-            status["allocatable"] = {**extended_alloc, **self._allocatable()}
+            status["allocatable"] = {**extended, **self._allocatable()}
             status["conditions"] = conditions(node, ready, stamp)
             status["addresses"] = [{"type": "InternalIP", "address": self.internal_ip},
                                    {"type": "Hostname", "address": self.node_name}]

@@ -2,12 +2,13 @@
 
 For a scenario whose NFD release the lab builds (console/lab/upstream/build.py NFD), the objects the lab creates
 through the API server are `kustomize build` of an overlay of the lab's over the release's
-deployment/overlays/default (in the release's module source, Go's module cache) — an admin's way of customising
-it — which sets what the scenario sets: the namespace, nfd-worker.conf and nfd-master.conf (configMapGenerator,
-behavior replace: the release's ConfigMaps with the scenario's data, names hashed as kustomize hashes them), the
-master's extra args, and the worker's tolerations (the control plane's, so that node is labelled too, as
-gpu-operator's NFD values do, and the scenario's). The master, worker and gc pods are then the controllers', run
-by the lab's node agent as real processes (console/lab/nodeexec.py, console/lab/containerfs.py).
+deployment/overlays/default (in the release's module source, Go's module cache) — an admin's way of customising it —
+which sets what the scenario sets: the namespace, nfd-worker.conf and nfd-master.conf (configMapGenerator, behavior
+replace: the release's ConfigMaps with the scenario's data, names hashed as kustomize hashes them), the master's
+extra args, and the worker's tolerations (the control plane's, so that node is labelled too, as gpu-operator's NFD
+values do, and the scenario's); nfd-master and nfd-gc tolerate and prefer the control plane. The master, worker and
+gc pods are then the controllers', run by the lab's node agent as real processes (console/lab/nodeexec.py,
+console/lab/containerfs.py).
 """
 
 from __future__ import annotations
@@ -71,6 +72,17 @@ def kustomization(scenario: Scenario, release_overlay: Path, work_dir: Path) -> 
             "patch": yaml.safe_dump([{"op": "add", "path": "/spec/template/spec/tolerations", "value": tolerations}]),
         }
     ]
+    # nfd-master and nfd-gc on the control plane, as the Helm chart's master.tolerations (both taints) place the
+    # master; the gc too, so their requests are on one node in every run (kube-scheduler breaks ties at random)
+    prefer_cp = {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {
+        "matchExpressions": [{"key": "node-role.kubernetes.io/control-plane", "operator": "In", "values": [""]}]}}]}
+    for name in ("nfd-master", "nfd-gc"):
+        patches.append({"target": {"kind": "Deployment", "name": name},
+                        "patch": yaml.safe_dump([
+                            {"op": "add", "path": "/spec/template/spec/tolerations",
+                             "value": list(CONTROL_PLANE_TOLERATIONS)},
+                            {"op": "add", "path": "/spec/template/spec/affinity", "value": {"nodeAffinity": prefer_cp}},
+                        ])})
     if nfd.master_args:
         patches.append(
             {

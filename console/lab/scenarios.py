@@ -39,9 +39,11 @@ class CpuModel:
     flags: tuple[str, ...]
 
 
-_BASE_FLAGS = ("SSE4", "SSE42", "AESNI", "POPCNT", "CMPXCHG16B", "MOVBE", "RDRAND", "X87", "FXSR", "OSXSAVE")
+_BASE_FLAGS = ("SSSE3", "SSE4", "SSE42", "CLMUL", "AESNI", "POPCNT", "CMPXCHG16B", "MOVBE", "RDRAND", "RDTSCP",
+               "X87", "FXSR", "OSXSAVE")
 HASWELL = CpuModel(
-    "Intel", 6, 63, "Intel Xeon E5-2690 v3 (Haswell)", (*_BASE_FLAGS, "AVX", "AVX2", "FMA3", "BMI1", "BMI2", "F16C")
+    "Intel", 6, 63, "Intel Xeon E5-2690 v3 (Haswell)",
+    (*_BASE_FLAGS, "AVX", "AVX2", "FMA3", "BMI1", "BMI2", "F16C", "LZCNT", "ERMS"),
 )
 SKYLAKE = CpuModel(
     "Intel",

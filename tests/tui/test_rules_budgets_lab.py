@@ -104,35 +104,6 @@ def kubectl(lab: Lab, *args: str, timeout: float = 60) -> subprocess.CompletedPr
     return subprocess.run(["kubectl", *args], capture_output=True, text=True, env=env, timeout=timeout)
 
 
-def test_api_server_answers_while_nfd_master_evaluates_a_pathological_rule(default_lab: Lab, tmp_path: Path) -> None:
-    rule = tmp_path / "slow.yaml"
-    rule.write_text(PATHOLOGICAL)
-    applied = kubectl(default_lab, "apply", "-f", str(rule))
-    assert applied.returncode == 0, applied.stderr
-    try:
-        # while the lab's nfd-master works through 40 over-budget templates per node, GETs still answer
-        slowest = 0.0
-        failed: list[str] = []
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            t0 = time.monotonic()
-            got = kubectl(default_lab, "get", "nodes", "-o", "name", timeout=30)
-            slowest = max(slowest, time.monotonic() - t0)
-            assert got.returncode == 0, got.stderr
-            events = kubectl(default_lab, "get", "events", "-A", "--field-selector", "reason=RuleFailed", "-o",
-                             "jsonpath={range .items[*]}{.message}{'\\n'}{end}")
-            failed = [m for m in events.stdout.splitlines() if "slow-" in m]
-            if len({m.split("rule '")[1].split("'")[0] for m in failed if "rule '" in m}) == RULES:
-                break
-        assert len({m.split("rule '")[1].split("'")[0] for m in failed if "rule '" in m}) == RULES, failed[:3]
-        # the step budget, or on a loaded machine its wall-time backstop
-        assert all("template execution exceeded its budget of" in m for m in failed), failed[:3]
-        print(f"slowest GET while nfd-master evaluated: {slowest:.2f} s")
-        assert slowest < 10, f"a GET took {slowest:.1f} s while nfd-master evaluated"  # generous: it was > 60 s
-    finally:
-        kubectl(default_lab, "delete", "-f", str(rule))
-
-
 REDOS_RULE = """apiVersion: nfd.k8s-sigs.io/v1alpha1
 kind: NodeFeatureRule
 metadata: {name: redos-tui}

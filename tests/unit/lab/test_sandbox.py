@@ -258,3 +258,21 @@ def test_run_hook_as_nfd_worker(node):
     os.chmod(slow, 0o755)
     code, out, _, timed_out = sandbox.run_hook(root, f"{NFD_SOURCE_D}/slow", timeout=1, max_output=65536)
     assert (code, timed_out) == (None, True)
+
+
+def test_a_program_containers_proc_is_the_nodes(node):
+    """nfd-worker reads /proc/modules, never through its /host- prefix (NFD source/kernel/modules.go): with
+    node_proc the node's file is there even where the lab host's kernel has no modules (procfs takes no new files),
+    the host kernel's own /proc/config.gz is not, and procfs's own entries (self, sys) still answer."""
+    root, _guest = node
+    root.write("/proc/modules", "vfio_pci 16384 0 - Live 0x0000000000000000\n")
+    script = "cat /proc/modules; test -e /proc/config.gz && echo leaked; readlink /proc/self/exe; " \
+             "cat /proc/sys/kernel/osrelease; grep -c ^processor /proc/cpuinfo"
+    res = sandbox.run(root, ["sh", "-c", script], node_proc=True, timeout=30)
+    assert res.code == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == "vfio_pci 16384 0 - Live 0x0000000000000000"
+    assert "leaked" not in lines
+    assert lines[1].endswith("/readlink")  # /proc/self: procfs's own link, through the composed /proc
+    assert lines[2] == root.read("/proc/sys/kernel/osrelease").strip()
+    assert lines[3] == "8"  # the node's cpuinfo: 8 online CPUs
