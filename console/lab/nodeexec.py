@@ -30,6 +30,7 @@ kills them. Any other pod (long-running, or with a container that names no comma
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import queue
@@ -230,6 +231,7 @@ class NodeExec:
         self._waiting: list[Key] = []
         self._finishing: list[tuple[str, Callable[[], None]]] = []  # (node, post) until its kubelet is back
         self._cancels: dict[str, threading.Event] = {}  # pod uid -> set once the pod is removed or the lab stops
+        self._terminating: dict[str, threading.Event] = {}  # pod uid -> set once its graceful delete began
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-nodeexec")
@@ -299,6 +301,13 @@ class NodeExec:
                 cancel = self._cancels.get(meta.get("uid", ""))
             if cancel is not None:
                 cancel.set()
+            return
+        if meta.get("deletionTimestamp") and runs_programs(ev.object):
+            # a graceful delete: the kubelet stops the containers (SIGTERM) and removes the pod once they ended,
+            # or after the grace period (console/lab/kubelet.py)
+            with self._lock:
+                terminate = self._terminating.setdefault(meta.get("uid", ""), threading.Event())
+            terminate.set()
             return
         self._consider(ev.object)
 
@@ -411,10 +420,14 @@ class NodeExec:
             self._run_container(key, uid, node, pod, containers[0], cancel, started)
             for thread in others:
                 thread.join()
+            if self._terminate(uid).is_set() and not cancel.is_set():  # stopped before its grace period ran out
+                with contextlib.suppress(NotFound):
+                    self.store.delete("pods", *key, grace_seconds=0)
         finally:
             with self._lock:
                 self._cancels.pop(uid, None)
                 self._volumes.pop(uid, None)
+                self._terminating.pop(uid, None)
 
     def _run_container(self, key: Key, uid: str, node: str, pod: Obj, container: Obj, cancel: threading.Event,
                        started: str) -> None:
@@ -450,7 +463,7 @@ class NodeExec:
                          "containerID": _container_id(uid, name, restarts)}
             if message:
                 term["message"] = message
-            if not again or (code == 0 and policy == "OnFailure") or cancel.is_set():
+            if not again or (code == 0 and policy == "OnFailure") or cancel.is_set() or self._terminate(uid).is_set():
                 self._when_kubelet_up(node, partial(self._set, key, uid, name, {"terminated": term}, False, restarts,
                                                     last))
                 return
@@ -490,7 +503,8 @@ class NodeExec:
             res = sandbox.run(self.roots[node], argv, kubelet=self.kubelets.get(node),
                               timeout=self.timeout if debug else WORKLOAD_TIMEOUT, env=env, cancel=cancel,
                               on_kubelet_restart=lambda blocking: cut.set() if blocking else None,
-                              stdout=sink, merge_stderr=True, binds=binds, node_proc=bool(binds))
+                              stdout=sink, merge_stderr=True, binds=binds, node_proc=bool(binds),
+                              terminate=self._terminate(str(pod["metadata"].get("uid", ""))) if binds else None)
         except (containerfs.VolumeError, tracer.CpuUnavailable) as e:
             log.error("node exec on %s: %s", node, e)
             return 128, "StartError", str(e)
@@ -498,6 +512,10 @@ class NodeExec:
             log.error("node exec on %s: %s", node, e)
             return 128, "StartError", str(e)
         return (137 if res.code is None else res.code), None, None
+
+    def _terminate(self, uid: str) -> threading.Event:
+        with self._lock:
+            return self._terminating.setdefault(uid, threading.Event())
 
     def _mount(self, key: Key, uid: str, node: str, pod: Obj, cancel: threading.Event) -> bool:
         """Set up the pod's volumes, trying again as the kubelet's volume manager does while one cannot be

@@ -26,9 +26,11 @@ requests and (without FUSE) polls the node's `cpuN/online` files (`GuestRoot.app
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 import selectors
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -169,13 +171,15 @@ def run(root: GuestRoot, argv: Sequence[str], *, stdin: str = "", timeout: float
         kubelet: KubeletControl | None = None, on_kubelet_restart: Callable[[bool], None] | None = None,
         stdout: Sink | None = None, stderr: Sink | None = None, merge_stderr: bool = False,
         hook: bool = False, source_d: Path | None = None, binds: Mapping[str, Path] | None = None,
-        node_proc: bool = False, cancel: threading.Event | None = None) -> Result:
+        node_proc: bool = False, cancel: threading.Event | None = None,
+        terminate: threading.Event | None = None) -> Result:
     """Run `argv` on the node `root` (exec form: no shell unless argv is one).
 
     `stdout`/`stderr` receive the output as it comes (the pod log, an SSH channel); `merge_stderr` sends
     stderr to stdout, as a container's log has both. `kubelet` answers the systemctl/journalctl shims;
     `on_kubelet_restart(blocking)` is called before a `systemctl restart kubelet` is carried out. Setting
-    `cancel` kills the command as the timeout does (its container's pod was removed, the lab stops).
+    `cancel` kills the command as the timeout does (its container's pod was removed, the lab stops); setting
+    `terminate` sends SIGTERM, once, to every process of the command (a graceful delete of its pod).
     """
     root.ready()
     hostname = root.hostname
@@ -192,7 +196,7 @@ def run(root: GuestRoot, argv: Sequence[str], *, stdin: str = "", timeout: float
         cmd = bwrap_args(root, run_dir, hostname=hostname, env=full_env, cwd=cwd, hook=hook,
                          source_d=source_d, binds=binds, node_proc=node_proc) + list(argv)
         return _Runner(root, run_dir / "ctl", kubelet, on_kubelet_restart, max_output).run(
-            cmd, stdin, timeout, stdout, stderr, merge_stderr, cancel)
+            cmd, stdin, timeout, stdout, stderr, merge_stderr, cancel, terminate)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
 
@@ -231,7 +235,7 @@ class _Runner:
         self.truncated = False
 
     def run(self, cmd: list[str], stdin: str, timeout: float, out: Sink | None, err: Sink | None,
-            merge: bool, cancel: threading.Event | None = None) -> Result:
+            merge: bool, cancel: threading.Event | None = None, terminate: threading.Event | None = None) -> Result:
         try:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT if merge else subprocess.PIPE, env={})
@@ -246,9 +250,12 @@ class _Runner:
         if proc.stderr is not None:
             sel.register(proc.stderr, selectors.EVENT_READ, "err")
         deadline = time.monotonic() + timeout
-        timed_out = False
+        timed_out = termed = False
         try:
             while sel.get_map():
+                if terminate is not None and terminate.is_set() and not termed:
+                    termed = True
+                    _signal_command(proc.pid, signal.SIGTERM)
                 if time.monotonic() > deadline or (cancel is not None and cancel.is_set()):
                     timed_out = True
                     proc.kill()  # bwrap's death kills its PID namespace (--die-with-parent on its init)
@@ -308,6 +315,31 @@ class _Runner:
             (resp / f"{name}.err").write_text(err)
             (resp / f".{name}.rc").write_text(f"{code}\n")
             os.replace(resp / f".{name}.rc", resp / f"{name}.rc")
+
+
+def _signal_command(bwrap_pid: int, sig: int) -> None:
+    """Send `sig` to the command's processes: bwrap's descendants but bwrap itself and its init, which would not
+    pass it on (the container runtime signals the container's process the same way)."""
+    parents: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        parents[int(entry)], names[int(entry)] = int(rest[1]), name
+    tree, grew = {bwrap_pid}, True
+    while grew:
+        more = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    for pid in tree:
+        if names.get(pid) != "bwrap":
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:

@@ -68,6 +68,27 @@ def test_version(default_lab, kube):
         assert "nfd.node.kubernetes.io/master.version" not in ann
 
 
+def test_upstream_nfd_runs_in_its_pods_and_each_worker_publishes_its_nodes_features(default_lab):
+    """Issue 22's acceptance on the newest release: `kubectl -n node-feature-discovery get pods -o wide` shows
+    nfd-master, nfd-gc and one nfd-worker per node Running, and `kubectl get nodefeatures -A` one per node, written
+    by that node's nfd-worker (v0.19's owner references: its pod and DaemonSet; its version annotation)."""
+    env = lab_env(default_lab)
+    rows = [line.split() for line in run(["kubectl", "-n", NS, "get", "pods", "-o", "wide", "--no-headers"],
+                                         env).stdout.splitlines()]
+    running = [(r[0], r[6]) for r in rows if r[2] == "Running" and r[1] == "1/1"]
+    assert sorted(node for name, node in running if name.startswith("nfd-worker-")) == sorted(NODES)
+    assert sum(name.startswith("nfd-master-") for name, _ in running) == 1
+    assert sum(name.startswith("nfd-gc-") for name, _ in running) == 1
+    listed = json.loads(run(["kubectl", "get", "nodefeatures", "-A", "-o", "json"], env).stdout)["items"]
+    mine = {nf["metadata"]["name"]: nf for nf in listed if nf["metadata"]["namespace"] == NS}
+    assert sorted(mine) == sorted(NODES)
+    for node, nf in mine.items():
+        assert nf["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"] == node
+        assert {o["kind"] for o in nf["metadata"]["ownerReferences"]} == {"Pod", "DaemonSet"}
+        assert nf["metadata"]["annotations"]["nfd.node.kubernetes.io/worker.version"] == "v0.19.0"
+        assert "cpu.cpuid" in nf["spec"]["features"]["flags"]
+
+
 def test_nfd_objects_as_its_manifests_create_them(default_lab):
     """`kubectl get deploy,ds -A -o yaml` shows nfd-master and nfd-worker as v0.19.0's kustomize deployment has
     them: registry.k8s.io image, no master args, hostPath features.d and no source.d (hooks removed in v0.17)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 import time
 
 import pytest
@@ -276,3 +277,25 @@ def test_a_program_containers_proc_is_the_nodes(node):
     assert lines[1].endswith("/readlink")  # /proc/self: procfs's own link, through the composed /proc
     assert lines[2] == root.read("/proc/sys/kernel/osrelease").strip()
     assert lines[3] == "8"  # the node's cpuinfo: 8 online CPUs
+
+
+def test_terminate_sends_sigterm_to_the_command_as_a_container_runtime_does(node):
+    """A graceful delete of a program container's pod: its processes get SIGTERM (not bwrap, which would not pass
+    it on) and may end on their own terms; the kill of `cancel` stays the backstop."""
+    root, _guest = node
+    ready, terminate = threading.Event(), threading.Event()
+
+    def out(text: str) -> None:
+        if "ready" in text:
+            ready.set()
+
+    def stop_when_ready() -> None:
+        if ready.wait(30):
+            terminate.set()
+
+    stopper = threading.Thread(target=stop_when_ready)
+    stopper.start()
+    res = sandbox.run(root, ["sh", "-c", "trap 'echo got TERM; exit 7' TERM; echo ready; while :; do sleep 0.1; done"],
+                      timeout=60, stdout=out, terminate=terminate)
+    stopper.join()
+    assert res.code == 7 and "got TERM" in res.stdout
