@@ -155,9 +155,11 @@ def test_a_node_the_daemonset_does_not_tolerate_runs_no_worker(default_lab: Lab)
     patch = [{"op": "replace", "path": "/spec/template/spec/tolerations", "value": []}]
     kubectl(lab, "-n", NS, "patch", "daemonset", "nfd-worker", "--type=json", "-p", json.dumps(patch))
     try:
-        wait_for(lambda: "kube-controlplane01" not in _worker_nodes(lab) and status().get("numberMisscheduled") == 0
-                 and status().get("desiredNumberScheduled") == 4, 60, what="no worker on the control plane")
-        assert "kube-worker01" in _worker_nodes(lab)
+        # the rollout's end: a new pod on each worker, none on the control plane
+        workers = {"kube-worker01", "kube-worker02", "kube-worker03", "kube-worker04"}
+        wait_for(lambda: _worker_nodes(lab) == workers and status().get("numberMisscheduled") == 0
+                 and status().get("desiredNumberScheduled") == status().get("updatedNumberScheduled") == 4, 90,
+                 what="the rollout done, no worker on the control plane")
     finally:
         patch = [{"op": "replace", "path": "/spec/template/spec/tolerations", "value": tolerations}]
         kubectl(lab, "-n", NS, "patch", "daemonset", "nfd-worker", "--type=json", "-p", json.dumps(patch))
