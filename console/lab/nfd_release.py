@@ -66,34 +66,29 @@ def kustomization(scenario: Scenario, release_overlay: Path, work_dir: Path) -> 
     if generators:
         doc["configMapGenerator"] = generators
     tolerations = [*CONTROL_PLANE_TOLERATIONS, *(dict(t) for t in nfd.worker_tolerations)]
-    patches = [
-        {
-            "target": {"kind": "DaemonSet", "name": "nfd-worker"},
-            "patch": yaml.safe_dump([{"op": "add", "path": "/spec/template/spec/tolerations", "value": tolerations}]),
-        }
-    ]
+    patches = [_add("DaemonSet", "nfd-worker", tolerations=tolerations)]
     # nfd-master and nfd-gc on the control plane, as the Helm chart's master.tolerations (both taints) place the
     # master; the gc too, so their requests are on one node in every run (kube-scheduler breaks ties at random)
-    prefer_cp = {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {
-        "matchExpressions": [{"key": "node-role.kubernetes.io/control-plane", "operator": "In", "values": [""]}]}}]}
+    prefer_cp = {"key": "node-role.kubernetes.io/control-plane", "operator": "In", "values": [""]}
+    affinity = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 1, "preference": {"matchExpressions": [prefer_cp]}}
+            ]
+        }
+    }
     for name in ("nfd-master", "nfd-gc"):
-        patches.append({"target": {"kind": "Deployment", "name": name},
-                        "patch": yaml.safe_dump([
-                            {"op": "add", "path": "/spec/template/spec/tolerations",
-                             "value": list(CONTROL_PLANE_TOLERATIONS)},
-                            {"op": "add", "path": "/spec/template/spec/affinity", "value": {"nodeAffinity": prefer_cp}},
-                        ])})
+        patches.append(_add("Deployment", name, tolerations=list(CONTROL_PLANE_TOLERATIONS), affinity=affinity))
     if nfd.master_args:
-        patches.append(
-            {
-                "target": {"kind": "Deployment", "name": "nfd-master"},
-                "patch": yaml.safe_dump(
-                    [{"op": "add", "path": "/spec/template/spec/containers/0/args", "value": list(nfd.master_args)}]
-                ),
-            }
-        )
+        patches.append(_add("Deployment", "nfd-master", **{"containers/0/args": list(nfd.master_args)}))
     doc["patches"] = patches
     return doc
+
+
+def _add(kind: str, name: str, **fields: Any) -> Obj:
+    """A kustomize JSON 6902 patch of `kind`/`name` adding each field under its pod template's spec."""
+    ops = [{"op": "add", "path": f"/spec/template/spec/{path}", "value": value} for path, value in fields.items()]
+    return {"target": {"kind": kind, "name": name}, "patch": yaml.safe_dump(ops)}
 
 
 def render(scenario: Scenario, work_dir: Path) -> list[Obj]:

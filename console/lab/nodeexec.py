@@ -305,9 +305,7 @@ class NodeExec:
         if meta.get("deletionTimestamp") and runs_programs(ev.object):
             # a graceful delete: the kubelet stops the containers (SIGTERM) and removes the pod once they ended,
             # or after the grace period (console/lab/kubelet.py)
-            with self._lock:
-                terminate = self._terminating.setdefault(meta.get("uid", ""), threading.Event())
-            terminate.set()
+            self._terminate(meta.get("uid", "")).set()
             return
         self._consider(ev.object)
 
@@ -505,10 +503,9 @@ class NodeExec:
                               on_kubelet_restart=lambda blocking: cut.set() if blocking else None,
                               stdout=sink, merge_stderr=True, binds=binds, node_proc=bool(binds),
                               terminate=self._terminate(str(pod["metadata"].get("uid", ""))) if binds else None)
-        except (containerfs.VolumeError, tracer.CpuUnavailable) as e:
-            log.error("node exec on %s: %s", node, e)
-            return 128, "StartError", str(e)
-        except sandbox.SandboxError as e:  # the lab host cannot run it: say why in the pod, as a StartError
+        # the lab host cannot run it (no bwrap, a CPU it cannot show) or a volume is missing: say why in the pod, as
+        # a StartError
+        except (sandbox.SandboxError, containerfs.VolumeError, tracer.CpuUnavailable) as e:
             log.error("node exec on %s: %s", node, e)
             return 128, "StartError", str(e)
         return (137 if res.code is None else res.code), None, None

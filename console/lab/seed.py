@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -347,16 +348,21 @@ def _custom(resource: str) -> bool:
     return rt is not None and rt.custom
 
 
+def _without_status(objects: Iterable[tuple[str, Obj]]) -> list[tuple[str, Obj]]:
+    """Copies as `kubectl apply` sends them: the controllers set the status (a CRD's conditions, a Namespace's
+    phase)."""
+    out = []
+    for resource, obj in objects:
+        obj = copy.deepcopy(obj)
+        obj.pop("status", None)
+        out.append((resource, obj))
+    return out
+
+
 def scenario_nfd_objects(scenario: Scenario) -> list[tuple[str, Obj]]:
     """The scenario's own NFD objects (NodeFeatureRules: custom resources, served once their CRDs are
     established), without status."""
-    out = []
-    for resource, obj in scenario.objects:
-        if _custom(resource):
-            obj = copy.deepcopy(obj)
-            obj.pop("status", None)
-            out.append((resource, obj))
-    return out
+    return _without_status((r, o) for r, o in scenario.objects if _custom(r))
 
 
 def upstream_nfd_objects(scenario: Scenario) -> list[tuple[str, Obj]]:
@@ -364,9 +370,4 @@ def upstream_nfd_objects(scenario: Scenario) -> list[tuple[str, Obj]]:
     and RBAC, without status (the apiextensions controllers set a CRD's conditions, the namespace controller a
     Namespace's phase), then the scenario's own NFD objects (NodeFeatureRules: custom resources, served once
     their CRDs are established)."""
-    out = []
-    for resource, obj in [*nfd_objects(scenario), *((r, o) for r, o in scenario.objects if _custom(r))]:
-        obj = copy.deepcopy(obj)
-        obj.pop("status", None)
-        out.append((resource, obj))
-    return out
+    return [*_without_status(nfd_objects(scenario)), *scenario_nfd_objects(scenario)]

@@ -86,7 +86,7 @@ class Lab:
         # the scenario's NFD release runs for real (upstream's programs in the pods its manifests make) or, for a
         # release the lab does not build, as the lab's simulation (console/lab/nfd_sim.py)
         self.real_nfd = nfd_release_program(self.scenario) is not None
-        self._nfd_release_objects: list[tuple[str, dict[str, Any]]] | None = None
+        self._nfd_objects_made: list[tuple[str, dict[str, Any]]] | None = None
         self._crds_established = 0.0  # monotonic time the lab saw NFD's CRDs Established
         self.sshd: Any = None
         self.ssh_config: Path | None = None
@@ -499,16 +499,16 @@ class Lab:
         objects (NodeFeatureRules)."""
         from console.lab import nfd_release
 
-        if self._nfd_release_objects is None:
+        if self._nfd_objects_made is None:
             if self.real_nfd:
                 try:
                     release = nfd_release.objects(self.scenario, self.state.root / "nfd-release")
                 except nfd_release.ReleaseError as e:
                     raise LabError(str(e)) from e
-                self._nfd_release_objects = [*release, *seed.scenario_nfd_objects(self.scenario)]
+                self._nfd_objects_made = [*release, *seed.scenario_nfd_objects(self.scenario)]
             else:
-                self._nfd_release_objects = seed.upstream_nfd_objects(self.scenario)
-        return self._nfd_release_objects
+                self._nfd_objects_made = seed.upstream_nfd_objects(self.scenario)
+        return self._nfd_objects_made
 
     def _start_nfd(self, progress: Progress) -> None:
         from console.lab.nfd_sim import NfdSim

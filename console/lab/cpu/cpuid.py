@@ -154,7 +154,8 @@ def signature(family: int, model: int, stepping: int = 1) -> int:
 def leaves(model: CpuModel) -> list[Leaf]:
     """The CPUID leaves of the model's CPU, one vCPU (topology is the node's sysfs)."""
     regs: dict[tuple[int, int | None], list[int]] = {}
-    for name in features(model):
+    names = features(model)
+    for name in names:
         leaf, subleaf, reg, bit = BITS[name]
         regs.setdefault((leaf, subleaf), [0, 0, 0, 0])[reg] |= 1 << bit
     ebx, edx, ecx = _words(VENDORS[model.vendor_id])
@@ -163,7 +164,7 @@ def leaves(model: CpuModel) -> list[Leaf]:
     leaf1[EAX] = signature(model.family, model.model_id)
     leaf1[EBX] = 1 << 16 | 8 << 8  # one logical processor, a 64-byte CLFLUSH line
     regs.setdefault((7, 0), [0, 0, 0, 0])
-    xcr0 = 0x7 | (0xE0 if any(n.startswith("AVX512") for n in features(model)) else 0)
+    xcr0 = 0x7 | (0xE0 if any(n.startswith("AVX512") for n in names) else 0)
     regs[(0xD, 0)] = [xcr0, 0, 0, 0]
     regs[(0x40000000, None)] = [0x40000001, *_words(KVM_SIGNATURE)]
     regs[(0x80000000, None)] = [MAX_EXTENDED, 0, 0, 0]

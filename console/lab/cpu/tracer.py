@@ -59,13 +59,14 @@ def binary() -> Path:
 
 def on_cpu(model: CpuModel, state_dir: Path) -> CpuRun:
     """What runs a program on `model`'s CPU in a node's sandbox; its table is written under `state_dir`."""
-    missing = cpuid.unsupported(cpuid.features(model), cpuid.host_flags())
+    host = cpuid.host_flags()
+    missing = cpuid.unsupported(cpuid.features(model), host)
     if missing:
         raise CpuUnavailable(
             f"this machine's CPU lacks {', '.join(missing)} of {model.model_name}: a program "
             "told of them could execute them; run the lab on a CPU that has them"
         )
-    if "cpuid_fault" not in cpuid.host_flags():
+    if "cpuid_fault" not in host:
         raise CpuUnavailable(
             "this machine's CPU cannot make CPUID fault (no cpuid_fault in /proc/cpuinfo): the lab "
             "cannot show a node's CPU model to the programs it runs there"
