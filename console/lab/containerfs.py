@@ -181,13 +181,16 @@ def environment(
     return env
 
 
-def atomic_write(directory: Path, files: Mapping[str, bytes]) -> bool:
-    """Write `files` (relative path -> content) as the kubelet's AtomicWriter does; False when unchanged."""
+def atomic_write(directory: Path, files: Mapping[str, bytes], modes: Mapping[str, int] | None = None) -> bool:
+    """Write `files` (relative path -> content) as the kubelet's AtomicWriter does, each with its mode in `modes`
+    (0644 by default, the API's defaultMode); False when unchanged."""
+    modes = {rel: (modes or {}).get(rel, DEFAULT_MODE) for rel in files}
     data = directory / "..data"
     if data.is_symlink():
         old = directory / os.readlink(data)
-        current = {str(p.relative_to(old)): p.read_bytes() for p in old.rglob("*") if p.is_file()}
-        if current == dict(files):
+        current = {str(p.relative_to(old)): (p.read_bytes(), p.stat().st_mode & 0o7777)
+                   for p in old.rglob("*") if p.is_file()}
+        if current == {rel: (content, modes[rel]) for rel, content in files.items()}:
             return False
     directory.mkdir(parents=True, exist_ok=True)
     stamp = directory / f"..{time.strftime('%Y_%m_%d_%H_%M_%S')}.{time.monotonic_ns() % 10**9}"
@@ -196,7 +199,7 @@ def atomic_write(directory: Path, files: Mapping[str, bytes]) -> bool:
         target = stamp / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
-        target.chmod(0o644)
+        target.chmod(modes[rel])
     tmp = directory / "..data_tmp"
     with contextlib.suppress(FileNotFoundError):
         tmp.unlink()
@@ -216,6 +219,9 @@ def atomic_write(directory: Path, files: Mapping[str, bytes]) -> bool:
     if previous is not None:
         shutil.rmtree(directory / previous, ignore_errors=True)
     return True
+
+
+DEFAULT_MODE = 0o644  # the API server's default defaultMode (420)
 
 
 class PodVolumes:
@@ -270,7 +276,8 @@ class PodVolumes:
         return Path(path)
 
     def _write(self, volume: Obj) -> bool:
-        return atomic_write(self._dir(_plugin(volume), str(volume["name"])), self._files(volume))
+        files = self._files(volume)
+        return atomic_write(self._dir(_plugin(volume), str(volume["name"])), files, _modes(volume, files))
 
     def _files(self, volume: Obj) -> dict[str, bytes]:
         if "configMap" in volume:
@@ -345,6 +352,24 @@ class PodVolumes:
                 raise VolumeError(f"failed to fetch token: {e}") from None
             self._token = str(answer.get("status", {}).get("token", "")).encode()
         return self._token
+
+
+def _modes(volume: Obj, files: Mapping[str, bytes]) -> dict[str, int]:
+    """Each file's mode as the kubelet sets it: an item's `mode`, else the volume's `defaultMode` (core/v1
+    ConfigMapVolumeSource, SecretVolumeSource, ProjectedVolumeSource, DownwardAPIVolumeSource), else 0644."""
+    source: Obj = next((volume[k] for k in ("configMap", "secret", "projected", "downwardAPI") if k in volume), {})
+    default = source.get("defaultMode")
+    modes = {rel: int(default) if isinstance(default, int) else DEFAULT_MODE for rel in files}
+    items = list(source.get("items") or [])
+    for projection in source.get("sources") or []:
+        for sub in projection.values():
+            if isinstance(sub, dict):
+                items += sub.get("items") or []
+    for item in items:
+        path = str(item.get("path", item.get("key", "")))
+        if path in modes and isinstance(item.get("mode"), int):
+            modes[path] = int(item["mode"])
+    return modes
 
 
 def _plugin(volume: Obj) -> str:

@@ -69,7 +69,8 @@ def full_reference(image: str) -> str:
 
 
 # repository -> the upstream program whose release tags the lab builds and runs (console/lab/containerfs.py)
-PROGRAM_IMAGES = {"registry.k8s.io/nfd/node-feature-discovery": build.NFD}
+PROGRAM_IMAGES = {repo: build.NFD for repo in ("registry.k8s.io/nfd/node-feature-discovery",
+                                              "k8s.gcr.io/nfd/node-feature-discovery")}
 
 
 def _program(image: str) -> build.Program | None:

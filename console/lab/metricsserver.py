@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import re
 import signal
 import ssl
 import subprocess
@@ -35,7 +36,6 @@ from typing import Any
 
 from console.lab.controlplane import ControlPlane, die_with_parent, free_port
 from console.lab.kubeclient import ApiError, KubeClient
-from console.lab.nfd_deploy import go_duration
 from console.lab.waiting import wait_for
 
 log = logging.getLogger(__name__)
@@ -296,3 +296,24 @@ def _window_start(metrics: dict[str, Any]) -> float:
     except (KeyError, ValueError):
         return 0.0
     return stamp - window
+
+
+# Go's time.ParseDuration units (the window metrics-server reports)
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def go_duration(text: str) -> float:
+    """time.ParseDuration ("2s", "1m30s", "500ms") in seconds."""
+    s = text.strip()
+    if s in ("0", ""):
+        return 0.0
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(s):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if pos != len(s) or pos == 0:
+        raise ValueError(f"time: invalid duration {text!r}")
+    return total

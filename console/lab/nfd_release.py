@@ -38,11 +38,8 @@ class ReleaseError(Exception):
 
 
 def program(scenario: Scenario) -> build.Program | None:
-    """The scenario's NFD release when the lab builds that very release and it has a kustomize overlay (v0.10+)."""
-    prog = build.NFD.get(scenario.nfd_version)
-    if prog is None or int(scenario.nfd_version.split(".")[1]) < 10:
-        return None
-    return prog
+    """The scenario's NFD release when the lab builds that very release (each has a kustomize overlay)."""
+    return build.NFD.get(scenario.nfd_version)
 
 
 def kustomization(scenario: Scenario, release_overlay: Path, work_dir: Path) -> Obj:
@@ -53,9 +50,8 @@ def kustomization(scenario: Scenario, release_overlay: Path, work_dir: Path) -> 
         "kind": "Kustomization",
         "resources": [os.path.relpath(release_overlay, work_dir)],
     }  # kustomize refuses absolute roots
-    if nfd.namespace != "node-feature-discovery":
-        doc["namespace"] = nfd.namespace
-    generators = []
+    doc["namespace"] = nfd.namespace  # the release's own (`node-feature-discovery`) or the scenario's
+    generators: list[Obj] = []
     for name, key, text in (
         ("nfd-worker-conf", "nfd-worker.conf", nfd.worker_config),
         ("nfd-master-conf", "nfd-master.conf", nfd.master_config),
@@ -63,10 +59,20 @@ def kustomization(scenario: Scenario, release_overlay: Path, work_dir: Path) -> 
         if text:
             (work_dir / key).write_text(text)
             generators.append({"name": name, "behavior": "replace", "files": [key]})
+    if nfd.features_configmap:  # the NFD article's features.d from a ConfigMap, under the name the scenario gives
+        for file_name, text in nfd.features_files:
+            (work_dir / file_name).write_text(text)
+        generators.append({"name": nfd.features_configmap, "files": [f for f, _ in nfd.features_files],
+                           "options": {"disableNameSuffixHash": True}})
     if generators:
         doc["configMapGenerator"] = generators
     tolerations = [*CONTROL_PLANE_TOLERATIONS, *(dict(t) for t in nfd.worker_tolerations)]
     patches = [_add("DaemonSet", "nfd-worker", tolerations=tolerations)]
+    if nfd.features_configmap:  # strategic merge: volumes merge by name, null deletes the hostPath
+        features_d = {"name": "features-d", "hostPath": None, "configMap": {"name": nfd.features_configmap}}
+        patches.append({"target": {"kind": "DaemonSet", "name": "nfd-worker"}, "patch": yaml.safe_dump(
+            {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "nfd-worker"},
+             "spec": {"template": {"spec": {"volumes": [features_d]}}}})})
     # nfd-master and nfd-gc on the control plane, as the Helm chart's master.tolerations (both taints) place the
     # master; the gc too, so their requests are on one node in every run (kube-scheduler breaks ties at random)
     prefer_cp = {"key": "node-role.kubernetes.io/control-plane", "operator": "In", "values": [""]}
@@ -121,6 +127,8 @@ def objects(scenario: Scenario, work_dir: Path) -> list[tuple[str, Obj]]:
     creates."""
     out = []
     for obj in render(scenario, work_dir):
+        if not scenario.nfd.workloads and obj.get("kind") != "CustomResourceDefinition":
+            continue  # a scenario that only serves NFD's API (the planner's scale world labels its nodes itself)
         obj.pop("status", None)  # as `kubectl apply` sends it: the controllers set the status (a CRD's conditions)
         resource = resource_of(obj)
         if resource == "namespaces" and obj["metadata"]["name"] in scenario.namespaces:

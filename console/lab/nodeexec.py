@@ -47,6 +47,7 @@ from console.lab.cpu import tracer
 from console.lab.guestroot import GuestRoot
 from console.lab.guestservices import KubeletControl
 from console.lab.podlogs import PodLogs
+from console.lab.podnet import PodNet, PodNetwork
 from console.lab.recorder import EventRecorder, object_ref
 from console.lab.scenarios import CpuModel
 from console.lab.store import NotFound, Obj, WatchEvent, now_iso
@@ -212,6 +213,7 @@ class NodeExec:
         cpus: dict[str, CpuModel] | None = None,
         state_dir: Path | None = None,
         volume_sync: float = VOLUME_SYNC,
+        network: PodNetwork | None = None,
     ) -> None:
         self.store = store
         self.logs = logs
@@ -224,6 +226,7 @@ class NodeExec:
         self.cpus = cpus or {}  # node -> the CPU model its programs' CPUID answers with (console/lab/cpu)
         self.state_dir = state_dir  # where the nodes' CPU tables are written (None: a directory beside the nodes')
         self.volume_sync = volume_sync  # seconds between a running pod's looks at its ConfigMaps and Secrets
+        self.network = network  # the pods' network (None: program pods on the host's, as before it existed)
         self.faults: dict[str | None, set[str]] = {}
         self._recorders: dict[str, EventRecorder] = {}
         self._new: queue.SimpleQueue[Key] = queue.SimpleQueue()
@@ -426,6 +429,8 @@ class NodeExec:
                 self._cancels.pop(uid, None)
                 self._volumes.pop(uid, None)
                 self._terminating.pop(uid, None)
+            if self.network is not None:
+                self.network.release(uid)
 
     def _run_container(self, key: Key, uid: str, node: str, pod: Obj, container: Obj, cancel: threading.Event,
                        started: str) -> None:
@@ -495,14 +500,16 @@ class NodeExec:
         env = {str(e["name"]): str(e.get("value", "")) for e in container.get("env") or []
                if e.get("name") and "valueFrom" not in e}
         binds: dict[str, Path] = {}
+        net: PodNet | None = None
         try:
             if runs_programs(pod):
-                argv, env, binds = self._program(node, pod, container)
+                argv, env, binds, net = self._program(node, pod, container)
             res = sandbox.run(self.roots[node], argv, kubelet=self.kubelets.get(node),
                               timeout=self.timeout if debug else WORKLOAD_TIMEOUT, env=env, cancel=cancel,
                               on_kubelet_restart=lambda blocking: cut.set() if blocking else None,
                               stdout=sink, merge_stderr=True, binds=binds, node_proc=bool(binds),
-                              terminate=self._terminate(str(pod["metadata"].get("uid", ""))) if binds else None)
+                              terminate=self._terminate(str(pod["metadata"].get("uid", ""))) if binds else None,
+                              rw_binds=net.rw_binds if net else None, unshare_net=net is not None)
         # the lab host cannot run it (no bwrap, a CPU it cannot show) or a volume is missing: say why in the pod, as
         # a StartError
         except (sandbox.SandboxError, containerfs.VolumeError, tracer.CpuUnavailable) as e:
@@ -544,23 +551,28 @@ class NodeExec:
             except Exception:  # a bad object must not end the sync
                 log.exception("volume sync of %s failed", volumes.pod["metadata"].get("name"))
 
-    def _program(self, node: str, pod: Obj, container: Obj) -> tuple[list[str], dict[str, str], dict[str, Path]]:
-        """argv, environment and binds of a container of a program image, on the node's CPU."""
+    def _program(self, node: str, pod: Obj,
+                 container: Obj) -> tuple[list[str], dict[str, str], dict[str, Path], PodNet | None]:
+        """argv, environment and binds of a container of a program image, on the node's CPU, and its pod's network
+        (none on the host's network)."""
         with self._lock:
             volumes = self._volumes.get(str(pod["metadata"].get("uid", "")))
         if volumes is None:
             raise containerfs.VolumeError("the pod's volumes are not set up")
         url = self.store.client.url
         host, _, port = url.split("://", 1)[-1].rpartition(":")
+        net = None
+        if self.network is not None and not pod.get("spec", {}).get("hostNetwork"):
+            net = self.network.pod(pod, container)
         env = containerfs.environment(pod, container, self.store.get, api_host=host.strip("[]"), api_port=int(port),
                                       host_ip=volumes.host_ip, pod_ip=volumes.pod_ip)
-        box = containerfs.container(pod, container, volumes, env)
+        box = containerfs.container(pod, container, volumes, {**env, **(net.env if net else {})})
+        argv, binds = box.argv, {**box.binds, **(net.binds if net else {})}
         cpu = self.cpus.get(node)
-        if cpu is None:
-            return box.argv, box.env, box.binds
-        state = self.state_dir or self.roots[node].root.parent / ".cpu"
-        on_cpu = tracer.on_cpu(cpu, state / node)
-        return [*on_cpu.argv, *box.argv], box.env, {**box.binds, **on_cpu.binds}
+        if cpu is not None:
+            on_cpu = tracer.on_cpu(cpu, (self.state_dir or self.roots[node].root.parent / ".cpu") / node)
+            argv, binds = [*on_cpu.argv, *argv], {**binds, **on_cpu.binds}
+        return [*(net.argv if net else []), *argv], box.env, binds, net
 
     def _ips(self, node: str, pod: Obj) -> tuple[str, str]:
         """(host IP, pod IP): a pod on the host's network (a node-debug pod) has the node's address."""

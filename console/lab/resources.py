@@ -47,7 +47,9 @@ RESOURCES: dict[str, ResourceType] = {
         ResourceType("pods", "Pod", "", "v1", True, STATUS),
         ResourceType("events", "Event", "", "v1", True),
         ResourceType("configmaps", "ConfigMap", "", "v1", True),
-        ResourceType("serviceaccounts", "ServiceAccount", "", "v1", True),  # NFD's (console/lab/nfd_deploy.py)
+        ResourceType("services", "Service", "", "v1", True, STATUS),  # NFD v0.9's nfd-master (console/lab/podnet.py)
+        ResourceType("endpointslices", "EndpointSlice", "discovery.k8s.io", "v1", True),
+        ResourceType("serviceaccounts", "ServiceAccount", "", "v1", True),  # NFD's (console/lab/nfd_release.py)
         ResourceType("leases", "Lease", COORDINATION_GROUP, "v1", True),
         # the scenarios' workloads (console/lab/workloads.py), run by kube-controller-manager
         ResourceType("deployments", "Deployment", "apps", "v1", True, STATUS),
@@ -58,7 +60,7 @@ RESOURCES: dict[str, ResourceType] = {
         ResourceType("poddisruptionbudgets", "PodDisruptionBudget", "policy", "v1", True, STATUS),
         ResourceType("customresourcedefinitions", "CustomResourceDefinition", APIEXTENSIONS_GROUP, "v1", False,
                      STATUS),
-        # NFD's CRDs (console/lab/nfd_deploy.py creates them for the versions that have them)
+        # NFD's CRDs (its release's manifests install them, console/lab/nfd_release.py)
         ResourceType("nodefeatures", "NodeFeature", NFD_GROUP, "v1alpha1", True, custom=True),
         ResourceType("nodefeaturerules", "NodeFeatureRule", NFD_GROUP, "v1alpha1", False, custom=True),
         ResourceType("nodefeaturegroups", "NodeFeatureGroup", NFD_GROUP, "v1alpha1", True, STATUS, custom=True),

@@ -122,20 +122,27 @@ def _composed_proc(root: GuestRoot) -> list[str]:
 
 def bwrap_args(root: GuestRoot, run_dir: Path, *, hostname: str, env: Mapping[str, str], cwd: str = "/",
                hook: bool = False, source_d: Path | None = None, binds: Mapping[str, Path] | None = None,
-               node_proc: bool = False) -> list[str]:
+               node_proc: bool = False, rw_binds: Mapping[str, Path] | None = None,
+               unshare_net: bool = False) -> list[str]:
     """The bwrap command line (without the command) for one run on `root`; `source_d`: the host directory a
     hook's nfd-worker has at source.d when it is not the node's own (a ConfigMap volume's projection);
     `binds`: more of the lab host's files or directories, read-only, at the given paths (a container image's
-    programs, a pod's volumes); `node_proc`: /proc composed from the node's files (`_composed_proc`)."""
+    programs, a pod's volumes), `rw_binds` writable ones; `node_proc`: /proc composed from the node's files
+    (`_composed_proc`); `unshare_net`: a network namespace of its own, with only a loopback (a pod's,
+    console/lab/podnet.py)."""
     shims, control = run_dir / "bin", run_dir / "ctl"
     nfd = "/etc/kubernetes/node-feature-discovery"
     args = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-uts",
             "--unshare-ipc", "--hostname", hostname, "--clearenv"]
+    if unshare_net:
+        args.append("--unshare-net")
     if os.geteuid() != 0:  # be root in the node, as node access is
         args += ["--unshare-user", "--uid", "0", "--gid", "0"]
     # root without its other powers (bwrap run by root keeps them all): the host's /usr stays read-only, the
     # node's read-only files stay so (no CAP_DAC_OVERRIDE); `chroot /host` still works
     args += ["--cap-drop", "ALL", "--cap-add", "CAP_SYS_CHROOT"]
+    if unshare_net:  # a pod's Service addresses include low ports (containerd's default capabilities have it too)
+        args += ["--cap-add", "CAP_NET_BIND_SERVICE"]
     args += ["--ro-bind", "/usr", "/usr", *_host_links(), "--ro-bind", str(shims), "/usr/local/sbin",
              *(_composed_proc(root) if node_proc else ["--proc", "/proc"]), "--dev", "/dev"]
     for d in NODE_DIRS:
@@ -161,6 +168,8 @@ def bwrap_args(root: GuestRoot, run_dir: Path, *, hostname: str, env: Mapping[st
         args += ["--ro-bind", str(source_d), NFD_SOURCE_D]
     for inside, host_path in (binds or {}).items():
         args += ["--ro-bind", str(host_path), inside]
+    for inside, host_path in (rw_binds or {}).items():
+        args += ["--bind", str(host_path), inside]
     for k, v in env.items():
         args += ["--setenv", k, v]
     return [*args, "--chdir", cwd, "--"]
@@ -172,7 +181,8 @@ def run(root: GuestRoot, argv: Sequence[str], *, stdin: str = "", timeout: float
         stdout: Sink | None = None, stderr: Sink | None = None, merge_stderr: bool = False,
         hook: bool = False, source_d: Path | None = None, binds: Mapping[str, Path] | None = None,
         node_proc: bool = False, cancel: threading.Event | None = None,
-        terminate: threading.Event | None = None) -> Result:
+        terminate: threading.Event | None = None, rw_binds: Mapping[str, Path] | None = None,
+        unshare_net: bool = False) -> Result:
     """Run `argv` on the node `root` (exec form: no shell unless argv is one).
 
     `stdout`/`stderr` receive the output as it comes (the pod log, an SSH channel); `merge_stderr` sends
@@ -194,7 +204,8 @@ def run(root: GuestRoot, argv: Sequence[str], *, stdin: str = "", timeout: float
         for sub in ("ctl/req", "ctl/resp"):
             (run_dir / sub).mkdir(parents=True)
         cmd = bwrap_args(root, run_dir, hostname=hostname, env=full_env, cwd=cwd, hook=hook,
-                         source_d=source_d, binds=binds, node_proc=node_proc) + list(argv)
+                         source_d=source_d, binds=binds, node_proc=node_proc, rw_binds=rw_binds,
+                         unshare_net=unshare_net) + list(argv)
         return _Runner(root, run_dir / "ctl", kubelet, on_kubelet_restart, max_output).run(
             cmd, stdin, timeout, stdout, stderr, merge_stderr, cancel, terminate)
     finally:

@@ -1,12 +1,13 @@
 """Lab scenarios: the worlds the lab can start.
 
 `seed-resize` and `seed-live` reproduce the two halves of field report 2
-(shared/reference/field-reports.md), with NFD v0.8.2 as field report 1 ran it (hooks
-from the nodes' source.d, no NodeFeature API); `default` is what `--lab` opens (NFD
-v0.19 from its own manifests, hostPath features.d); `nfd-configmap` (v0.16, features.d
-from a ConfigMap volume) and `nfd-gpu-operator` (NFD in `gpu-operator`, master with
-`-extra-label-ns=nvidia.com`) are the other ways clusters run NFD; `scale` is the
-synthetic world for benchmarks.
+(shared/reference/field-reports.md), with NFD as field report 1 ran it (v0.8.2 there; v0.9.0 here, the oldest
+release the lab can build, of the same design: nfd-worker to nfd-master over gRPC, hooks from the nodes'
+source.d, no NodeFeature API); `default` is what `--lab` opens (NFD v0.19 from its own manifests, hostPath
+features.d); `nfd-configmap` (v0.16, features.d from a ConfigMap volume) and `nfd-gpu-operator` (NFD v0.16.6 in
+`gpu-operator`, master with `-extra-label-ns=nvidia.com`) are the other ways clusters run NFD; `scale` is the
+synthetic world for benchmarks. Every NFD release named here is one the lab builds and runs (docs/CONTRIBUTING.md,
+"Upstream node-feature-discovery").
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from console.lab.vm import ComputeHost, Flavor, Quota
-from console.nfd.versions import CURRENT as NFD_CURRENT
 
 FLAVORS: tuple[Flavor, ...] = (
     Flavor("1", "m1.tiny", 1, 512, 1),
@@ -126,6 +126,8 @@ class HostOs:
 FOCAL = HostOs("5.4.0-165-generic", UBUNTU_2004)
 JAMMY_HWE = HostOs("6.8.0-57-generic", UBUNTU_2204)
 
+NFD_NEWEST = "v0.19.0"  # the newest NFD release the lab builds (console/lab/upstream/build.py NFD)
+
 # nfd-worker.conf of the lab's scenarios: nfd-worker re-reads its sources every core.sleepInterval (60s by
 # default); the lab relabels within seconds so a changed feature file shows up while one waits
 LAB_WORKER_CONF = """core:
@@ -135,7 +137,7 @@ LAB_WORKER_CONF = """core:
 
 @dataclass(frozen=True)
 class NfdSetup:
-    """How a scenario deploys NFD (console/lab/nfd_deploy.py builds the manifests' objects from it)."""
+    """How a scenario deploys NFD: an overlay of the release's own manifests (console/lab/nfd_release.py)."""
 
     namespace: str = "node-feature-discovery"
     master_args: tuple[str, ...] = ()  # nfd-master's args beyond the version's manifest
@@ -159,7 +161,7 @@ class NodeSpec:
     labels: tuple[tuple[str, str], ...] = ()
     # the node's kubelet uses the static CPU manager (its state file blocks a restart)
     cpu_manager_static: bool = False
-    # NFD facts beyond the image's defaults (console/lab/nfd_features.py): extra loaded kernel modules, PCI devices
+    # the node's hardware beyond the image's defaults (console/lab/nodehardware.py): loaded kernel modules, PCI devices
     kernel_modules: tuple[str, ...] = ()
     pci_devices: tuple[PciDevice, ...] = ()
     # files in the node's filesystem at start (guest path, content): hooks in source.d are made executable
@@ -265,7 +267,7 @@ SEED_RESIZE = Scenario(
     name="seed-resize",
     description="Field report 2, offline part: nginx (cpu 3, memory 5Gi) Pending on 2 vCPU / 4 GB workers",
     kubernetes_version="v1.21.6",
-    nfd_version="v0.8.2",
+    nfd_version="v0.9.0",
     nodes=_report_nodes("m1.medium"),
     pods=(PodSpec("nginx", "3", "5Gi"),),
     host_os=FOCAL,
@@ -275,7 +277,7 @@ SEED_LIVE = Scenario(
     name="seed-live",
     description="Field report 2, online part: nginx-large (cpu 9, memory 13Gi) Pending; kube-worker02 on m1.large",
     kubernetes_version="v1.21.6",
-    nfd_version="v0.8.2",
+    nfd_version="v0.9.0",
     nodes=_report_nodes("m1.large"),
     pods=(PodSpec("nginx-large", "9", "13Gi"),),
     host_os=FOCAL,
@@ -301,7 +303,7 @@ DEFAULT = Scenario(
     name="default",
     description="Both field reports in one cluster, with NFD labels for several CPU generations",
     kubernetes_version="v1.32.4",
-    nfd_version=str(NFD_CURRENT),
+    nfd_version=NFD_NEWEST,
     nodes=(
         NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL,
                  files=((FEATURE + "inventory", CONTROL_PLANE_INVENTORY),)),
@@ -330,10 +332,10 @@ storage.tier=ssd
 
 NFD_CONFIGMAP = Scenario(
     name="nfd-configmap",
-    description="NFD v0.16.4: features.d from the nfd-features ConfigMap volume; hooks off unless the worker "
+    description="NFD v0.16.6: features.d from the nfd-features ConfigMap volume; hooks off unless the worker "
                 "config enables them",
     kubernetes_version="v1.30.6",
-    nfd_version="v0.16.4",
+    nfd_version="v0.16.6",
     nodes=(
         NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL),
         NodeSpec("kube-worker01", "m1.medium", cpu=HASWELL, compute_host="cmp001", files=(_LEFTOVER_HOOK,)),
@@ -345,8 +347,9 @@ NFD_CONFIGMAP = Scenario(
 )
 
 # NVIDIA's GPU operator deploys NFD (its Helm subchart) in its own namespace, with the master allowing the
-# nvidia.com label namespace (gpu-operator values: node-feature-discovery.master.extraLabelNs); NFD v0.10.x as
-# gpu-operator v1.10 shipped it. gpu-feature-discovery writes its labels into features.d (file `gfd`).
+# nvidia.com label namespace (gpu-operator values: node-feature-discovery.master.extraLabelNs); NFD v0.16.6 as
+# gpu-operator v24.9.0 ships it (its chart's dependency, NVIDIA/gpu-operator stable/index.yaml). gpu-feature-discovery
+# writes its labels into features.d (file `gfd`).
 GFD_FEATURES = """nvidia.com/gpu.present=true
 nvidia.com/gpu.product=NVIDIA-A100-PCIE-40GB
 nvidia.com/gpu.count=1
@@ -354,10 +357,10 @@ nvidia.com/gpu.count=1
 
 NFD_GPU_OPERATOR = Scenario(
     name="nfd-gpu-operator",
-    description="NFD v0.10.1 in namespace gpu-operator, nfd-master run with -extra-label-ns=nvidia.com; "
+    description="NFD v0.16.6 in namespace gpu-operator, nfd-master run with -extra-label-ns=nvidia.com; "
                 "an A100 on kube-worker02 with gpu-feature-discovery's features.d file",
-    kubernetes_version="v1.23.17",
-    nfd_version="v0.10.1",
+    kubernetes_version="v1.30.6",
+    nfd_version="v0.16.6",
     nodes=(
         NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL),
         NodeSpec("kube-worker01", "m1.medium", cpu=HASWELL, compute_host="cmp001"),
@@ -391,7 +394,7 @@ def scale(nodes: int, pods_per_node: int, pending: int = 0) -> Scenario:
         name="scale",
         description=f"Synthetic scale world: {nodes} nodes, {pods_per_node} pods per node{more}",
         kubernetes_version="v1.32.4",
-        nfd_version="v0.18.1",
+        nfd_version="v0.18.3",
         nodes=(),
         scale_nodes=nodes,
         scale_pods_per_node=pods_per_node,
@@ -493,7 +496,7 @@ def _planner() -> Scenario:
         description="Capacity planner: a 3-pod AVX512F job for a tainted pool with anti-affinity, a nearly full "
                     "hypervisor, a project quota, a pod too big for any flavor and one no node matches",
         kubernetes_version="v1.32.4",
-        nfd_version=str(NFD_CURRENT),
+        nfd_version=NFD_NEWEST,
         nodes=(
             NodeSpec("kube-controlplane01", "m1.medium", role="control-plane", cpu=HASWELL, compute_host="cmp003"),
             NodeSpec("kube-worker01", "m1.medium", cpu=SKYLAKE, compute_host="cmp001", taints=hpc,
@@ -544,7 +547,7 @@ SEED_DRAIN = Scenario(
     description="seed-resize plus what a drain meets on kube-worker02: a bare pod, a StatefulSet pod with emptyDir "
                 "data behind a PDB allowing no disruption, a Deployment pod behind a PDB allowing one, a DaemonSet",
     kubernetes_version="v1.21.6",
-    nfd_version="v0.8.2",
+    nfd_version="v0.9.0",
     nodes=_report_nodes("m1.medium"),
     pods=(PodSpec("nginx", "3", "5Gi"), PodSpec("debug-shell", "50m", "64Mi", node="kube-worker02",
                                                 image="busybox:1.36")),

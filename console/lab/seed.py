@@ -10,11 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from console.lab import nfd_deploy
 from console.lab.resources import RESOURCES
 from console.lab.scenarios import FLAVOR_BY_NAME, MASTER_TAINT, SCALE_NODES_PER_HOST, NodeSpec, PodSpec, Scenario
 from console.lab.vm import VMSpec
-from console.nfd import versions as V
 
 Obj = dict[str, Any]
 
@@ -160,7 +158,7 @@ def upstream_objects(objects: tuple[tuple[str, Obj], ...]) -> UpstreamSeed:
             continue
         if resource == "replicasets.apps" and meta.get("ownerReferences"):
             continue  # its Deployment's controller makes it
-        if _custom(resource):  # NFD's objects come with NFD's CRDs (upstream_nfd_objects)
+        if _custom(resource):  # NFD's objects come with NFD's CRDs (scenario_nfd_objects)
             continue
         on = nodes.get(meta.get("uid", ""), [])
         obj = copy.deepcopy(obj)
@@ -316,16 +314,6 @@ def kubelet_statuses(nodes: list[Obj], pods: list[Obj], stamp: str) -> None:
         }
 
 
-def nfd_manifest(scenario: Scenario) -> nfd_deploy.Manifest:
-    """The scenario's NFD deployment, for its NFD version."""
-    n = scenario.nfd
-    return nfd_deploy.Manifest(
-        version=V.parse_version(scenario.nfd_version), namespace=n.namespace, master_args=n.master_args,
-        worker_config=n.worker_config, master_config=n.master_config, features_configmap=n.features_configmap,
-        features_files=n.features_files, workloads=n.workloads,
-        worker_tolerations=n.worker_tolerations)
-
-
 def write_guest_files(spec: NodeSpec, root: Any) -> None:
     """The scenario's files into a node's tree (`root` a console.lab.guestroot.GuestRoot); source.d ones executable."""
     for guest_path, content in spec.files:
@@ -333,14 +321,6 @@ def write_guest_files(spec: NodeSpec, root: Any) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content, encoding="utf-8")
         path.chmod(0o755 if "/source.d/" in guest_path else 0o644)
-
-
-def nfd_objects(scenario: Scenario) -> list[tuple[str, Obj]]:
-    """NFD's manifests for the scenario (with NFD's service accounts and RBAC, console/lab/nfd_deploy.py
-    rbac_objects), minus a Namespace the scenario already creates."""
-    m = nfd_manifest(scenario)
-    return [(r, o) for r, o in nfd_deploy.objects(m)
-            if not (r == "namespaces" and o["metadata"]["name"] in scenario.namespaces)]
 
 
 def _custom(resource: str) -> bool:
@@ -363,11 +343,3 @@ def scenario_nfd_objects(scenario: Scenario) -> list[tuple[str, Obj]]:
     """The scenario's own NFD objects (NodeFeatureRules: custom resources, served once their CRDs are
     established), without status."""
     return _without_status((r, o) for r, o in scenario.objects if _custom(r))
-
-
-def upstream_nfd_objects(scenario: Scenario) -> list[tuple[str, Obj]]:
-    """The scenario's NFD as a user applies it to a real cluster: NFD's manifests with their service accounts
-    and RBAC, without status (the apiextensions controllers set a CRD's conditions, the namespace controller a
-    Namespace's phase), then the scenario's own NFD objects (NodeFeatureRules: custom resources, served once
-    their CRDs are established)."""
-    return [*_without_status(nfd_objects(scenario)), *scenario_nfd_objects(scenario)]

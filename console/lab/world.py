@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from console.lab import seed
 from console.lab.loop import LoopThread
-from console.lab.nfd_release import program as nfd_release_program
 from console.lab.podlogs import PodLogs
+from console.lab.podnet import PodNetwork, slices_of
 from console.lab.scenarios import Scenario
 from console.lab.statedir import StateDir
 from console.lab.waiting import wait_for
@@ -82,12 +82,7 @@ class Lab:
         self.guest_roots: dict[str, Any] = {}  # node -> console.lab.guestroot.GuestRoot, its `/` on this host
         self.node_exec: Any = None
         self.fleet: Any = None
-        self.nfd: Any = None
-        # the scenario's NFD release runs for real (upstream's programs in the pods its manifests make) or, for a
-        # release the lab does not build, as the lab's simulation (console/lab/nfd_sim.py)
-        self.real_nfd = nfd_release_program(self.scenario) is not None
         self._nfd_objects_made: list[tuple[str, dict[str, Any]]] | None = None
-        self._crds_established = 0.0  # monotonic time the lab saw NFD's CRDs Established
         self.sshd: Any = None
         self.ssh_config: Path | None = None
         self._os_password = secrets.token_urlsafe(18)
@@ -442,9 +437,14 @@ class Lab:
             kubelet.start()
             self.kubelets[vm.node_name] = kubelet
             self._stack.append(kubelet.stop)
+        host, _, port = self.store.client.url.split("://", 1)[-1].rpartition(":")
+        network = PodNetwork((host.strip("[]"), int(port)), lambda: self.store.list("services")[0],
+                             slices_of(lambda ns: self.store.list("endpointslices.discovery.k8s.io", ns)[0]),
+                             self.state.root)
+        self._stack.append(network.close)
         self.node_exec = NodeExec(self.store, self.logs, guests, self.kubelets, roots=self.guest_roots,
                                   cpus={spec.name: spec.cpu for spec in self.scenario.nodes},
-                                  state_dir=self.state.root / "cpus")
+                                  state_dir=self.state.root / "cpus", network=network)
         self.node_exec.start()
         self._stack.append(self.node_exec.stop)
         self._start_kubelet_servers()  # upstream's kube-scheduler and kube-controller-manager do the rest
@@ -494,44 +494,28 @@ class Lab:
         self._stack.append(stop)
 
     def _nfd_objects(self) -> list[tuple[str, dict[str, Any]]]:
-        """The scenario's NFD: a release the lab builds as its own manifests deploy it (console/lab/nfd_release.py),
-        an older one as the lab's simulation reads it (seed.upstream_nfd_objects); then the scenario's own NFD
-        objects (NodeFeatureRules)."""
+        """The scenario's NFD release as its own manifests deploy it (console/lab/nfd_release.py), then the
+        scenario's own NFD objects (NodeFeatureRules)."""
         from console.lab import nfd_release
 
         if self._nfd_objects_made is None:
-            if self.real_nfd:
-                try:
-                    release = nfd_release.objects(self.scenario, self.state.root / "nfd-release")
-                except nfd_release.ReleaseError as e:
-                    raise LabError(str(e)) from e
-                self._nfd_objects_made = [*release, *seed.scenario_nfd_objects(self.scenario)]
-            else:
-                self._nfd_objects_made = seed.upstream_nfd_objects(self.scenario)
+            try:
+                release = nfd_release.objects(self.scenario, self.state.root / "nfd-release")
+            except nfd_release.ReleaseError as e:
+                raise LabError(str(e)) from e
+            self._nfd_objects_made = [*release, *seed.scenario_nfd_objects(self.scenario)]
         return self._nfd_objects_made
 
     def _start_nfd(self, progress: Progress) -> None:
-        from console.lab.nfd_sim import NfdSim
-
         # NFD's DaemonSet and Deployment once the nodes are Ready and schedulable, as NFD is installed on a
         # running cluster: nfd-master's pod meets every node, its preferred node affinity picks the control
-        # plane (the rest of NFD's objects came with the seed, _seed)
+        # plane (the rest of NFD's objects came with the seed, _seed); its pods are the node agents' to run
+        # (console/lab/nodeexec.py)
         workloads = [(r, o) for r, o in self._nfd_objects() if r in _NFD_WORKLOADS]
         if workloads:
             self._wait_schedulable(len(self.vms), progress)
             self._seed_nfd(progress, workloads)
-        if self.real_nfd:  # its pods are the node agents' to run (console/lab/nodeexec.py)
             progress(f"NFD {self.scenario.nfd_version}: upstream's nfd-master, nfd-worker and nfd-gc in their pods")
-            return
-        if self._crds_established:
-            # kube-apiserver holds a custom object's create for 2s after its CRD became Established
-            # (k8s.io/apiextensions-apiserver pkg/apiserver/customresource_handler.go, "justCreated"): on a
-            # cluster nfd-worker's pods start later than that after `kubectl apply`; so do its first writes
-            time.sleep(max(0.0, self._crds_established + 2.0 - time.monotonic()))
-        progress(f"starting NFD {self.scenario.nfd_version} (workers and master)")
-        self.nfd = NfdSim(self.store, self.scenario, self.state.root / "nfd", guest_roots=self.guest_roots)
-        self._stack.append(self.nfd.stop)
-        self.nfd.start()
 
     def _seed_nfd(self, progress: Progress, objects: list[tuple[str, dict[str, Any]]], timeout: float = 60) -> None:
         """NFD's objects through the real API server as `kubectl apply -k` sends them (seed.upstream_nfd_objects:
@@ -574,7 +558,6 @@ class Lab:
         if not wait_for(lambda: all(established(n) for n in names), timeout=timeout, interval=0.05):
             waiting = [n for n in names if not established(n)]
             raise LabError(f"CRDs not Established after {timeout:.0f}s: {', '.join(waiting)}")
-        self._crds_established = time.monotonic()
 
     def _start_servers(self, progress: Progress) -> None:
         self._kube_users()
@@ -661,10 +644,8 @@ class Lab:
         if not wait_for(lambda: not not_ready(), timeout=timeout, interval=0.05):
             raise LabError(f"nodes never became Ready: {', '.join(not_ready())}")
         # nfd-worker's DaemonSet pods start once their nodes are Ready: wait for their first labels
-        if self.nfd is not None and not self.nfd.wait_labelled(max(1.0, deadline - time.monotonic())):
-            log.warning("lab: NFD had not labelled every node when the lab became ready")
-        if self.real_nfd and not wait_for(self._nfd_labelled, timeout=max(1.0, deadline - time.monotonic()),
-                                          interval=0.1):
+        if self.scenario.nfd.workloads and not wait_for(self._nfd_labelled,
+                                                        timeout=max(1.0, deadline - time.monotonic()), interval=0.1):
             log.warning("lab: NFD had not labelled every node its workers run on when the lab became ready")
         # and for NFD's own pods (what the nodes' requests and usage include) to be Running
         if not wait_for(self._nfd_pods_running, timeout=max(0.0, deadline - time.monotonic()), interval=0.05):

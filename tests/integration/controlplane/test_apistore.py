@@ -10,6 +10,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -360,15 +361,14 @@ def test_stop_ends_the_informers(store: ApiStore, ns: str) -> None:
     assert not any(t.is_alive() for t in threads)
 
 
-def test_custom_resources_follow_their_crd(control_plane: ControlPlane, store: ApiStore) -> None:
+def test_custom_resources_follow_their_crd(control_plane: ControlPlane, store: ApiStore, tmp_path: Path) -> None:
     """A custom resource whose CRD does not exist lists empty at once (not after sync_timeout) and is not served;
     once the CRD is established its objects reach subscribers; deleting the CRD deletes them (their DELETED
     events) and the resource is not served any more."""
     import time
 
-    from console.lab import nfd_deploy
+    from console.lab import nfd_release, scenarios
     from console.lab.resources import CRD_RESOURCE
-    from console.nfd.versions import CURRENT
 
     nfr = "nodefeaturerules.nfd.k8s-sigs.io"
     rt = store.rtype(nfr)
@@ -377,8 +377,9 @@ def test_custom_resources_follow_their_crd(control_plane: ControlPlane, store: A
     assert time.monotonic() - t0 < 5
     events = Events()
     store.subscribe(nfr, events)
-    crd = next(nfd_deploy.crd(*c, CURRENT) for c in nfd_deploy.crd_names(CURRENT) if c[0] == "nodefeaturerules")
-    crd.pop("status")
+    # NFD's own CRD, as its newest release's manifests install it
+    crd = next(o for r, o in nfd_release.objects(scenarios.get("default"), tmp_path / "nfd-release")
+               if r == CRD_RESOURCE and o["metadata"]["name"] == nfr)
     store.create(CRD_RESOURCE, crd)
     try:
         _until("the CRD served", lambda: store.served(rt))

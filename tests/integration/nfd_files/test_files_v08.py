@@ -1,7 +1,8 @@
-"""`console nfd files push` of a hook on NFD v0.8.2 (field report 1: hooks from the hostPath source.d, labels
-named `<file name>-<key>`; no NodeFeature API), in the seed-live lab, through the real clients and node access.
+"""`console nfd files push` of a hook on NFD v0.9.0 (upstream's, the oldest release the lab builds, as field
+report 1's v0.8.2: hooks from the hostPath source.d, labels named `<file name>-<key>`; no NodeFeature API), in the
+seed-live lab, through the real clients and node access.
 
-NFD v0.8.2 reads every name in source.d, hidden ones too (source/local/local.go at v0.8.2 has no
+NFD v0.9.0 reads every name in source.d, hidden ones too (source/local/local.go at v0.9.0 has no
 `strings.HasPrefix(fileName, ".")` skip; it came in v0.15), so the temp file of the atomic write must not be
 there: it goes to the parent directory. The preview (console/nfd_preview.preview_file with the cluster's version)
 must name the labels as that nfd-worker + nfd-master then write them.
@@ -47,9 +48,9 @@ def test_a_hook_on_one_node_labels_that_node_as_the_preview_says(lab, api, cli, 
     hook.write_text(HOOK)
     code, doc, err = cli(env, "nfd", "files", "push", str(hook), "--kind", "hook", "--node",
                              "kube-worker01", "--yes")
-    assert (code, doc["status"], doc["nfd_version"]) == (0, "done", "v0.8.2"), err
+    assert (code, doc["status"], doc["nfd_version"]) == (0, "done", "v0.9.0"), err
     (row,) = doc["nodes"]
-    # v0.8.2: a key without '/' is prefixed with the hook's name; a '/'-prefixed one is taken as it is
+    # v0.9.0: a key without '/' is prefixed with the hook's name; a '/'-prefixed one is taken as it is
     assert set(row["labels"]) == {f"{FNS}/pid-max-kernel.pid_max", f"{FNS}/pid-max-read"}
     # the hook's values are the node's (the preview ran it here): the wait is for its keys
     assert row["relabelled"] and set(row["labels_seen"]) == set(row["labels"])
@@ -69,7 +70,7 @@ def test_a_hook_on_one_node_labels_that_node_as_the_preview_says(lab, api, cli, 
 
 
 def test_field_report_1_my_script_on_kube_worker01_only(lab, api, cli, tmp_path):
-    """Issue 11 acceptance, field report 1 on v0.8.2: the article's sysctl hook `my-script` pushed to
+    """Issue 11 acceptance, field report 1 on v0.9.0 (v0.8.2's design): the article's sysctl hook `my-script` pushed to
     kube-worker01 only; `kubectl get node kube-worker01 --show-labels` then has
     feature.node.kubernetes.io/my-script-kernel.pid_max=<the node's value> within the worker's interval (the
     push waits for it), no other node does, and removing it takes the label away."""

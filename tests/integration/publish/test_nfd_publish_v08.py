@@ -1,4 +1,5 @@
-"""NFD v0.8.2 (field report 1's `seed-resize` world): no third-party NodeFeatures, so `nfd publish` refuses.
+"""NFD v0.9.0 (field report 1's `seed-resize` world, upstream's release): no third-party NodeFeatures, so
+`nfd publish` refuses.
 
 nfd-master merges third-party NodeFeature objects from v0.14 (NodeFeature API on by default; before it the
 worker sent its labels over gRPC and the master read no NodeFeature: NFD docs/usage/customization-guide.md,
@@ -24,7 +25,7 @@ def test_publish_refused_on_nfd_v0_8(seed_resize_lab: Lab, tmp_path: Path) -> No
         code, doc, err = publish(seed_resize_lab, env, "--node", "kube-worker01", *extra, "--yes")
         assert code == 2, err
         assert doc["status"] == "refused" and doc["error"] == "nfd-too-old"
-        assert "v0.8.2" in doc["message"] and "v0.14" in doc["message"]
+        assert "v0.9.0" in doc["message"] and "v0.14" in doc["message"]
     assert audit(env) == []
     api = config.new_client_from_config(config_file=str(seed_resize_lab.state.kubeconfig))
     try:

@@ -62,7 +62,8 @@ def test_dry_run_lists_every_pod_and_its_fate(drain_lab, state, h):
     owners = ("frontend", "node-exporter", "nfd-worker")
     fates = {next((o for o in owners if d["name"].startswith(o + "-")), d["name"]):
              (d["action"], d["controller"].split("/")[0], d["lost"]) for d in doc["plan"]["drain"]}
-    # nfd-worker: NFD's DaemonSet (its manifests, console/lab/nfd_deploy.py) runs on every node, as node-exporter
+    # nfd-worker: NFD's DaemonSet (its release's manifests, console/lab/nfd_release.py) runs on every node, as
+    # node-exporter
     assert fates == {"db-0": ("evict", "StatefulSet", False), "debug-shell": ("evict", "", True),
                      "frontend": ("evict", "ReplicaSet", False), "node-exporter": ("skip", "DaemonSet", False),
                      "nfd-worker": ("skip", "DaemonSet", False)}

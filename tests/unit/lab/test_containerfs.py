@@ -104,6 +104,25 @@ def test_atomic_write_swaps_the_data_link_and_keeps_one_link_per_key(tmp_path: P
     assert not (d / "extra").exists() and (d / "nfd-worker.conf").read_bytes().endswith(b"2s\n")
 
 
+def test_file_modes_follow_default_mode_and_item_mode(tmp_path: Path) -> None:
+    """core/v1 ConfigMapVolumeSource: files are 0644 unless the volume's defaultMode or an item's mode says
+    otherwise (a hook delivered by a ConfigMap needs defaultMode 0755 to run); a mode change alone rewrites."""
+    root = GuestRoot(tmp_path / "kube-worker01")
+    cm = {"data": {"hook": "#!/bin/sh\n", "conf": "x\n"}}
+    get = _get({("configmaps", "hooks"): cm})
+
+    def modes(volume: dict) -> dict[str, int]:
+        pod = {**POD, "spec": {**POD["spec"], "volumes": [volume]}}
+        path = containerfs.PodVolumes(pod, root, get, client=None, host_ip="", pod_ip="").project()["v"]  # type: ignore[arg-type]
+        return {p.name: p.stat().st_mode & 0o7777 for p in path.iterdir() if not p.name.startswith("..")}
+
+    assert modes({"name": "v", "configMap": {"name": "hooks"}}) == {"hook": 0o644, "conf": 0o644}
+    assert modes({"name": "v", "configMap": {"name": "hooks", "defaultMode": 0o755}}) == {"hook": 0o755, "conf": 0o755}
+    items = [{"key": "hook", "path": "hook", "mode": 0o700}, {"key": "conf", "path": "conf"}]
+    assert modes({"name": "v", "configMap": {"name": "hooks", "defaultMode": 0o640, "items": items}}) == {
+        "hook": 0o700, "conf": 0o640}
+
+
 def test_volumes_land_where_the_kubelet_keeps_them_and_mounts_go_by_depth(tmp_path: Path) -> None:
     root = GuestRoot(tmp_path / "kube-worker01")
     pod = {

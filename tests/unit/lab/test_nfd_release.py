@@ -17,9 +17,30 @@ from console.lab import nfd_release, scenarios
 from console.lab.upstream.build import NFD
 
 
-def test_only_releases_the_lab_builds_with_a_kustomize_overlay_run_for_real() -> None:
+def test_every_scenario_runs_a_release_the_lab_builds() -> None:
     assert nfd_release.program(scenarios.get("default")) is NFD["v0.19.0"]
-    assert nfd_release.program(scenarios.get("seed-resize")) is None  # v0.8.2: not served by the module proxy
+    for name in scenarios.SCENARIOS:
+        assert nfd_release.program(scenarios.get(name)) is not None, name
+    assert nfd_release.program(scenarios.scale(10, 1)) is not None
+
+
+def test_the_features_configmap_replaces_the_hostpath_and_the_scale_world_gets_only_crds(tmp_path: Path) -> None:
+    """nfd-configmap: the generated ConfigMap (its name unhashed, in NFD's namespace) mounted at features.d in
+    place of the hostPath (a strategic merge patch: volumes merge by name); the scale world: CRDs only."""
+    objects = nfd_release.objects(scenarios.get("nfd-configmap"), tmp_path / "cm")
+    cm = next(o for _, o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "nfd-features")
+    assert cm["metadata"]["namespace"] == "node-feature-discovery" and "example.com/rack=r7" in cm["data"]["inventory"]
+    worker = next(o for _, o in objects if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+    features_d = next(v for v in worker["volumes"] if v["name"] == "features-d")
+    assert features_d == {"name": "features-d", "configMap": {"name": "nfd-features"}}
+    scale = nfd_release.objects(scenarios.scale(10, 1), tmp_path / "scale")
+    assert scale and {o["kind"] for _, o in scale} == {"CustomResourceDefinition"}
+
+
+def test_v0_9_has_the_grpc_service_and_no_crds(tmp_path: Path) -> None:
+    """v0.9.0's deployment/overlays/default: nfd-master's Service (the workers dial nfd-master:8080), no CRDs."""
+    kinds = {(o["kind"], o["metadata"]["name"]) for _, o in nfd_release.objects(scenarios.get("seed-resize"), tmp_path)}
+    assert ("Service", "nfd-master") in kinds and not any(k == "CustomResourceDefinition" for k, _ in kinds)
 
 
 def test_the_release_objects_carry_the_scenarios_settings(tmp_path: Path) -> None:
@@ -51,5 +72,6 @@ def test_the_release_objects_carry_the_scenarios_settings(tmp_path: Path) -> Non
 
 
 def test_an_unbuilt_release_is_refused_with_the_reason(tmp_path: Path) -> None:
+    old = dataclasses.replace(scenarios.get("seed-resize"), nfd_version="v0.8.2")  # not served by the module proxy
     with pytest.raises(nfd_release.ReleaseError, match=r"does not build NFD v0\.8\.2"):
-        nfd_release.render(scenarios.get("seed-resize"), tmp_path)
+        nfd_release.render(old, tmp_path)
