@@ -35,7 +35,9 @@ def add_parser(subparsers: Any) -> None:
 
     d = sub.add_parser("dryrun", help="evaluate NodeFeatureRules against NodeFeature objects")
     d.add_argument("--rule", "-f", required=True, action="append", help="YAML with NodeFeatureRule document(s)")
-    d.add_argument("--nodefeature", "-n", required=True, action="append", help="YAML with NodeFeature document(s)")
+    d.add_argument("--nodefeature", "-n", action="append",
+                   help="YAML with NodeFeature document(s) of one node (with --from-cluster and without this: "
+                        "every node's NodeFeatures in the cluster)")
     d.add_argument("-o", "--output", choices=("text", "json"), default="text")
     common(d)
 
@@ -175,10 +177,15 @@ def _dryrun(args: argparse.Namespace) -> int:
     from console.nfd.rules import compile_rule_objects, object_name
     from console.nfd.validation import validate_rule_object
 
+    if not args.nodefeature and not args.from_cluster:
+        from console.cli_nfd_flags import EXIT_USAGE, FlagStop
+
+        raise FlagStop(EXIT_USAGE, "usage", "the following arguments are required: --nodefeature/-n (or "
+                       "--from-cluster, for every node's NodeFeatures)")
     setup = _setup(args)
     config = setup.config
     rule_docs = load_docs(args.rule, "NodeFeatureRule")
-    nf_docs = load_docs(args.nodefeature, "NodeFeature")
+    nf_docs = load_docs(args.nodefeature, "NodeFeature") if args.nodefeature else None
     errors, notes = [], []
     for doc in rule_docs:
         for issue in validate_rule_object(doc, config.version, config.policy()):
@@ -190,6 +197,8 @@ def _dryrun(args: argparse.Namespace) -> int:
     if errors:
         return _fail(args, "invalid-rule", "invalid NodeFeatureRule:\n  " + "\n  ".join(errors))
     compiled = compile_rule_objects(rule_docs, config.version)
+    if nf_docs is None:
+        return _dryrun_cluster(args, setup, compiled, notes)
     outcome = compute_node_outcome(nf_docs, compiled, config=config)
     result = outcome.raw.as_dict()
     result.update({
@@ -212,6 +221,57 @@ def _dryrun(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:
         _print_dryrun(result)
+    for n in notes:
+        print(f"note: {n}", file=sys.stderr)
+    if failed:
+        print(f"error: {failed}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _dryrun_cluster(args: argparse.Namespace, setup: Any, compiled: list[Any], notes: list[str]) -> int:
+    """The rules against every node's NodeFeatures in the cluster, as nfd-master evaluates them node by node:
+    which nodes they match, and each node's labels, extended resources and taints as nfd-master writes them."""
+    from console.cli_nfd_flags import cluster_node_features, describe
+    from console.nfd.master import compute_node_outcome
+
+    config = setup.config
+    nodes, by_node = cluster_node_features(args)
+    per_node: dict[str, Any] = {}
+    matched, errors = [], []
+    for name in sorted(nodes):
+        outcome = compute_node_outcome(by_node.get(name, []), compiled, config=config, node=nodes[name])
+        rules = [r.as_dict() for r in outcome.rule_results]
+        hit = [f"{r['object']}/{r['rule']}" for r in rules if r["matched"] and not r["error"]]
+        if hit:
+            matched.append(name)
+        errors += [f"{name}: rule {r.rule!r} in NodeFeatureRule {r.object!r}: {r.error}" for r in outcome.rule_errors]
+        per_node[name] = {
+            "matched_rules": hit,
+            "rule_labels": {k: outcome.labels[k] for k in outcome.rule_label_origins if k in outcome.labels},
+            "node_labels": outcome.labels,
+            "node_extendedResources": outcome.extended_resources,
+            "node_taints": [t.as_dict() for t in outcome.taints],
+            "dropped": [d.as_dict() for d in outcome.dropped],
+            "node_features": len(by_node.get(name, [])),
+        }
+    failed = "evaluation failed (nfd-master would skip these rules):\n  " + "\n  ".join(errors) if errors else ""
+    result: dict[str, Any] = {
+        "nodes": per_node, "matched_nodes": matched, "warnings": notes, "nfd_version": str(config.version),
+        "master": describe(config), "config_source": setup.source,
+    }
+    result |= {"status": "failed", "error": "evaluation-failed", "message": failed, "exit_code": 1} if failed \
+        else {"status": "ok", "exit_code": 0}
+    if args.output == "json":
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        out = [f"NFD {result['nfd_version']} ({result['config_source']}): {len(matched)} of {len(nodes)} nodes "
+               "matched"]
+        for name, row in per_node.items():
+            labels = ", ".join(f"{k}={v}" for k, v in sorted(row["rule_labels"].items())) or "no rule labels"
+            state = f"matched {', '.join(row['matched_rules'])}: {labels}" if row["matched_rules"] else "no match"
+            out.append(f"  {name}: {state}" + ("" if row["node_features"] else " (no NodeFeature)"))
+        print("\n".join(out))
     for n in notes:
         print(f"note: {n}", file=sys.stderr)
     if failed:

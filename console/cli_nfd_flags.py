@@ -116,6 +116,41 @@ def _from_cluster(args: argparse.Namespace) -> Any:
     return dep
 
 
+Objs = dict[str, dict[str, Any]]
+
+
+def cluster_node_features(args: argparse.Namespace) -> tuple[Objs, dict[str, list[dict[str, Any]]]]:
+    """The cluster's Nodes by name and its NodeFeatures by the node they target (NFD's node-name label), read
+    in pages; FlagStop (exit 6) when they cannot be read, naming what to do."""
+    from console import cli_nfd_deploy
+
+    try:
+        api = cli_nfd_deploy._connect(cli_nfd_deploy._settings(args))
+    except cli_nfd_deploy.Stop as e:
+        raise FlagStop(e.code, e.kind, str(e), **e.extra) from None
+    from console.kube.nfddiscovery import NfdDiscoveryError, node_feature_crd_served
+    from console.kube.nfdstore import NfdStoreError, StoreForbidden, list_node_features, list_nodes
+
+    try:
+        served = node_feature_crd_served(api)
+    except NfdDiscoveryError as exc:
+        from console.cli_nfd_status import discovery_failed
+
+        kind, message, extra = discovery_failed(exc, getattr(args, "kubeconfig", None), getattr(args, "context", None))
+        raise FlagStop(EXIT_BACKEND, kind, message, **extra) from None
+    if not served:
+        raise FlagStop(EXIT_USAGE, "no-nodefeature-api", "this cluster serves no NodeFeature API "
+                       "(nodefeatures.nfd.k8s-sigs.io: NFD older than v0.12, or not installed): give the node's "
+                       "features with --nodefeature FILE")
+    try:
+        return list_nodes(api), list_node_features(api)
+    except StoreForbidden as exc:
+        raise FlagStop(EXIT_BACKEND, "kube-forbidden", str(exc), missing=exc.missing) from None
+    except NfdStoreError as exc:
+        raise FlagStop(EXIT_BACKEND, "kube-unreachable", f"reading the cluster's nodes and NodeFeatures: {exc}"
+                       ) from None
+
+
 def resolve(args: argparse.Namespace, *, worker_side: bool, deployment: Any = None) -> PreviewSetup:
     """MasterConfig + WorkerConfig for this preview, from defaults, the cluster, files and flags.
 

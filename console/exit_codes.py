@@ -67,7 +67,8 @@ KINDS: dict[str, Kind] = {
                                           "(`nfd files`: 2)"),
     "unwritable-mount": Kind((USAGE,), "`nfd files`: a source.d / features.d volume the console cannot write"),
     "nfd-too-old": Kind((USAGE,), "`nfd publish`: NFD older than v0.14 reads no third-party NodeFeatures"),
-    "no-nodefeature-api": Kind((USAGE,), "`nfd publish`: the cluster serves no NodeFeature API"),
+    "no-nodefeature-api": Kind((USAGE,), "`nfd publish`, `nfd dryrun --from-cluster` without `--nodefeature`: "
+                                         "the cluster serves no NodeFeature API"),
     "nfd-version-unknown": Kind((USAGE,), "the cluster's NFD version cannot be told: give `--nfd-version`"),
     "read-only": Kind((USAGE,), "read-only (`--read-only`, `read_only: true`): nothing was changed"),
     "audit-unwritable": Kind((USAGE,), "the audit log cannot be written: nothing was changed (or, status "

@@ -42,7 +42,8 @@ REGISTRY: dict[str, frozenset[str]] = {
     # NFD's image, per the registry its manifests name (k8s.gcr.io up to v0.11, registry.k8s.io from v0.12)
     "k8s.gcr.io/nfd/node-feature-discovery": frozenset({"v0.8.2", "v0.9.0", "v0.10.1", "v0.11.3"}),
     "registry.k8s.io/nfd/node-feature-discovery": frozenset({"v0.12.1", "v0.13.6", "v0.14.6", "v0.15.7", "v0.16.4",
-                                                               "v0.16.6", "v0.17.3", "v0.18.1", "v0.19.0"}),
+                                                               "v0.16.6", "v0.17.3", "v0.18.1", "v0.18.3",
+                                                               "v0.19.0"}),
 }
 
 

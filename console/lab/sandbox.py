@@ -269,14 +269,14 @@ class _Runner:
                     _signal_command(proc.pid, signal.SIGTERM)
                 if time.monotonic() > deadline or (cancel is not None and cancel.is_set()):
                     timed_out = True
-                    proc.kill()  # bwrap's death kills its PID namespace (--die-with-parent on its init)
+                    _kill(proc)
                     break
                 self._pump(sel, POLL)
                 self._tick(sel)
             code = proc.wait(timeout=max(0.0, deadline - time.monotonic()) + 5)
         except subprocess.TimeoutExpired:
             timed_out = True
-            proc.kill()
+            _kill(proc)
             code = proc.wait()
         finally:
             sel.close()
@@ -328,9 +328,18 @@ class _Runner:
             os.replace(resp / f".{name}.rc", resp / f"{name}.rc")
 
 
-def _signal_command(bwrap_pid: int, sig: int) -> None:
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the run: every process under bwrap, then bwrap. The PID namespace's init (bwrap's child, pid 1
+    there) does not die with bwrap (--die-with-parent's PDEATHSIG does not reach a namespace's init): seen as
+    orphaned `bwrap` processes, NSpid 1, after a lab's pods were cancelled."""
+    _signal_command(proc.pid, signal.SIGKILL, bwraps=True)
+    proc.kill()
+
+
+def _signal_command(bwrap_pid: int, sig: int, *, bwraps: bool = False) -> None:
     """Send `sig` to the command's processes: bwrap's descendants but bwrap itself and its init, which would not
-    pass it on (the container runtime signals the container's process the same way)."""
+    pass it on (the container runtime signals the container's process the same way); with `bwraps`, to bwrap's
+    init too."""
     parents: dict[int, int] = {}
     names: dict[int, str] = {}
     for entry in os.listdir("/proc"):
@@ -348,7 +357,7 @@ def _signal_command(bwrap_pid: int, sig: int) -> None:
         tree |= more
         grew = bool(more)
     for pid in tree:
-        if names.get(pid) != "bwrap":
+        if pid != bwrap_pid and (bwraps or names.get(pid) != "bwrap"):
             with contextlib.suppress(OSError):
                 os.kill(pid, sig)
 

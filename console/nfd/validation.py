@@ -81,7 +81,12 @@ def _check_expr(raw: Any, fld: str, rule: str, v: V.NfdVersion, issues: list[Iss
             if p is None:
                 err(f"{x!r} is not {'a version' if typ else 'an integer (base 10, as strconv.Atoi)'}")
         if len(parsed) == 2 and None not in parsed and not parsed[0] < parsed[1]:  # type: ignore[operator]
-            err(f"value[0] must be less than value[1] for op {op} (have {vals})")
+            if typ != "version":
+                err(f"value[0] must be less than value[1] for op {op} (have {vals})")
+            # NFD checks the order of numbers only (expression.go, MatchGtLt/MatchGeLe): version bounds are taken
+            # as they are, so GeLe [v, v] matches v alone and reversed bounds match nothing
+            elif op == "GtLt" or parsed[0] > parsed[1]:  # type: ignore[operator]
+                issues.append(Issue("warning", rule, fld, f"op {op} with versions {vals} matches no version"))
 
 
 def _check_terms(raw: Any, fld: str, rule: str, v: V.NfdVersion, issues: list[Issue]) -> None:

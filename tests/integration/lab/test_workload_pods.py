@@ -15,6 +15,7 @@ import pytest
 from labstart import start_lab
 from labtools import wait_for
 
+from console.lab import scenarios
 from console.lab.nodeexec import pod_phase, runs_to_completion
 from console.lab.store import NotFound
 from console.lab.world import Lab
@@ -135,12 +136,16 @@ def test_onfailure_restarts_at_once_then_after_the_crash_loop_back_off(lab: Lab,
 
 def _processes(argv: list[str]) -> list[int]:
     """This machine's processes whose command line is `argv` (the sandbox runs the container's command here)."""
+    return [pid for pid, args in _cmdlines() if args == argv]
+
+
+def _cmdlines() -> list[tuple[int, list[str]]]:
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                if (entry / "cmdline").read_bytes().split(b"\0")[:-1] == [a.encode() for a in argv]:
-                    found.append(int(entry.name))
+                args = (entry / "cmdline").read_bytes().split(b"\0")[:-1]
+                found.append((int(entry.name), [a.decode(errors="replace") for a in args]))
     return found
 
 
@@ -152,3 +157,37 @@ def test_a_deleted_pod_has_its_command_killed(lab: Lab, made: list[str]) -> None
     wait_for(lambda: _processes(argv), 5, what="the command running")
     lab.store.delete("pods", "default", "sleeper")
     wait_for(lambda: not _processes(argv), 10, what="the command killed")
+    # and its sandbox with it: no bwrap (nor the PID namespace's init, also bwrap) runs that command any more
+    wait_for(lambda: not [pid for pid, args in _cmdlines() if "sleep 3599.25" in args], 10, what="the sandbox gone")
+
+
+def test_a_stopped_lab_leaves_no_sandbox_behind(tmp_path: Path) -> None:
+    """Stopping the lab cancels its pods' commands (NFD's master and workers run until then): every process of
+    their sandboxes goes, the PID namespace's init too (bwrap, pid 1 there), which bwrap's own death does not
+    take with it."""
+    root = tmp_path / "lab-stop"
+    lab = Lab(scenarios.get("seed-resize"), root, metrics=False, wait_usage=False)
+    try:
+        lab.start()
+        wait_for(lambda: [pid for pid, args in _cmdlines() if any(str(root) in a for a in args)], 30,
+                 what="the NFD pods' sandboxes running")
+    finally:
+        lab.stop()
+    wait_for(lambda: not [pid for pid, args in _cmdlines() if args[:1] == ["/usr/bin/bwrap"]
+                          and any(str(root) in a for a in args)], 10, what="no sandbox of the stopped lab")
+
+
+def test_a_pod_removed_at_once_leaves_no_sandbox_behind(lab: Lab) -> None:
+    """A running program pod deleted with grace 0 (its command cancelled, not signalled): every process of its
+    sandbox goes, the PID namespace's init (bwrap, pid 1 there) too, which bwrap's own death does not take."""
+    pods = lab.store.list("pods", "node-feature-discovery")[0]
+    worker = next(p for p in pods if p["metadata"]["name"].startswith("nfd-worker-")
+                  and p["spec"].get("nodeName") == NODE and (p.get("status") or {}).get("phase") == "Running")
+    uid = worker["metadata"]["uid"]
+
+    def sandboxes() -> list[int]:
+        return [pid for pid, args in _cmdlines() if args[:1] == ["/usr/bin/bwrap"] and any(uid in a for a in args)]
+
+    wait_for(sandboxes, 10, what="the worker's sandbox")
+    lab.store.delete("pods", "node-feature-discovery", worker["metadata"]["name"], grace_seconds=0)
+    wait_for(lambda: not sandboxes(), 15, what="no sandbox of the removed pod")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 
 import pytest
@@ -250,3 +251,22 @@ def test_hooks_from_a_configmap_volume_need_an_executable_default_mode(seed_resi
         run(["kubectl", "-n", NS, "delete", "configmap", "nfd-hooks"], env)
     poll(lambda: f"{FNS}/cpuinfo-family" in node(kube, "kube-worker01").labels
          and f"{FNS}/from.configmap" not in node(kube, "kube-worker01").labels, ROLLOUT)
+
+
+def test_dryrun_from_the_cluster_needs_the_nodefeature_api(seed_resize_lab, tmp_path):
+    """v0.9.0 has no NodeFeatureRule (v0.10+): `nfd dryrun --from-cluster` says so. Modelled as v0.11 (rules, no
+    NodeFeature API yet), it cannot read the nodes' features from this cluster and says what to give instead
+    (exit 2, as `nfd publish` refuses)."""
+    rule = tmp_path / "rule.yaml"
+    rule.write_text("apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata: {name: r}\n"
+                    "spec: {rules: [{name: a, labels: {a: 'true'}}]}\n")
+
+    def dryrun(*extra):
+        out = run([sys.executable, "-m", "console", "nfd", "dryrun", "--from-cluster", "--rule", str(rule), *extra,
+                   "-o", "json"], lab_env(seed_resize_lab), check=False)
+        return out.returncode, json.loads(out.stdout)
+
+    code, doc = dryrun()
+    assert (code, doc["error"]) == (1, "invalid-rule") and "needs NFD v0.10+ (got v0.9.0)" in doc["message"]
+    code, doc = dryrun("--nfd-version", "v0.11.0")
+    assert (code, doc["error"]) == (2, "no-nodefeature-api") and "--nodefeature" in doc["message"]

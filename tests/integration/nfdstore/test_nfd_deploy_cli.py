@@ -181,3 +181,74 @@ def test_audit_log_on_a_full_device_refuses_apply(default_lab: Lab, api_client: 
     assert (code, doc["status"], doc["error"]) == (2, "refused", "audit-unwritable"), err
     assert str(log) in doc["message"] and "not done" in doc["message"]
     assert get_rule(api_client, "deploy-full") is None
+
+
+SELECTIVE = """\
+apiVersion: nfd.k8s-sigs.io/v1alpha1
+kind: NodeFeatureRule
+metadata:
+  name: dryrun-nodes
+spec:
+  rules:
+    - name: avx512
+      labels:
+        "example.com/avx512": "true"
+      matchFeatures:
+        - feature: cpu.cpuid
+          matchExpressions:
+            AVX512F: {op: Exists}
+    - name: vfio
+      labels:
+        "example.com/vfio": "true"
+      matchFeatures:
+        - feature: kernel.loadedmodule
+          matchExpressions:
+            vfio_pci: {op: Exists}
+"""
+
+
+def test_apply_labels_exactly_the_nodes_dryrun_from_cluster_named(default_lab: Lab, api_client: Any,
+                                                                   tmp_path: Path) -> None:
+    """Issue 22 acceptance on the newest NFD (upstream's v0.19.0 in the default lab): `nfd dryrun --from-cluster`
+    evaluates the rules against every node's NodeFeatures as read from the cluster (written by the real
+    nfd-worker), and the real nfd-master, once `nfd apply` created the rule, labels exactly those nodes."""
+    import time
+
+    env = _state(tmp_path)
+    f = tmp_path / "rule.yaml"
+    f.write_text(SELECTIVE)
+    code, doc, err = console(default_lab, env, "nfd", "dryrun", "--from-cluster", "--rule", str(f))
+    assert (code, doc["status"], doc["nfd_version"]) == (0, "ok", "v0.19.0"), err
+    assert set(doc["nodes"]) == {n.name for n in default_lab.scenario.nodes}
+    named = {label: {n for n, row in doc["nodes"].items() if label in row["rule_labels"]}
+             for label in ("example.com/avx512", "example.com/vfio")}
+    assert all(0 < len(nodes) < len(doc["nodes"]) for nodes in named.values()), named  # selective, both ways
+    code, doc, err = console(default_lab, env, "nfd", "apply", "-f", str(f), "--yes")
+    assert (code, doc["status"]) == (0, "applied"), err
+
+    def labelled() -> dict[str, set[str]]:
+        nodes = client.CoreV1Api(api_client).list_node().items
+        return {label: {n.metadata.name for n in nodes if (n.metadata.labels or {}).get(label) == "true"}
+                for label in named}
+
+    try:
+        deadline = time.monotonic() + 60
+        while (seen := labelled()) != named and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert seen == named
+    finally:
+        client.CustomObjectsApi(api_client).delete_cluster_custom_object(NFD_GROUP, "v1alpha1", RULES_PLURAL,
+                                                                         "dryrun-nodes")
+    deadline = time.monotonic() + 60
+    while any(labelled().values()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(labelled().values())
+
+
+def test_dryrun_without_nodefeatures_needs_the_cluster(tmp_path: Path) -> None:
+    f = tmp_path / "rule.yaml"
+    f.write_text(SELECTIVE)
+    proc = subprocess.run([sys.executable, "-m", "console", "nfd", "dryrun", "--rule", str(f), "-o", "json"],
+                          capture_output=True, text=True, timeout=60)
+    doc = json.loads(proc.stdout)
+    assert (proc.returncode, doc["error"]) == (2, "usage") and "--from-cluster" in doc["message"]

@@ -63,3 +63,20 @@ def test_version_warnings() -> None:
 def test_bad_objects() -> None:
     assert "spec.rules must be a list" in errors({"kind": "NodeFeatureRule", "metadata": {"name": "a"}})[0]
     assert "expected NodeFeatureRule" in errors({"kind": "Pod"})[0]
+
+
+def test_version_bounds_are_not_ordered_as_numbers_are() -> None:
+    """NFD v0.19.0 pkg/apis/nfd/nodefeaturerule/expression.go: GtLt/GeLe refuse numbers with value[0] >= value[1]
+    (at evaluation) but take version bounds as they are: GeLe ["5.4.0", "5.4.0"] matches 5.4.0 alone; reversed
+    version bounds only warn (they match nothing). Found reviewing the order check after the conformance test
+    against upstream's nfd-master generated numeric GeLe ["-3", "-3"] (refused by both, NFD at evaluation)."""
+    def rule(op: str, values: list[str], typ: str = "version") -> dict:
+        return nfr("x", {"name": "r", "labels": {"x": "1"}, "matchFeatures": [{"feature": "kernel.version",
+                         "matchExpressions": {"full": {"op": op, "value": values, "type": typ}}}]})
+
+    assert errors(rule("GeLe", ["5.4.0", "5.4.0"])) == []
+    reversed_ = validate_rule_object(rule("GtLt", ["6.0.0", "5.0.0"]), "v0.19.0")
+    assert [i.severity for i in reversed_] == ["warning"] and "matches no version" in str(reversed_[0])
+    numbers = nfr("x", {"name": "r", "labels": {"x": "1"}, "matchFeatures": [{"feature": "kernel.version",
+                  "matchExpressions": {"major": {"op": "GeLe", "value": ["5", "5"]}}}]})
+    assert "value[0] must be less than value[1]" in errors(numbers)[0]
