@@ -16,7 +16,7 @@ import math
 import signal
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from console.cli_nfd_docs import OUTPUT_FIELDS, load_docs
@@ -214,13 +214,20 @@ def _dryrun(args: argparse.Namespace) -> int:
         "config_source": setup.source,
     })
     msgs = [f"rule {r.rule!r} in NodeFeatureRule {r.object!r}: {r.error}" for r in outcome.rule_errors]
-    failed = "evaluation failed (nfd-master would skip these rules):\n  " + "\n  ".join(msgs) if msgs else ""
+    return _report(args, result, notes, msgs, _print_dryrun)
+
+
+def _report(args: argparse.Namespace, result: dict[str, Any], notes: list[str], errors: list[str],
+            text: Callable[[dict[str, Any]], None]) -> int:
+    """A dryrun's result on stdout (JSON or `text`), its notes and evaluation errors on stderr: exit 1 when a
+    rule failed to evaluate (nfd-master skips it), else 0."""
+    failed = "evaluation failed (nfd-master would skip these rules):\n  " + "\n  ".join(errors) if errors else ""
     result |= {"status": "failed", "error": "evaluation-failed", "message": failed, "exit_code": 1} if failed \
         else {"status": "ok", "exit_code": 0}
     if args.output == "json":
         print(json.dumps(result, indent=2, sort_keys=True))
     else:
-        _print_dryrun(result)
+        text(result)
     for n in notes:
         print(f"note: {n}", file=sys.stderr)
     if failed:
@@ -255,29 +262,20 @@ def _dryrun_cluster(args: argparse.Namespace, setup: Any, compiled: list[Any], n
             "dropped": [d.as_dict() for d in outcome.dropped],
             "node_features": len(by_node.get(name, [])),
         }
-    failed = "evaluation failed (nfd-master would skip these rules):\n  " + "\n  ".join(errors) if errors else ""
     result: dict[str, Any] = {
         "nodes": per_node, "matched_nodes": matched, "warnings": notes, "nfd_version": str(config.version),
         "master": describe(config), "config_source": setup.source,
     }
-    result |= {"status": "failed", "error": "evaluation-failed", "message": failed, "exit_code": 1} if failed \
-        else {"status": "ok", "exit_code": 0}
-    if args.output == "json":
-        print(json.dumps(result, indent=2, sort_keys=True))
-    else:
-        out = [f"NFD {result['nfd_version']} ({result['config_source']}): {len(matched)} of {len(nodes)} nodes "
-               "matched"]
+
+    def text(r: dict[str, Any]) -> None:
+        out = [f"NFD {r['nfd_version']} ({r['config_source']}): {len(matched)} of {len(nodes)} nodes matched"]
         for name, row in per_node.items():
             labels = ", ".join(f"{k}={v}" for k, v in sorted(row["rule_labels"].items())) or "no rule labels"
             state = f"matched {', '.join(row['matched_rules'])}: {labels}" if row["matched_rules"] else "no match"
             out.append(f"  {name}: {state}" + ("" if row["node_features"] else " (no NodeFeature)"))
         print("\n".join(out))
-    for n in notes:
-        print(f"note: {n}", file=sys.stderr)
-    if failed:
-        print(f"error: {failed}", file=sys.stderr)
-        return 1
-    return 0
+
+    return _report(args, result, notes, errors, text)
 
 
 def _kv(title: str, m: Mapping[str, str]) -> list[str]:

@@ -93,13 +93,18 @@ def _load_yaml(path: str, what: str) -> Any:
     return docs[0] if docs else None
 
 
-def _from_cluster(args: argparse.Namespace) -> Any:
+def _connect(args: argparse.Namespace) -> Any:
+    """The cluster's API client, as the cluster-changing commands build it (the same kubeconfig and settings)."""
     from console import cli_nfd_deploy
 
     try:
-        api = cli_nfd_deploy._connect(cli_nfd_deploy._settings(args))
+        return cli_nfd_deploy._connect(cli_nfd_deploy._settings(args))
     except cli_nfd_deploy.Stop as e:
         raise FlagStop(e.code, e.kind, str(e), **e.extra) from None
+
+
+def _from_cluster(args: argparse.Namespace) -> Any:
+    api = _connect(args)
     from console.kube.nfddiscovery import NfdDiscoveryError, discover_nfd  # the kubernetes client: only here
 
     try:
@@ -122,12 +127,7 @@ Objs = dict[str, dict[str, Any]]
 def cluster_node_features(args: argparse.Namespace) -> tuple[Objs, dict[str, list[dict[str, Any]]]]:
     """The cluster's Nodes by name and its NodeFeatures by the node they target (NFD's node-name label), read
     in pages; FlagStop (exit 6) when they cannot be read, naming what to do."""
-    from console import cli_nfd_deploy
-
-    try:
-        api = cli_nfd_deploy._connect(cli_nfd_deploy._settings(args))
-    except cli_nfd_deploy.Stop as e:
-        raise FlagStop(e.code, e.kind, str(e), **e.extra) from None
+    api = _connect(args)
     from console.kube.nfddiscovery import NfdDiscoveryError, node_feature_crd_served
     from console.kube.nfdstore import NfdStoreError, StoreForbidden, list_node_features, list_nodes
 
