@@ -106,6 +106,7 @@ def actions(f: dict[str, Path]) -> list[list[tuple[str, tuple[str, ...]]]]:
         [("nfd status", ("nfd", "status")),
          ("nfd dryrun --from-cluster", ("nfd", "dryrun", "--from-cluster", "--rule", str(f["rule"]),
                                         "--nodefeature", str(f["nf"]))),
+         ("nfd dryrun --from-cluster (every node)", ("nfd", "dryrun", "--from-cluster", "--rule", str(f["rule"]))),
          ("nfd apply", ("nfd", "apply", "-f", str(f["rule"]), "--yes"))],
         [("nfd files list", ("nfd", "files", "list", "--kind", "feature")),
          ("nfd files push", ("nfd", "files", "push", str(f["feature"]), "--kind", "feature", "--node", NODE,
