@@ -1,4 +1,4 @@
-"""Conformance of the console's NodeFeatureRule preview with upstream's nfd-master (issue 22 deliverable 4).
+"""Conformance of the console's NFD previews with upstream's nfd-worker and nfd-master (issue 22 deliverable 4).
 
 For each NFD release the lab builds that has NodeFeatureRules and the NodeFeature API (v0.16.6, v0.18.3, v0.19.0),
 a lab runs that release's nfd-worker on every node and its nfd-master (console/lab/nfd_release.py). Generated
@@ -7,7 +7,9 @@ release has, label names with and without prefixes, labelsTemplate over matched 
 rule.matched) go to the cluster as NodeFeatureRules; the real nfd-master writes the nodes' labels. The console
 predicts them with `console nfd dryrun --from-cluster` (the cluster's NodeFeatures, its nfd-master's flags and
 config) before the rules are created; then, once the master has relabelled, each node's NFD labels (those its
-feature-labels annotation names) must equal the prediction exactly. The count of cases per release is printed.
+feature-labels annotation names) must equal the prediction exactly. Likewise generated feature files (keys with
+and without prefixes, invalid names, values, comments, the expiry and no-label/no-feature directives) in a node's
+features.d, predicted by `console nfd local --from-cluster`. The count of cases per release is printed.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ BATCHES = 6  # hypothesis examples (batches) per release
 RELEASES = ("v0.16.6", "v0.18.3", "v0.19.0")
 CASES: dict[str, int] = {}  # rules compared, per release
 MATCHED: dict[str, int] = {}  # (rule, node) pairs that matched: the comparison is not of empty label sets
+FILES: dict[str, int] = {}  # feature files compared, per release
+LINES: dict[str, int] = {}
 
 
 @pytest.fixture(scope="module", params=RELEASES)
@@ -53,7 +57,8 @@ def real_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         lab.stop()
         print(
             f"\nconformance cases on NFD {request.param}: {CASES.get(request.param, 0)} rules, "
-            f"{MATCHED.get(request.param, 0)} (rule, node) matches"
+            f"{MATCHED.get(request.param, 0)} (rule, node) matches; {FILES.get(request.param, 0)} feature files, "
+            f"{LINES.get(request.param, 0)} lines"
         )
 
 
@@ -217,11 +222,16 @@ def test_console_preview_equals_what_upstream_nfd_master_writes(real_lab: Lab, t
         expected = {node: row["node_labels"] for node, row in doc["nodes"].items()}
         with _api(real_lab) as api:
             custom = client.CustomObjectsApi(api)
+
+            def snapshot() -> dict[str, dict[str, str]]:
+                return {n.metadata.name: _nfd_labels(n) for n in client.CoreV1Api(api).list_node().items}
+
+            baseline = snapshot()
             custom.create_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", obj)
             try:
                 deadline, seen = time.monotonic() + 60, {}
                 while time.monotonic() < deadline:
-                    seen = {n.metadata.name: _nfd_labels(n) for n in client.CoreV1Api(api).list_node().items}
+                    seen = snapshot()
                     if seen == expected:
                         break
                     time.sleep(0.3)
@@ -238,8 +248,115 @@ def test_console_preview_equals_what_upstream_nfd_master_writes(real_lab: Lab, t
                 )
             finally:
                 custom.delete_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", name)
+                # the master takes the rule's labels away again: the next case (and test) starts from there
+                deadline = time.monotonic() + 60
+                while snapshot() != baseline and time.monotonic() < deadline:
+                    time.sleep(0.3)
+            assert snapshot() == baseline, "nfd-master did not remove the rule's labels within 60s"
         CASES[version] = CASES.get(version, 0) + len(rules)
         MATCHED[version] = MATCHED.get(version, 0) + sum(len(row["matched_rules"]) for row in doc["nodes"].values())
 
     case()
     assert CASES.get(version, 0) > 0 and MATCHED.get(version, 0) > 0
+
+
+# feature-file lines (NFD docs/usage/customization-guide.md "Feature files"): plain and prefixed keys, values,
+# `/`-prefixed and invalid names, comments, blank lines, and the directives of v0.14+ (# +expiry-time) and
+# v0.15+ (# +no-label, # +no-feature)
+LINE_KEYS = (
+    "rack",
+    "zone.a",
+    "example.com/tier",
+    f"{FNS}/gpu-count",
+    "sub.example.org/x_y",
+    "/slash",
+    "bad key",
+    "UPPER-case",
+    "-dash",
+    "a" * 70,
+)
+LINE_VALUES = ("", "=1", "=true", "=r7", "=a b", "==x", "=" + "v" * 70, "=@local.rack")
+DIRECTIVES = (
+    "# a comment",
+    "",
+    "   ",
+    "# +expiry-time=2099-01-01T00:00:00Z",
+    "# +expiry-time=2001-01-01T00:00:00Z",
+    "# +no-label",
+    "# +no-feature",
+    "# +unknown=1",
+)
+
+
+@st.composite
+def _feature_file(draw: st.DrawFn) -> str:
+    lines = []
+    for i in range(draw(st.integers(1, 12))):
+        if draw(st.integers(0, 3)) == 0:
+            lines.append(draw(st.sampled_from(DIRECTIVES)))
+        else:
+            key = draw(st.sampled_from(LINE_KEYS))
+            lines.append(f"{key}{i}{draw(st.sampled_from(LINE_VALUES))}")
+    return "\n".join(lines) + "\n"
+
+
+NODE = "kube-worker01"
+
+
+def test_feature_file_preview_equals_what_upstream_nfd_writes(real_lab: Lab, tmp_path: Path) -> None:
+    """A generated feature file in kube-worker01's features.d (hostPath): `console nfd local --from-cluster` on
+    that directory, before and after, gives the labels the real nfd-worker and nfd-master then write."""
+    from kubernetes import client
+
+    from console.lab.guestroot import NFD_FEATURES_D
+
+    version = real_lab.scenario.nfd_version
+    features_d = real_lab.guest_roots[NODE].path(NFD_FEATURES_D)
+    files = iter(range(BATCHES))
+
+    def local() -> dict[str, str]:
+        code, doc, err = _console(real_lab, "local", "--features-dir", str(features_d), "--from-cluster")
+        assert code == 0, err
+        return dict(doc["labels"])
+
+    def node_labels(api: Any) -> dict[str, str]:
+        return _nfd_labels(client.CoreV1Api(api).read_node(NODE))
+
+    @settings(
+        max_examples=BATCHES,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(_feature_file())
+    def case(text: str) -> None:
+        n = next(files, BATCHES)
+        with _api(real_lab) as api:
+            before_local, before = local(), node_labels(api)
+            path = features_d / f"conformance-{n}"
+            path.write_text(text)
+            try:
+                after_local = local()
+                expected = {k: v for k, v in before.items() if k not in before_local} | after_local
+                deadline, seen = time.monotonic() + 60, {}
+                while time.monotonic() < deadline:
+                    if (seen := node_labels(api)) == expected:
+                        break
+                    time.sleep(0.3)
+                assert seen == expected, (
+                    f"NFD {version}: console and nfd-worker/master differ for\n{text}\n"
+                    f"console only: {set(expected.items()) - set(seen.items())}\n"
+                    f"nfd only: {set(seen.items()) - set(expected.items())}"
+                )
+            finally:
+                path.unlink()
+            deadline = time.monotonic() + 60
+            while node_labels(api) != before and time.monotonic() < deadline:
+                time.sleep(0.3)
+        FILES[version] = FILES.get(version, 0) + 1
+        LINES[version] = LINES.get(version, 0) + len(text.splitlines())
+
+    case()
+    assert FILES.get(version, 0) == BATCHES
