@@ -80,10 +80,13 @@ def test_taints_and_extended_resources_follow_rules(default_lab: Lab) -> None:
         # a taint someone else set is kept when NFD's goes away
         kubectl(lab, "taint", "node", "kube-worker03", "other:NoSchedule")
         kubectl(lab, "delete", "nodefeaturerule", "gpu")
+        # nfd-master patches the taints and its annotation of them apart: wait for both
         wait_for(lambda: f"{FNS}/gpu.present" not in node(lab, "kube-worker03")["metadata"]["labels"]
                  and f"{FNS}/vfio.slots" not in node(lab, "kube-worker03")["status"]["allocatable"]
-                 and all(t["key"] != "example.com/gpu" for t in node(lab, "kube-worker03")["spec"]["taints"]),
-                 SETTLE, what="the rule's label, resource and taint gone")
+                 and all(t["key"] != "example.com/gpu" for t in node(lab, "kube-worker03")["spec"]["taints"])
+                 and not {f"nfd.node.kubernetes.io/{k}" for k in ("taints", "extended-resources")}
+                 & set(node(lab, "kube-worker03")["metadata"]["annotations"]),
+                 SETTLE, what="the rule's label, resource, taint and NFD's annotations of them gone")
         w3 = node(lab, "kube-worker03")
         assert [{k: t[k] for k in ("key", "effect")} for t in w3["spec"]["taints"]] == [
             {"key": "other", "effect": "NoSchedule"}]
