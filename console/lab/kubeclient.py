@@ -35,6 +35,13 @@ class KubeClient:
         self._watches: set[urllib3.BaseHTTPResponse] = set()
         self._closed = False
 
+    @property
+    def address(self) -> tuple[str, int]:
+        """(host, port) of the API server, the host without an IPv6 literal's brackets (what a pod's
+        KUBERNETES_SERVICE_HOST/PORT say)."""
+        host, _, port = self.url.split("://", 1)[-1].rpartition(":")
+        return host.strip("[]"), int(port)
+
     def request(self, method: str, path: str, body: Obj | None = None, *,
                 content_type: str = "application/json") -> Obj:
         """`content_type` of a PATCH: application/merge-patch+json or application/strategic-merge-patch+json."""

@@ -559,12 +559,11 @@ class NodeExec:
             volumes = self._volumes.get(str(pod["metadata"].get("uid", "")))
         if volumes is None:
             raise containerfs.VolumeError("the pod's volumes are not set up")
-        url = self.store.client.url
-        host, _, port = url.split("://", 1)[-1].rpartition(":")
+        host, port = self.store.client.address
         net = None
         if self.network is not None and not pod.get("spec", {}).get("hostNetwork"):
             net = self.network.pod(pod, container)
-        env = containerfs.environment(pod, container, self.store.get, api_host=host.strip("[]"), api_port=int(port),
+        env = containerfs.environment(pod, container, self.store.get, api_host=host, api_port=port,
                                       host_ip=volumes.host_ip, pod_ip=volumes.pod_ip)
         box = containerfs.container(pod, container, volumes, {**env, **(net.env if net else {})})
         argv, binds = box.argv, {**box.binds, **(net.binds if net else {})}

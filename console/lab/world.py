@@ -437,8 +437,7 @@ class Lab:
             kubelet.start()
             self.kubelets[vm.node_name] = kubelet
             self._stack.append(kubelet.stop)
-        host, _, port = self.store.client.url.split("://", 1)[-1].rpartition(":")
-        network = PodNetwork((host.strip("[]"), int(port)), lambda: self.store.list("services")[0],
+        network = PodNetwork(self.store.client.address, lambda: self.store.list("services")[0],
                              slices_of(lambda ns: self.store.list("endpointslices.discovery.k8s.io", ns)[0]),
                              self.state.root)
         self._stack.append(network.close)
