@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from labproc import LabFailed, kubectl_timed, scale_lab
@@ -28,23 +29,33 @@ def rss_mb(pid: int) -> tuple[float, float]:
     return int(fields["VmRSS"]) / 1024, int(fields["VmHWM"]) / 1024
 
 
-def component_pids(state: Path) -> dict[str, int]:
-    """The upstream components' processes of the lab in `state`: the binary or its first argument (one binary, a
-    subcommand each) names the component, and some argument names a file in the state directory."""
-    found: dict[str, int] = {}
+def processes() -> Iterator[tuple[int, list[str]]]:
+    """Each process's pid and command line."""
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
-            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            yield int(proc.name), (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
+
+
+def component_pids(state: Path) -> dict[str, int]:
+    """The upstream components' processes of the lab in `state`: the binary or its first argument (one binary, a
+    subcommand each) names the component, and some argument names a file in the state directory."""
+    found: dict[str, int] = {}
+    for pid, argv in processes():
         if not any(str(state) in a for a in argv):
             continue
         for name in COMPONENTS:
             if name in argv[:2] or Path(argv[0]).name == name:
-                found[name] = int(proc.name)
+                found[name] = pid
     return found
+
+
+def lab_process(state: Path) -> int:
+    """The pid of `console lab --state-dir STATE` (0: none found), for a lab this script did not start."""
+    return next((pid for pid, argv in processes() if "console" in argv and "lab" in argv and str(state) in argv), 0)
 
 
 def main() -> int:
@@ -63,7 +74,7 @@ def main() -> int:
     try:
         with scale_lab(args.nodes, args.pods_per_node, running=args.lab_state) as lab:
 
-            def timed(kubectl_args: list[str]) -> tuple[float, int]:
+            def timed(kubectl_args: list[str]) -> tuple[float, int, float]:
                 return kubectl_timed(kubectl_args, lab.env, lab.state / "kubectl.json")
 
             nodes_runs = [timed(["get", "nodes"]) for _ in range(args.repeat)]
@@ -72,17 +83,19 @@ def main() -> int:
             if args.lab_state is None:
                 print(f"  start until ready:                 {lab.ready_s:6.2f} s")
             print(
-                f"  kubectl get nodes -o json:         {statistics.median(t for t, _ in nodes_runs):6.2f} s "
+                f"  kubectl get nodes -o json:         {statistics.median(t for t, _, _ in nodes_runs):6.2f} s "
                 f"(median of {args.repeat}; {nodes_runs[0][1]} items)"
             )
             print(
-                f"  kubectl get nodes,pods -A -o json: {statistics.median(t for t, _ in all_runs):6.2f} s "
-                f"(median of {args.repeat}; {all_runs[0][1]} items)"
+                f"  kubectl get nodes,pods -A -o json: {statistics.median(t for t, _, _ in all_runs):6.2f} s "
+                f"(median of {args.repeat}; {all_runs[0][1]} items; kubectl's peak RSS "
+                f"{statistics.median(r for _, _, r in all_runs):.0f} MB)"
             )
             total = 0.0
             pids = component_pids(lab.state)
-            if lab.proc is not None:
-                pids = {"lab (python)": lab.proc.pid, **pids}
+            lab_pid = lab.proc.pid if lab.proc is not None else lab_process(lab.state)
+            if lab_pid:
+                pids = {"lab (python)": lab_pid, **pids}
             for name, pid in pids.items():
                 rss, peak = rss_mb(pid)
                 total += rss

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -89,15 +90,20 @@ def scale_lab(
             proc.kill()
 
 
-def kubectl_timed(args: list[str], env: dict[str, str], out: Path, *, table: bool = False) -> tuple[float, int]:
+def kubectl_timed(args: list[str], env: dict[str, str], out: Path, *, table: bool = False) -> tuple[float, int, float]:
     """`kubectl ARGS -o json` timed, its output written to `out` (not read into this process: 150,000 pods are
     gigabytes of JSON, and parsed here they would not fit beside the lab); the number of items comes from an
     untimed `-o name` run, which kubectl prints page by page. `table`: kubectl's table instead of `-o json`, also
-    printed page by page (at 5,000 x 30, `-o json` held 7.5 GB in kubectl, which does not fit beside the world)."""
+    printed page by page (at 5,000 x 30, `-o json` held 7.5 GB in kubectl, which does not fit beside the world).
+    Returns the time, the number of items and kubectl's peak RSS in MB (its own, from wait4)."""
     t = time.monotonic()
     with open(out, "wb") as f:
-        subprocess.run(["kubectl", *args, *(() if table else ("-o", "json"))], env=env, stdout=f, check=True)
+        proc = subprocess.Popen(["kubectl", *args, *(() if table else ("-o", "json"))], env=env, stdout=f)
+        _, status, usage = os.wait4(proc.pid, 0)
     took = time.monotonic() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, proc.args)
     names = subprocess.run(["kubectl", *args, "-o", "name"], env=env, capture_output=True, text=True, check=True)
     out.unlink()
-    return took, len(names.stdout.splitlines())
+    return took, len(names.stdout.splitlines()), usage.ru_maxrss / 1024

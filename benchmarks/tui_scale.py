@@ -130,12 +130,13 @@ def main() -> int:
             env, state = lab.env, lab.state
             kubeconfig = env["KUBECONFIG"]
 
-            kubectl, console = [], []
+            kubectl, kubectl_rss, console = [], [], []
             for i in range(args.repeat):
-                took, items = kubectl_timed(
+                took, items, peak = kubectl_timed(
                     ["get", "nodes,pods", "-A"], env, state / "kubectl.out", table=args.kubectl_table
                 )
                 kubectl.append(took)
+                kubectl_rss.append(peak)
                 result = Path(state / f"console-{i}.json")
                 subprocess.run(
                     [sys.executable, __file__, "--child", kubeconfig, str(result)], env=env, check=True, timeout=600
@@ -143,8 +144,8 @@ def main() -> int:
                 console.append(json.loads(result.read_text()))
                 c = console[-1]
                 print(
-                    f"run {i + 1}: kubectl {kubectl[-1]:.2f}s ({items} items) · console first paint "
-                    f"{c['first_paint_s']:.2f}s, all loaded {c['all_loaded_s']:.2f}s, filter p95 "
+                    f"run {i + 1}: kubectl {kubectl[-1]:.2f}s ({items} items, peak RSS {peak:.0f} MB) · console "
+                    f"first paint {c['first_paint_s']:.2f}s, all loaded {c['all_loaded_s']:.2f}s, filter p95 "
                     f"{c['filter_p95_ms']:.1f} ms, peak RSS {c['peak_rss_mb']:.0f} MB"
                 )
 
@@ -158,6 +159,7 @@ def main() -> int:
             print(f"  kubectl get nodes,pods -A {'(table)' if args.kubectl_table else '-o json'}     {k:6.2f} s")
             print(f"  ratio console / kubectl               {med('all_loaded_s') / k:6.2f}x   (goal <= 1.0x)")
             print(f"  peak RSS (console process)            {med('peak_rss_mb'):6.0f} MB  (goal <= 400 MB)")
+            print(f"  peak RSS (kubectl)                    {statistics.median(kubectl_rss):6.0f} MB")
             print(f"  filter keystroke -> repaint p50       {med('filter_p50_ms'):6.1f} ms")
             print(f"  filter keystroke -> repaint p95       {med('filter_p95_ms'):6.1f} ms  (goal <= 50 ms)")
             print(f"  nodes / pods in the console           {med('nodes'):.0f} / {med('pods'):.0f}")

@@ -165,7 +165,8 @@ class PodFinisher:
         self._unsubscribe: Callable[[], None] | None = None
 
     def start(self) -> None:
-        self._unsubscribe = self.store.subscribe("pods", self._event)
+        # followed, not kept: an informer of the scale world's pods would hold them all in the lab's process
+        self._unsubscribe = self.store.follow("pods", self._event)
 
     def stop(self) -> None:
         if self._unsubscribe is not None:

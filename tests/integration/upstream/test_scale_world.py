@@ -106,6 +106,26 @@ def test_a_deleted_lease_is_made_again(lab: Lab) -> None:
     wait_for(again, 30, what="node-00001's Lease made again at its next renewal")
 
 
+def test_a_deleted_pod_of_a_node_without_kubelet_goes_at_once(lab: Lab) -> None:
+    """Nothing runs the pod, so nothing waits out its grace period: once the API server marks it for deletion the
+    lab removes it (console/lab/nodeleases.py PodFinisher, as kwok's pod-delete Stage), from a watch of all pods
+    it keeps no copy of. An hour's grace period: without that removal the pod would stay."""
+    env = {**os.environ, "KUBECONFIG": str(lab.state.kubeconfig)}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "doomed", "namespace": "default"},
+           "spec": {"nodeName": NAMES[2], "terminationGracePeriodSeconds": 3600,
+                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}
+    subprocess.run(["kubectl", "create", "-f", "-"], input=json.dumps(pod), env=env, check=True, text=True,
+                   capture_output=True, timeout=60)
+    subprocess.run(["kubectl", "delete", "pod", "-n", "default", "doomed", "--wait=false"], env=env, check=True,
+                   capture_output=True, timeout=60)
+
+    def gone() -> bool:
+        return "doomed" not in {p["metadata"]["name"] for p in kubectl(lab, "get", "pods", "-n", "default")["items"]}
+
+    wait_for(gone, 60, what="the deleted pod removed long before its 3600 s grace period")
+    assert "pods" not in lab.store._informers  # followed, not kept: the lab's process holds no pod
+
+
 def test_nodes_stay_ready_past_the_grace_period(lab: Lab) -> None:
     """Past the grace period and a few of the controller's 5 s monitor periods: no Unknown, no taint, no
     eviction; each Lease renewed within the last renewal interval (10 s at this size)."""
