@@ -190,7 +190,10 @@ def _dryrun(args: argparse.Namespace) -> int:
     for doc in rule_docs:
         for issue in validate_rule_object(doc, config.version, config.policy()):
             line = f"NodeFeatureRule {object_name(doc)!r}: {issue}"
-            if issue.severity == "error" and not issue.field.startswith(OUTPUT_FIELDS):
+            # what the master meets only when it evaluates the rule is evaluated here too, as `kubectl nfd dryrun`
+            # does (pkg/kubectl-nfd/dryrun.go executes each rule unvalidated): a failing rule is reported alone,
+            # and a template without matchers never runs (pkg/apis/nfd/nodefeaturerule/rule.go Execute)
+            if issue.severity == "error" and not issue.evaluated and not issue.field.startswith(OUTPUT_FIELDS):
                 errors.append(line)
             else:
                 notes.append(line)

@@ -37,7 +37,8 @@ KINDS: dict[str, Kind] = {
                                 "overwritten; run the command again to see the new diff"),
     "rejected": Kind((FAILED,), "the API server refused the write (invalid object, not found)"),
     "invalid-rule": Kind((FAILED,), "a NodeFeatureRule is not valid for that NFD version"),
-    "evaluation-failed": Kind((FAILED,), "`nfd dryrun`: a rule failed to evaluate (nfd-master would skip it)"),
+    "evaluation-failed": Kind((FAILED,), "`nfd dryrun`: a rule failed to evaluate (nfd-master would skip it): a "
+                              "value, regexp or template the API server accepts but the evaluation refuses"),
     "hook-failed": Kind((FAILED,), "`nfd publish --from-file`: the hook does not run cleanly"),
     "nothing-to-publish": Kind((FAILED,), "`nfd publish --from-file`: the file yields no label and no feature"),
     "lab-failed": Kind((FAILED,), "`console lab`: the embedded lab did not start"),

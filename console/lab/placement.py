@@ -137,8 +137,12 @@ class Placement:
             if running == want and len(pods) == len(nodes):
                 return
             if time.monotonic() > deadline:
+                # with the pod's conditions: a pod Running but not Ready once held a lab's start here, cause unknown
                 where = {p["metadata"]["name"]: (p.get("spec", {}).get("nodeName") or "unbound",
-                                                 (p.get("status") or {}).get("phase", "")) for p in pods}
+                                                 (p.get("status") or {}).get("phase", ""),
+                                                 {c.get("type"): (c.get("status"), c.get("reason", ""))
+                                                  for c in (p.get("status") or {}).get("conditions") or []})
+                         for p in pods}
                 raise PlacementError(f"{item.resource} {namespace}/{item.obj['metadata']['name']}: its pods did not "
                                      f"run on {', '.join(nodes)} within {self.step_timeout:.0f}s (now: {where})")
             time.sleep(0.05)

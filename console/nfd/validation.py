@@ -28,6 +28,10 @@ class Issue:
     rule: str
     field: str
     message: str
+    # True: the API server accepts the object (the CRD's schema does not check this) and nfd-master meets the
+    # error only when it evaluates the expression or runs the template, then skips the rule; a dry run evaluates
+    # such a rule as the master does rather than refusing it
+    evaluated: bool = False
 
     def __str__(self) -> str:
         return f"{self.severity}: rule {self.rule!r}: {self.field}: {self.message}"
@@ -38,21 +42,26 @@ _COUNTS = {"In": "1+", "NotIn": "1+", "InRegexp": "1+", "Exists": 0, "DoesNotExi
 
 
 def _check_expr(raw: Any, fld: str, rule: str, v: V.NfdVersion, issues: list[Issue]) -> None:
-    def err(msg: str) -> None:
+    # the CRD's schema checks the shape and the op (an enum); the rest only the master's evaluation
+    # (v0.19.0 pkg/apis/nfd/nodefeaturerule/expression.go evaluateExpression)
+    def schema(msg: str) -> None:
         issues.append(Issue("error", rule, fld, msg))
 
+    def err(msg: str) -> None:
+        issues.append(Issue("error", rule, fld, msg, evaluated=True))
+
     if not isinstance(raw, Mapping):
-        err(f"must be a mapping with 'op' (got {raw!r})")
+        schema(f"must be a mapping with 'op' (got {raw!r})")
         return
     op = raw.get("op")
     allowed = crd_ops(v)
     if op not in allowed:
         hint = " (Ge, Le and GeLe need NFD v0.18+)" if op in INCLUSIVE_OPS else ""
-        err(f"op {op!r} is not one of {', '.join(allowed)}{hint}")
+        schema(f"op {op!r} is not one of {', '.join(allowed)}{hint}")
         return
     vals = raw.get("value") or []
     if not isinstance(vals, list):
-        err(f"value must be a list of strings (got {vals!r})")
+        schema(f"value must be a list of strings (got {vals!r})")
         return
     vals = [str(x) for x in vals]
     want = _COUNTS[op]
@@ -191,7 +200,7 @@ def validate_rule(raw: Any, version: V.NfdVersion | str | None = None, index: in
             try:
                 parse_template(str(src), sprig=V.sprig_functions(v), size_capped=V.template_size_capped(v))
             except TemplateError as exc:
-                issues.append(Issue("error", rule, fld, str(exc)))
+                issues.append(Issue("error", rule, fld, str(exc), evaluated=True))
             if not raw.get("matchFeatures") and not raw.get("matchAny"):
                 issues.append(Issue("warning", rule, fld, "never executed: NFD runs templates only on the features "
                                     "matched by matchFeatures/matchAny"))

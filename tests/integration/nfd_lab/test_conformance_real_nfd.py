@@ -9,16 +9,14 @@ predicts them with `console nfd dryrun --from-cluster` (the cluster's NodeFeatur
 config) before the rules are created; then, once the master has relabelled, each node's NFD labels (those its
 feature-labels annotation names) must equal the prediction exactly. Likewise generated feature files (keys with
 and without prefixes, invalid names, values, comments, the expiry and no-label/no-feature directives) in a node's
-features.d, predicted by `console nfd local --from-cluster`. The count of cases per release is printed.
+features.d, predicted by `console nfd local --from-cluster`; and NFD's own Go test vectors (below). The count of
+cases per release is printed.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,9 +24,21 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from labtools import lab_env
+from nfdconformance import (
+    BATCH_SETTINGS,
+    BATCHES,
+    FNS,
+    api,
+    console,
+    feature_file,
+    feature_lines,
+    labels_follow,
+    nfd_labels,
+    running_lab,
+)
+from nfdvectors import R1, R1_TERMS, R2_TERMS, ex
 
 from console.lab import scenarios
 from console.lab.world import Lab
@@ -36,19 +46,8 @@ from console.lab.world import Lab
 pytestmark = pytest.mark.lab
 
 GROUP, VERSION = "nfd.k8s-sigs.io", "v1alpha1"
-FNS = "feature.node.kubernetes.io"
 RULES_PER_CASE = 24  # rules per NodeFeatureRule batch: one relabel by nfd-master checks them all
-BATCHES = 6  # hypothesis examples (batches) per release
 RELEASES = ("v0.16.6", "v0.18.3", "v0.19.0")
-# no shrinking: each try is a relabel by the real master; a difference is reported with its whole batch
-BATCH_SETTINGS = settings(
-    max_examples=BATCHES,
-    derandomize=True,
-    deadline=None,
-    database=None,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=list(HealthCheck),
-)
 CASES: dict[str, int] = {}  # rules compared, per release
 MATCHED: dict[str, int] = {}  # (rule, node) pairs that matched: the comparison is not of empty label sets
 FILES: dict[str, int] = {}  # feature files compared, per release
@@ -57,32 +56,21 @@ LINES: dict[str, int] = {}
 
 @pytest.fixture(scope="module", params=RELEASES)
 def real_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    scenario = dataclasses.replace(scenarios.get("default"), nfd_version=request.param, objects=(), pods=())
-    lab = Lab(scenario, tmp_path_factory.mktemp(f"lab-conformance-{request.param}"), wait_usage=False)
-    try:
-        lab.start()
-        yield lab
-    finally:
-        lab.stop()
-        print(
-            f"\nconformance cases on NFD {request.param}: {CASES.get(request.param, 0)} rules, "
-            f"{MATCHED.get(request.param, 0)} (rule, node) matches; {FILES.get(request.param, 0)} feature files, "
-            f"{LINES.get(request.param, 0)} lines"
-        )
-
-
-def _api(lab: Lab) -> Any:
-    from kubernetes import config
-
-    return config.new_client_from_config(config_file=str(lab.state.kubeconfig))
+    v = request.param
+    yield from running_lab(
+        dataclasses.replace(scenarios.get("default"), nfd_version=v, objects=(), pods=()),
+        tmp_path_factory.mktemp(f"lab-conformance-{v}"),
+        lambda: f"\nconformance cases on NFD {v}: {CASES.get(v, 0)} rules, {MATCHED.get(v, 0)} (rule, node) matches; "
+        f"{FILES.get(v, 0)} feature files, {LINES.get(v, 0)} lines; {VECTORS.get(v, 0)} rules of NFD's Go test vectors",
+    )
 
 
 def _features(lab: Lab) -> dict[str, Any]:
     """The union of what the real workers published: flags, attributes and instances by feature name."""
     from kubernetes import client
 
-    with _api(lab) as api:
-        items = client.CustomObjectsApi(api).list_cluster_custom_object(GROUP, VERSION, "nodefeatures")["items"]
+    with api(lab) as c:
+        items = client.CustomObjectsApi(c).list_cluster_custom_object(GROUP, VERSION, "nodefeatures")["items"]
     out: dict[str, Any] = {"flags": {}, "attributes": {}, "instances": {}}
     for nf in items:
         f = nf["spec"].get("features") or {}
@@ -182,25 +170,6 @@ def _rules(draw: st.DrawFn, feats: dict[str, Any], version: str) -> list[dict[st
     return rules
 
 
-def _nfd_labels(node: Any) -> dict[str, str]:
-    """The labels nfd-master owns on a node: those its feature-labels annotation names."""
-    names = ((node.metadata.annotations or {}).get("nfd.node.kubernetes.io/feature-labels") or "").split(",")
-    keys = {n if "/" in n else f"{FNS}/{n}" for n in names if n}
-    return {k: v for k, v in (node.metadata.labels or {}).items() if k in keys}
-
-
-def _console(lab: Lab, *args: str) -> tuple[int, dict[str, Any], str]:
-    p = subprocess.run(
-        [sys.executable, "-m", "console", "nfd", *args, "-o", "json"],
-        env=lab_env(lab),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert "Traceback" not in p.stderr, p.stderr
-    return p.returncode, json.loads(p.stdout) if p.stdout.strip() else {}, p.stderr
-
-
 def test_console_preview_equals_what_upstream_nfd_master_writes(real_lab: Lab, tmp_path: Path) -> None:
     from kubernetes import client
 
@@ -222,17 +191,17 @@ def test_console_preview_equals_what_upstream_nfd_master_writes(real_lab: Lab, t
         }
         path = tmp_path / f"{name}.yaml"
         path.write_text(yaml.safe_dump(obj, sort_keys=False))
-        code, doc, err = _console(real_lab, "dryrun", "--from-cluster", "--rule", str(path))
+        code, doc, err = console(real_lab, "dryrun", "--from-cluster", "--rule", str(path))
         if code == 1 and doc.get("error") == "invalid-rule":
             print(f"\nNFD {version}: batch {n} refused by the console: {doc.get('message')}")
             return  # the console refuses it before the cluster would see it: not a conformance case
         assert code in (0, 1) and doc.get("nodes"), err
         expected = {node: row["node_labels"] for node, row in doc["nodes"].items()}
-        with _api(real_lab) as api:
-            custom = client.CustomObjectsApi(api)
+        with api(real_lab) as c:
+            custom = client.CustomObjectsApi(c)
 
             def snapshot() -> dict[str, dict[str, str]]:
-                return {n.metadata.name: _nfd_labels(n) for n in client.CoreV1Api(api).list_node().items}
+                return {n.metadata.name: nfd_labels(n) for n in client.CoreV1Api(c).list_node().items}
 
             baseline = snapshot()
             custom.create_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", obj)
@@ -268,96 +237,191 @@ def test_console_preview_equals_what_upstream_nfd_master_writes(real_lab: Lab, t
     assert CASES.get(version, 0) > 0 and MATCHED.get(version, 0) > 0
 
 
-# feature-file lines (NFD docs/usage/customization-guide.md "Feature files"): plain and prefixed keys, values,
-# `/`-prefixed and invalid names, comments, blank lines, and the directives of v0.14+ (# +expiry-time) and
-# v0.15+ (# +no-label, # +no-feature)
-LINE_KEYS = (
-    "rack",
-    "zone.a",
-    "example.com/tier",
-    f"{FNS}/gpu-count",
-    "sub.example.org/x_y",
-    "/slash",
-    "bad key",
-    "UPPER-case",
-    "-dash",
-    "a" * 70,
-)
-LINE_VALUES = ("", "=1", "=true", "=r7", "=a b", "==x", "=" + "v" * 70, "=@local.rack")
-DIRECTIVES = (
-    "# a comment",
-    "",
-    "   ",
-    "# +expiry-time=2099-01-01T00:00:00Z",
-    "# +expiry-time=2001-01-01T00:00:00Z",
-    "# +no-label",
-    "# +no-feature",
-    "# +unknown=1",
-)
-
-
-@st.composite
-def _feature_file(draw: st.DrawFn) -> str:
-    lines = []
-    for i in range(draw(st.integers(1, 12))):
-        if draw(st.integers(0, 3)) == 0:
-            lines.append(draw(st.sampled_from(DIRECTIVES)))
-        else:
-            key = draw(st.sampled_from(LINE_KEYS))
-            lines.append(f"{key}{i}{draw(st.sampled_from(LINE_VALUES))}")
-    return "\n".join(lines) + "\n"
-
-
 NODE = "kube-worker01"
 
 
-def test_feature_file_preview_equals_what_upstream_nfd_writes(real_lab: Lab, tmp_path: Path) -> None:
+def test_feature_file_preview_equals_what_upstream_nfd_writes(real_lab: Lab) -> None:
     """A generated feature file in kube-worker01's features.d (hostPath): `console nfd local --from-cluster` on
     that directory, before and after, gives the labels the real nfd-worker and nfd-master then write."""
-    from kubernetes import client
-
     from console.lab.guestroot import NFD_FEATURES_D
 
     version = real_lab.scenario.nfd_version
     features_d = real_lab.guest_roots[NODE].path(NFD_FEATURES_D)
     files = iter(range(BATCHES))
 
-    def local() -> dict[str, str]:
-        code, doc, err = _console(real_lab, "local", "--features-dir", str(features_d), "--from-cluster")
-        assert code == 0, err
-        return dict(doc["labels"])
-
-    def node_labels(api: Any) -> dict[str, str]:
-        return _nfd_labels(client.CoreV1Api(api).read_node(NODE))
-
     @BATCH_SETTINGS
-    @given(_feature_file())
-    def case(text: str) -> None:
+    @given(feature_lines())
+    def case(lines: list[str]) -> None:
         n = next(files, BATCHES)
-        with _api(real_lab) as api:
-            before_local, before = local(), node_labels(api)
-            path = features_d / f"conformance-{n}"
-            path.write_text(text)
-            try:
-                after_local = local()
-                expected = {k: v for k, v in before.items() if k not in before_local} | after_local
-                deadline, seen = time.monotonic() + 60, {}
-                while time.monotonic() < deadline:
-                    if (seen := node_labels(api)) == expected:
-                        break
-                    time.sleep(0.3)
-                assert seen == expected, (
-                    f"NFD {version}: console and nfd-worker/master differ for\n{text}\n"
-                    f"console only: {set(expected.items()) - set(seen.items())}\n"
-                    f"nfd only: {set(seen.items()) - set(expected.items())}"
-                )
-            finally:
-                path.unlink()
-            deadline = time.monotonic() + 60
-            while node_labels(api) != before and time.monotonic() < deadline:
-                time.sleep(0.3)
+        text = "\n".join(lines) + "\n"
+        labels_follow(real_lab, NODE, ["--features-dir", str(features_d)], feature_file(features_d, n, text), text)
         FILES[version] = FILES.get(version, 0) + 1
-        LINES[version] = LINES.get(version, 0) + len(text.splitlines())
+        LINES[version] = LINES.get(version, 0) + len(lines)
 
     case()
     assert FILES.get(version, 0) == BATCHES
+
+
+# -- NFD's own Go test vectors through the real nfd-master ------------------------------------------------------
+# The rules and features of tests/unit/nfd/test_nfd_upstream_rules.py (ported from v0.19.0
+# pkg/apis/nfd/nodefeaturerule/rule_test.go TestRule and TestTemplating, template.go, and the customization
+# guide's Sprig example), published as one extra NodeFeature of kube-worker01 (the master merges every NodeFeature
+# labelled with the node's name: getAndMergeNodeFeatures) and one NodeFeatureRule per rule, so a rule that fails
+# costs only its own labels. Static label names are made unique per vector; the rules are otherwise as upstream's.
+
+
+def _flags(*keys: str) -> dict[str, Any]:
+    return {"elements": {k: {} for k in keys}}
+
+
+def _attrs(**kv: str) -> dict[str, Any]:
+    return {"elements": dict(kv)}
+
+
+def _insts(*items: dict[str, str]) -> dict[str, Any]:
+    return {"elements": [{"attributes": dict(i)} for i in items]}
+
+
+VECTOR_FEATURES: dict[str, Any] = {
+    "flags": {
+        "domain_1.kf_1": _flags("key-a", "key-b", "key-c"),
+        "domain.mf": _flags("key-a", "key-b", "key-c"),
+        "domain-1.kf-1": _flags("key-1"),
+        "domain-1.kf-2": _flags(),  # present and empty: a term on it matches nothing
+        "dom.feat": _flags("k-1", "k-2"),
+    },
+    "attributes": {
+        "domain_1.vf_1": _attrs(**{"key-1": "val-1", "keu-2": "val-2", "key-3": "val-3", "key-4": "val-4"}),
+        "domain.mf": _attrs(**{"key-d": "val-d", "key-e": "val-e"}),
+        "domain-1.vf-1": _attrs(**{"key-1": "val-1"}),
+        "dom.feat": _attrs(**{"a-1": "v-1", "a-2": "v-2"}),
+    },
+    "instances": {
+        "domain_1.if_1": _insts({"attr-1": "1", "attr-2": "val-2"}, {"attr-1": "10", "attr-2": "val-20"},
+                                {"attr-1": "100", "attr-2": "val-200"},
+                                {"attr-1": "1000", "attr-2": "val-2000", "attr-3": "3000"}),
+        "domain-1.if-1": _insts({"attr-1": "val-1"}),
+        "dom.feat": _insts({"ia-1": "iv-1"}, {"ia-2": "iv-2"}),
+        "vec.device": _insts({"vendor": "8086", "class": "0200"}, {"vendor": "8086", "class": "0200"},
+                             {"vendor": "10de", "class": "0300"}),
+    },
+}
+IF_TERMS = [{"feature": "domain_1.if_1", "matchExpressions": {"attr-1": ex("Lt", "100")}}]
+RT_TERMS = [{"feature": "domain-1.vf-1", "matchExpressions": {"key-1": ex("In", "val-x")}},
+            {"feature": "domain-1.if-1", "matchExpressions": {"attr-1": ex("In", "val-1")}}]
+KEY1 = {"matchFeatures": [{"feature": "domain-1.kf-1", "matchExpressions": {"key-1": ex("Exists")}}]}
+KEYNA = {"matchFeatures": [{"feature": "domain-1.kf-1", "matchExpressions": {"key-na": ex("Exists")}}]}
+SPRIG = ['{{ substr 1 3 "abcdef" }}', '{{ nospace " a b c " }}', '{{ adler32sum "a" }}', '{{ b64enc "hi" }}',
+         '{{ untitle "Hello" }}', '{{ plural "one" "many" 2 }}', '{{ atoi "12abc" }}', '{{ int "0x10" }}',
+         '{{ title "hELLO wORLD" }}', '{{ lower "A" }}', '{{ sha256sum "a" }}', '{{ list 1 2 3 | rest }}']
+GUIDE = ("num-intel-network-controllers={{ .vec.device | len }}\n"
+         "first-intel-network-controllers={{ (.vec.device | first).class | trim | substr 0 63 }}\n")
+VECTOR_RULES: list[dict[str, Any]] = [
+    # TestTemplating
+    R1,
+    {**{k: v for k, v in R1.items() if k not in ("labels", "matchFeatures")}, "labels": {"any-label-1": "label-val-1"},
+     "matchAny": [{"matchFeatures": R1_TERMS}]},
+    {"labelsTemplate": "\n{{range .domain.mf}}mf-{{.Name}}=found\n{{end}}",
+     "matchFeatures": [{"feature": "domain.mf", "matchExpressions": {"key-a": ex("Exists"),
+                                                                      "key-d": ex("In", "val-d")}}]},
+    *({"matchFeatures": R2_TERMS, field: src} for field, src in (
+        ("labelsTemplate", "err-foo=bar"), ("labelsTemplate", "err-foo"), ("labelsTemplate", "{{"),
+        ("varsTemplate", "bar=baz"), ("varsTemplate", "bar"), ("varsTemplate", "{{"))),
+    {"labelsTemplate": "{{range .domain_1.vf_1}}mn-{{.Name}}={{.Value}}\n{{end}}",
+     "matchFeatures": [{"feature": "domain_1.vf_1", "matchExpressions": {"key-5": ex("DoesNotExist")},
+                        "matchName": ex("In", "key-1", "key-4")}]},
+    {"labels": {"should-not-match": "true"},
+     "matchFeatures": [{"feature": "domain_1.vf_1", "matchName": ex("In", "key-not-exists")}]},
+    # TestRule
+    {"labels": {"rt-label-1": "", "rt-label-2": "true"}},
+    {"labels": {"rt-missing": "x"}, "matchFeatures": [{"feature": "domain-9.kf-1",
+                                                        "matchExpressions": {"key-1": ex("Exists")}}]},
+    {"labels": {"rt-empty": "x"}, "matchFeatures": [{"feature": "domain-1.kf-2",
+                                                      "matchExpressions": {"key-1": ex("Exists")}}]},
+    {"labels": {"rt-any-present": "x"}, "matchFeatures": [{"feature": "domain-1.kf-1", "matchExpressions": {}}]},
+    {"labels": {"rt-label-key1": "label-val-1"}, "vars": {"var-1": "var-val-1"}, **KEY1},
+    *({"labels": {f"feat-{i}": "val-1"}, "matchFeatures": [{"feature": "dom.feat", "matchExpressions": e}]}
+      for i, e in enumerate(({"k-1": ex("Exists")}, {"a-1": ex("In", "v-1")}, {"ia-1": ex("In", "iv-1")},
+                             {"k-2": ex("Exists"), "a-2": ex("In", "v-2")}, {"ia-2": ex("In", "iv-2")}))),
+    {"labels": {"label-5": "no"}, "matchFeatures": RT_TERMS},
+    {"labels": {"label-5b": "yes"}, "matchFeatures": [{**RT_TERMS[0], "matchExpressions": {"key-1": ex("In", "val-1")}},
+                                                      RT_TERMS[1]]},
+    {"labels": {"label-5c": "no"}, "matchFeatures": RT_TERMS[1:], "matchAny": [KEYNA]},
+    {"labels": {"label-5d": "yes"}, "matchFeatures": RT_TERMS[1:], "matchAny": [KEYNA, KEY1]},
+    # template.go: missingkey=error on maps, `index` unaffected
+    {"labelsTemplate": 'x={{range .domain_1.if_1}}{{index . "attr-3"}}.{{end}}\ny={{index . "nope"}}\n'
+                       'z={{index .domain_1 "no"}}', "matchFeatures": IF_TERMS},
+    {"labelsTemplate": "nope={{ .nope }}", "matchFeatures": IF_TERMS},
+    {"labelsTemplate": "{{range .domain_1.kf_1}}{{.Value}}=1{{end}}", "matchFeatures": R2_TERMS},
+    # rule.go Execute: templates run only for matchers that matched
+    {"labels": {"static-a": "1"}, "labelsTemplate": "{{"},
+    # customization guide "Templating" (Sprig from v0.18) and Sprig functions (github:Masterminds/sprig v3.3.0)
+    {"labelsTemplate": GUIDE, "matchFeatures": [{"feature": "vec.device", "matchExpressions": {
+        "vendor": ex("In", "8086"), "class": ex("In", "0200")}}]},
+    *({"labelsTemplate": f"sprig-{i}={src}", "matchFeatures": R2_TERMS} for i, src in enumerate(SPRIG)),
+]
+VECTOR_NODE = NODE
+VECTORS: dict[str, int] = {}
+
+
+def test_nfd_go_test_vectors_on_the_real_master(real_lab: Lab, tmp_path: Path) -> None:
+    """Each vector rule in a NodeFeatureRule of its own over VECTOR_FEATURES, published for kube-worker01; a last
+    rule labels the node only from a NodeFeature with this run's marker, so once its label is there the master has
+    evaluated every rule against these features. The console's `dryrun --from-cluster` of the same rules must then
+    give every node's NFD labels exactly."""
+    from kubernetes import client
+
+    version = real_lab.scenario.nfd_version
+    ns = real_lab.scenario.nfd.namespace
+    marker = f"run-{time.monotonic_ns()}"
+    rules = [{"name": f"vector-{i}", **r} for i, r in enumerate(VECTOR_RULES)]
+    objs = [{"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeFeatureRule", "metadata": {"name": f"vectors-{i:02d}"},
+             "spec": {"rules": [r]}} for i, r in enumerate(rules)]
+    sentinel = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeFeatureRule", "metadata": {"name": "vectors-zz"},
+                "spec": {"rules": [{"name": "sentinel", "labels": {"vectors-evaluated": "true"},
+                                    "matchFeatures": [{"feature": "vec.marker",
+                                                       "matchExpressions": {marker: ex("Exists")}}]}]}}
+    features = {**VECTOR_FEATURES, "flags": {**VECTOR_FEATURES["flags"], "vec.marker": _flags(marker)}}
+    nodefeature = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeFeature",
+                   "metadata": {"name": f"vectors-{VECTOR_NODE}", "namespace": ns,
+                                "labels": {"nfd.node.kubernetes.io/node-name": VECTOR_NODE}},
+                   "spec": {"features": features}}
+    path = tmp_path / "vectors.yaml"
+    path.write_text(yaml.safe_dump_all([*objs, sentinel], sort_keys=False))
+    with api(real_lab) as c:
+        custom, core = client.CustomObjectsApi(c), client.CoreV1Api(c)
+
+        def snapshot() -> dict[str, dict[str, str]]:
+            return {n.metadata.name: nfd_labels(n) for n in core.list_node().items}
+
+        baseline = snapshot()
+        custom.create_namespaced_custom_object(GROUP, VERSION, ns, "nodefeatures", nodefeature)
+        try:
+            for obj in [*objs, sentinel]:
+                custom.create_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", obj)
+            deadline = time.monotonic() + 90
+            while snapshot()[VECTOR_NODE].get(f"{FNS}/vectors-evaluated") != "true":
+                assert time.monotonic() < deadline, "nfd-master did not evaluate the vectors within 90s"
+                time.sleep(0.3)
+            seen = snapshot()
+            code, doc, err = console(real_lab, "dryrun", "--from-cluster", "--rule", str(path))
+            assert code in (0, 1) and doc.get("nodes"), err
+            expected = {node: row["node_labels"] for node, row in doc["nodes"].items()}
+            diff = {
+                node: {"console": {k: v for k, v in expected[node].items() if seen[node].get(k) != v},
+                       "nfd-master": {k: v for k, v in seen[node].items() if expected[node].get(k) != v}}
+                for node in expected if seen.get(node) != expected[node]
+            }
+            assert not diff, f"NFD {version}: console and nfd-master differ on NFD's vectors:\n{yaml.safe_dump(diff)}"
+            # the vectors did something on the node: the rule-test labels every release has
+            assert seen[VECTOR_NODE].get(f"{FNS}/rt-label-2") == "true"
+            assert f"{FNS}/label-5" not in seen[VECTOR_NODE] and seen[VECTOR_NODE].get(f"{FNS}/label-5d") == "yes"
+        finally:
+            for obj in [*objs, sentinel]:
+                custom.delete_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", obj["metadata"]["name"])
+            custom.delete_namespaced_custom_object(GROUP, VERSION, ns, "nodefeatures", nodefeature["metadata"]["name"])
+            deadline = time.monotonic() + 60
+            while snapshot() != baseline and time.monotonic() < deadline:
+                time.sleep(0.3)
+        assert snapshot() == baseline, "nfd-master did not remove the vectors' labels within 60s"
+    VECTORS[version] = len(rules)

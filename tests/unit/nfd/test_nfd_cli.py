@@ -58,6 +58,51 @@ def test_dryrun_evaluation_failure_exits_1() -> None:
     assert json.loads(p.stdout)["node_labels"][f"{FNS}/y"] == "1"  # later rules still ran
 
 
+def test_dryrun_evaluates_a_template_that_does_not_parse_as_nfd_master_does(tmp_path: Path) -> None:
+    """nfd-master accepts the object and fails such a rule only when it runs the template, on a match; a rule
+    without matchers never runs it (v0.19.0 pkg/apis/nfd/nodefeaturerule/rule.go Execute; rule_test.go). So the
+    dry run gives the static labels of the first, fails the second alone (exit 1), keeps the third's labels;
+    `nfd validate` still refuses the file (pkg/kubectl-nfd/validate.go: validate.Template)."""
+    rule = tmp_path / "r.yaml"
+    rule.write_text("kind: NodeFeatureRule\nmetadata: {name: r}\nspec:\n  rules:\n"
+                    "  - {name: static, labels: {a: '1'}, labelsTemplate: '{{'}\n"
+                    "  - name: matched\n    labelsTemplate: '{{'\n    matchFeatures:\n"
+                    "    - {feature: kernel.version, matchExpressions: {major: {op: Exists}}}\n"
+                    "  - {name: later, labels: {b: '2'}}\n")
+    p = cli("dryrun", "--rule", str(rule), "--nodefeature", str(FIX / "nodefeature-worker-1.yaml"), "-o", "json")
+    assert p.returncode == 1, p.stderr
+    out = json.loads(p.stdout)
+    assert out["error"] == "evaluation-failed" and "rule 'matched'" in out["message"]
+    assert "unclosed action" in out["message"] and "rule 'static'" not in out["message"]
+    assert out["node_labels"][f"{FNS}/a"] == "1" and out["node_labels"][f"{FNS}/b"] == "2"
+    assert "never executed" in p.stderr  # the note the validation gives
+    v = cli("validate", "-f", str(rule), "-o", "json")
+    assert v.returncode == 1 and json.loads(v.stdout)["error"] == "invalid-rule"
+
+
+def test_dryrun_evaluates_expression_errors_the_api_server_accepts(tmp_path: Path) -> None:
+    """The NodeFeatureRule CRD's schema checks op (an enum) and the value list's type, not the values: reversed
+    GtLt bounds, In without values, a regexp that does not compile and Exists with a value are errors nfd-master
+    meets when it evaluates the term (v0.19.0 pkg/apis/nfd/nodefeaturerule/expression.go), so it skips those
+    rules, and only where the feature exists. The dry run does the same and names them, in NFD's words."""
+    rule = tmp_path / "r.yaml"
+    terms = {"gtlt": "{op: GtLt, value: ['9', '1']}", "in": "{op: In}", "regex": "{op: InRegexp, value: ['(']}",
+             "exists": "{op: Exists, value: [x]}"}
+    body = "".join(f"  - name: {n}\n    labels: {{{n}: '1'}}\n    matchFeatures:\n    - feature: kernel.version\n"
+                   f"      matchExpressions: {{major: {e}}}\n" for n, e in terms.items())
+    body += ("  - name: absent\n    labels: {absent: '1'}\n    matchFeatures:\n    - feature: nothere.feat\n"
+             "      matchExpressions: {major: {op: GtLt, value: ['9', '1']}}\n  - {name: fine, labels: {fine: '1'}}\n")
+    rule.write_text("kind: NodeFeatureRule\nmetadata: {name: r}\nspec:\n  rules:\n" + body)
+    p = cli("dryrun", "--rule", str(rule), "--nodefeature", str(FIX / "nodefeature-worker-1.yaml"), "-o", "json")
+    assert p.returncode == 1, p.stderr
+    out = json.loads(p.stdout)
+    msg = out["message"]
+    assert "value[0] must be less than Value[1]" in msg and "'value' field must be non-empty" in msg
+    assert "must only contain valid regexps" in msg and "'value' field must be empty" in msg
+    assert "rule 'absent'" not in msg  # a term on a feature the node lacks is not evaluated
+    assert {k.rsplit("/", 1)[1] for k in out["node_labels"]} == {"fine", "static-label"}
+
+
 def test_dryrun_invalid_rule_exits_1() -> None:
     p = cli("dryrun", "--rule", str(FIX / "rules" / "invalid.yaml"), "--nodefeature",
             str(FIX / "nodefeature-worker-1.yaml"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from nfdvectors import R1, R1_TERMS, R2_TERMS, ex
 
 from console.nfd.expressions import EvaluationError
 from console.nfd.model import Features
@@ -19,10 +20,6 @@ from console.nfd.rules import compile_rule
 from console.nfd.templates import TemplateError, parse_template
 
 V19 = "v0.19.0"
-
-
-def ex(op: str, *values: str) -> dict[str, Any]:
-    return {"op": op, "value": list(values)} if values else {"op": op}
 
 
 def execute(rule: dict[str, Any], f: Features, version: str = V19):
@@ -42,34 +39,6 @@ def templating_features() -> Features:
     return f
 
 
-R1_TERMS = [
-    {"feature": "domain_1.kf_1", "matchExpressions": {"key-a": ex("Exists"), "key-c": ex("Exists"),
-                                                      "foo": ex("DoesNotExist")}},
-    {"feature": "domain_1.vf_1", "matchExpressions": {"key-1": ex("In", "val-1", "val-2"),
-                                                      "bar": ex("DoesNotExist")}},
-    {"feature": "domain_1.if_1", "matchExpressions": {"attr-1": ex("Lt", "100")}},
-    {"feature": "domain_1.if_1", "matchExpressions": {"attr-1": ex("Exists"), "attr-2": ex("Exists"),
-                                                      "attr-3": ex("Exists")}},
-]
-R1 = {
-    "labels": {"label-1": "label-val-1"},
-    "labelsTemplate": """
-label-1=will-be-overridden
-label-2=
-{{range .domain_1.kf_1}}kf-{{.Name}}=present
-{{end}}
-{{range .domain_1.vf_1}}vf-{{.Name}}=vf-{{.Value}}
-{{end}}
-{{range .domain_1.if_1}}if-{{index . "attr-1"}}_{{index . "attr-2"}}=present
-{{end}}""",
-    "vars": {"var-1": "var-val-1"},
-    "varsTemplate": """
-var-1=value-will-be-overridden-by-vars
-var-2=
-{{range .domain_1.kf_1}}kf-{{.Name}}=true
-{{end}}""",
-    "matchFeatures": R1_TERMS,
-}
 EXPECTED_LABELS = {"label-1": "label-val-1", "label-2": "", "kf-key-a": "present", "kf-key-c": "present",
                    "kf-foo": "present", "vf-key-1": "vf-val-1", "vf-bar": "vf-", "if-1_val-2": "present",
                    "if-10_val-20": "present", "if-1000_val-2000": "present"}
@@ -100,8 +69,6 @@ def test_templating_multi_type_feature() -> None:
     m = execute(r, templating_features())
     assert m.labels == {"mf-key-a": "found", "mf-key-d": "found"} and m.vars == {}
 
-
-R2_TERMS = [{"feature": "domain_1.kf_1", "matchExpressions": {"key-a": ex("Exists")}}]
 
 
 @pytest.mark.parametrize(("field", "src", "want"), [
