@@ -178,6 +178,32 @@ def test_push_a_feature_file_to_one_node_then_remove_it(lab, api, cli, tmp_path)
     assert config_maps(api) == cms
 
 
+def test_push_to_two_nodes_yields_the_previewed_labels_on_those_two_only(lab, api, cli, tmp_path):
+    """Issue 22's acceptance on the newest NFD (the default lab's v0.19.0): a feature file pushed to two nodes; the
+    dry run's preview per node is what the real nfd-worker and nfd-master then write there, and nowhere else."""
+    env = _state(tmp_path)
+    f = tmp_path / "pool.feature"
+    f.write_text("pool=batch\nexample.com/tier=gold\n# +no-label\nhidden=1\n")
+    two = ["--node", "kube-worker02", "--node", "kube-worker03"]
+    code, doc, err = cli(env, "nfd", "files", "push", str(f), "--kind", "feature", *two, "--dry-run")
+    assert (code, doc["status"]) == (0, "dry-run"), err
+    previewed = {row["node"]: row["labels"] for row in doc["nodes"]}
+    assert set(previewed) == {"kube-worker02", "kube-worker03"}
+    assert previewed["kube-worker02"] == {f"{FNS}/pool": "batch", "example.com/tier": "gold"}
+    before = {n: labels(api, n) for n in (*WORKERS, "kube-controlplane01")}
+    try:
+        code, doc, err = cli(env, "nfd", "files", "push", str(f), "--kind", "feature", *two, "--yes")
+        assert (code, doc["status"]) == (0, "done"), err
+        for node, want in previewed.items():
+            got = labels(api, node)
+            assert {k: got.get(k) for k in want} == want, node
+        for node in ("kube-worker01", "kube-worker04", "kube-controlplane01"):
+            assert labels(api, node) == before[node], node
+    finally:
+        code, doc, err = cli(env, "nfd", "files", "rm", "pool.feature", "--kind", "feature", *two, "--yes")
+        assert code == 0, err
+
+
 def test_a_node_whose_access_fails_reports_it_the_others_get_the_file(lab, api, cli, tmp_path):
     env = _state(tmp_path)
     f = tmp_path / "gpu.feature"
