@@ -28,6 +28,12 @@ class FleetMember(Protocol):
 log = logging.getLogger(__name__)
 
 
+def _not_ready(status: dict[str, Any]) -> bool:
+    conditions = status.get("conditions") or []
+    return status.get("phase") == "Running" and any(
+        c.get("type") in ("Ready", "ContainersReady") and c.get("status") != "True" for c in conditions)
+
+
 class Timer:
     __slots__ = ("args", "cancelled", "fn")
 
@@ -118,8 +124,10 @@ class Fleet:
             return
         pod = ev.object
         kubelet = self._kubelets.get(pod.get("spec", {}).get("nodeName") or "")
-        if kubelet is not None and (pod.get("status", {}).get("phase", "Pending") == "Pending"
-                                    or pod["metadata"].get("deletionTimestamp")):
+        status = pod.get("status") or {}
+        # Pending: to start; deleted: to stop; Running and not Ready: to write its Ready back (kubelet._sync_pod)
+        if kubelet is not None and (status.get("phase", "Pending") == "Pending"
+                                    or pod["metadata"].get("deletionTimestamp") or _not_ready(status)):
             meta = pod["metadata"]
             self.call_soon(kubelet._sync_pod, meta.get("namespace", "default"), meta["name"])
 

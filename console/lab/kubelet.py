@@ -21,6 +21,7 @@ kubelet finishes them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -438,7 +439,12 @@ class Kubelet:
         if pod["metadata"].get("deletionTimestamp"):  # NodeExec's pods too: their removal kills their commands
             self._terminate_later(pod)
             return
-        if runs_in_sandbox(pod) or pod.get("status", {}).get("phase", "Pending") != "Pending":
+        if runs_in_sandbox(pod):
+            return
+        phase = pod.get("status", {}).get("phase", "Pending")
+        if phase == "Running":
+            self._reconcile_ready(namespace, name, pod)
+        if phase != "Pending":
             return
         missing = [c for c in pod.get("spec", {}).get("containers") or [] if not images.can_pull(c.get("image", ""))]
         if missing:
@@ -478,6 +484,30 @@ class Kubelet:
             for c in updated.get("spec", {}).get("containers") or []:
                 ref = object_ref(updated) | {"fieldPath": f"spec.containers{{{c['name']}}}"}
                 self.recorder.event(ref, "Normal", "Started", f"Started container {c['name']}")
+
+    def _reconcile_ready(self, namespace: str, name: str, pod: Obj) -> None:
+        """A pod this kubelet runs whose Ready conditions someone else set False: kube-controller-manager does when
+        the node was not ready (pkg/controller/util/node MarkPodsNotReady). The kubelet is the source of truth of
+        pod status, so its status manager writes its own back (pkg/kubelet/status/status_manager.go
+        needsReconcile): its containers run, so Ready and ContainersReady are True again."""
+        status = pod.get("status") or {}
+        if all(c.get("status") == "True" for c in status.get("conditions") or []
+               if c.get("type") in ("Ready", "ContainersReady")):
+            return
+        if not status.get("containerStatuses") or not all(
+                "running" in (c.get("state") or {}) for c in status["containerStatuses"]):
+            return
+
+        def ready(draft: Obj) -> None:
+            stamp = now_iso()
+            for c in (draft.get("status") or {}).get("conditions") or []:
+                if c.get("type") in ("Ready", "ContainersReady") and c.get("status") != "True":
+                    c.update(status="True", lastTransitionTime=stamp)
+                    c.pop("reason", None)
+                    c.pop("message", None)
+
+        with contextlib.suppress(NotFound):
+            self.store.mutate("pods", namespace, name, ready)
 
     def _terminate_later(self, pod: Obj) -> None:
         """A graceful delete (the API server set deletionTimestamp): the containers get the pod's grace period

@@ -180,14 +180,39 @@ def test_a_stopped_lab_leaves_no_sandbox_behind(tmp_path: Path) -> None:
 def test_a_pod_removed_at_once_leaves_no_sandbox_behind(lab: Lab) -> None:
     """A running program pod deleted with grace 0 (its command cancelled, not signalled): every process of its
     sandbox goes, the PID namespace's init (bwrap, pid 1 there) too, which bwrap's own death does not take."""
-    pods = lab.store.list("pods", "node-feature-discovery")[0]
-    worker = next(p for p in pods if p["metadata"]["name"].startswith("nfd-worker-")
-                  and p["spec"].get("nodeName") == NODE and (p.get("status") or {}).get("phase") == "Running")
+    def running_worker() -> dict[str, Any] | None:
+        pods = lab.store.list("pods", "node-feature-discovery")[0]
+        return next((p for p in pods if p["metadata"]["name"].startswith("nfd-worker-")
+                     and p["spec"].get("nodeName") == NODE and (p.get("status") or {}).get("phase") == "Running"),
+                    None)
+
+    # generous waits: each returns as soon as its condition holds, and a loaded machine starts sandboxes slowly
+    worker = wait_for(running_worker, 60, what="a Running nfd-worker pod on the node")
     uid = worker["metadata"]["uid"]
 
     def sandboxes() -> list[int]:
         return [pid for pid, args in _cmdlines() if args[:1] == ["/usr/bin/bwrap"] and any(uid in a for a in args)]
 
-    wait_for(sandboxes, 10, what="the worker's sandbox")
+    wait_for(sandboxes, 60, what="the worker's sandbox")
     lab.store.delete("pods", "node-feature-discovery", worker["metadata"]["name"], grace_seconds=0)
-    wait_for(lambda: not sandboxes(), 15, what="no sandbox of the removed pod")
+    wait_for(lambda: not sandboxes(), 60, what="no sandbox of the removed pod")
+
+
+def test_a_running_pod_marked_not_ready_by_the_controller_is_ready_again(lab: Lab, made: list[str]) -> None:
+    """kube-controller-manager sets a pod's Ready False when its node was not ready (MarkPodsNotReady); the
+    kubelet, the source of truth of pod status, writes its own back (status_manager.go needsReconcile)."""
+    lab.store.create("pods", {"metadata": {"name": "steady", "namespace": "default"},
+                              "spec": {"nodeName": NODE, "containers": [{"name": "web", "image": "nginx:1.21"}]}})
+    made.append("steady")
+    wait_for(lambda: any(c["type"] == "Ready" and c["status"] == "True"
+                         for c in pod(lab, "steady").get("status", {}).get("conditions") or []),
+             30, what="the pod Ready")
+
+    def not_ready(draft: dict[str, Any]) -> None:
+        for c in draft["status"]["conditions"]:
+            if c["type"] == "Ready":
+                c.update(status="False", reason="NodeNotReady")
+
+    lab.store.mutate("pods", "default", "steady", not_ready)
+    wait_for(lambda: cond(pod(lab, "steady"), "Ready") == ("True", None), 30, what="Ready written back")
+
