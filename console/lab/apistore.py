@@ -81,6 +81,7 @@ class _Watcher:
         raise NotImplementedError
 
     def _event(self, ev: Obj) -> None:
+        """A watch event other than ERROR."""
         raise NotImplementedError
 
     def _run(self) -> None:
@@ -92,6 +93,9 @@ class _Watcher:
                 for ev in self.client.watch(path(self.rt), {"resourceVersion": str(self.rv)}):
                     if self.stopping.is_set():
                         return
+                    if ev["type"] == "ERROR":  # a Status; 410 Expired: list again (below)
+                        st = ev["object"]
+                        raise ApiError(int(st.get("code", 500)), str(st.get("reason", "")), str(st.get("message", "")))
                     self._event(ev)
                 backoff = 0.2
             except ApiError as e:
@@ -164,8 +168,6 @@ class _Informer(_Watcher):
 
     def _event(self, ev: Obj) -> None:
         kind, obj = ev["type"], ev["object"]
-        if kind == "ERROR":
-            raise ApiError(int(obj.get("code", 500)), str(obj.get("reason", "")), str(obj.get("message", "")))
         rv = _rv(obj)
         if kind == "BOOKMARK":
             self.rv = rv
@@ -261,8 +263,6 @@ class _Follower(_Watcher):
 
     def _event(self, ev: Obj) -> None:
         kind, obj = ev["type"], ev["object"]
-        if kind == "ERROR":
-            raise ApiError(int(obj.get("code", 500)), str(obj.get("reason", "")), str(obj.get("message", "")))
         self.rv = _rv(obj)
         if kind != "BOOKMARK":
             self._deliver(WatchEvent(kind, self.resource, obj, self.rv))

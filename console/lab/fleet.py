@@ -28,7 +28,8 @@ class FleetMember(Protocol):
 log = logging.getLogger(__name__)
 
 
-def _not_ready(status: dict[str, Any]) -> bool:
+def not_ready(status: dict[str, Any]) -> bool:
+    """A Running pod whose Ready or ContainersReady condition is not True."""
     conditions = status.get("conditions") or []
     return status.get("phase") == "Running" and any(
         c.get("type") in ("Ready", "ContainersReady") and c.get("status") != "True" for c in conditions)
@@ -127,7 +128,7 @@ class Fleet:
         status = pod.get("status") or {}
         # Pending: to start; deleted: to stop; Running and not Ready: to write its Ready back (kubelet._sync_pod)
         if kubelet is not None and (status.get("phase", "Pending") == "Pending"
-                                    or pod["metadata"].get("deletionTimestamp") or _not_ready(status)):
+                                    or pod["metadata"].get("deletionTimestamp") or not_ready(status)):
             meta = pod["metadata"]
             self.call_soon(kubelet._sync_pod, meta.get("namespace", "default"), meta["name"])
 

@@ -34,7 +34,7 @@ import yaml
 
 from console.lab import images
 from console.lab.apistore import ApiStore
-from console.lab.fleet import Fleet, Timer
+from console.lab.fleet import Fleet, Timer, not_ready
 from console.lab.guestkernel import cpu_list
 from console.lab.kubelet_status import condition, conditions, node_skeleton
 from console.lab.nodeexec import runs_in_sandbox
@@ -491,8 +491,7 @@ class Kubelet:
         pod status, so its status manager writes its own back (pkg/kubelet/status/status_manager.go
         needsReconcile): its containers run, so Ready and ContainersReady are True again."""
         status = pod.get("status") or {}
-        if all(c.get("status") == "True" for c in status.get("conditions") or []
-               if c.get("type") in ("Ready", "ContainersReady")):
+        if not not_ready(status):
             return
         if not status.get("containerStatuses") or not all(
                 "running" in (c.get("state") or {}) for c in status["containerStatuses"]):

@@ -55,6 +55,25 @@ def nfd_labels(node: Any) -> dict[str, str]:
     return {k: v for k, v in (node.metadata.labels or {}).items() if k in keys}
 
 
+def all_nfd_labels(c: Any) -> dict[str, dict[str, str]]:
+    """Every node's NFD labels, by node name, through the ApiClient `c`."""
+    from kubernetes import client
+
+    return {n.metadata.name: nfd_labels(n) for n in client.CoreV1Api(c).list_node().items}
+
+
+def label_diff(expected: dict[str, dict[str, str]], seen: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """Per node whose labels differ: what only the console predicted, what only nfd-master wrote."""
+    return {
+        node: {
+            "console": {k: v for k, v in expected[node].items() if seen[node].get(k) != v},
+            "nfd-master": {k: v for k, v in seen[node].items() if expected[node].get(k) != v},
+        }
+        for node in expected
+        if seen.get(node) != expected[node]
+    }
+
+
 def console(lab: Lab, *args: str) -> tuple[int, dict[str, Any], str]:
     """`console nfd ARGS -o json` on the lab: exit code, JSON, stderr."""
     p = subprocess.run(

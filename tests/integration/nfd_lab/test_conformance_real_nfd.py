@@ -30,12 +30,13 @@ from nfdconformance import (
     BATCH_SETTINGS,
     BATCHES,
     FNS,
+    all_nfd_labels,
     api,
     console,
     feature_file,
     feature_lines,
+    label_diff,
     labels_follow,
-    nfd_labels,
     running_lab,
 )
 from nfdvectors import R1, R1_TERMS, R2_TERMS, ex
@@ -200,26 +201,16 @@ def test_console_preview_equals_what_upstream_nfd_master_writes(real_lab: Lab, t
         with api(real_lab) as c:
             custom = client.CustomObjectsApi(c)
 
-            def snapshot() -> dict[str, dict[str, str]]:
-                return {n.metadata.name: nfd_labels(n) for n in client.CoreV1Api(c).list_node().items}
-
-            baseline = snapshot()
+            baseline = all_nfd_labels(c)
             custom.create_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", obj)
             try:
                 deadline, seen = time.monotonic() + 60, {}
                 while time.monotonic() < deadline:
-                    seen = snapshot()
+                    seen = all_nfd_labels(c)
                     if seen == expected:
                         break
                     time.sleep(0.3)
-                diff = {
-                    node: {
-                        "console": {k: v for k, v in expected[node].items() if seen[node].get(k) != v},
-                        "nfd-master": {k: v for k, v in seen[node].items() if expected[node].get(k) != v},
-                    }
-                    for node in expected
-                    if seen.get(node) != expected[node]
-                }
+                diff = label_diff(expected, seen)
                 assert not diff, (
                     f"NFD {version}: console and nfd-master differ:\n{yaml.safe_dump(diff)}\nrules:\n{path.read_text()}"
                 )
@@ -227,9 +218,9 @@ def test_console_preview_equals_what_upstream_nfd_master_writes(real_lab: Lab, t
                 custom.delete_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", name)
                 # the master takes the rule's labels away again: the next case (and test) starts from there
                 deadline = time.monotonic() + 60
-                while snapshot() != baseline and time.monotonic() < deadline:
+                while all_nfd_labels(c) != baseline and time.monotonic() < deadline:
                     time.sleep(0.3)
-            assert snapshot() == baseline, "nfd-master did not remove the rule's labels within 60s"
+            assert all_nfd_labels(c) == baseline, "nfd-master did not remove the rule's labels within 60s"
         CASES[version] = CASES.get(version, 0) + len(rules)
         MATCHED[version] = MATCHED.get(version, 0) + sum(len(row["matched_rules"]) for row in doc["nodes"].values())
 
@@ -389,29 +380,22 @@ def test_nfd_go_test_vectors_on_the_real_master(real_lab: Lab, tmp_path: Path) -
     path = tmp_path / "vectors.yaml"
     path.write_text(yaml.safe_dump_all([*objs, sentinel], sort_keys=False))
     with api(real_lab) as c:
-        custom, core = client.CustomObjectsApi(c), client.CoreV1Api(c)
+        custom = client.CustomObjectsApi(c)
 
-        def snapshot() -> dict[str, dict[str, str]]:
-            return {n.metadata.name: nfd_labels(n) for n in core.list_node().items}
-
-        baseline = snapshot()
+        baseline = all_nfd_labels(c)
         custom.create_namespaced_custom_object(GROUP, VERSION, ns, "nodefeatures", nodefeature)
         try:
             for obj in [*objs, sentinel]:
                 custom.create_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", obj)
             deadline = time.monotonic() + 90
-            while snapshot()[VECTOR_NODE].get(f"{FNS}/vectors-evaluated") != "true":
+            while all_nfd_labels(c)[VECTOR_NODE].get(f"{FNS}/vectors-evaluated") != "true":
                 assert time.monotonic() < deadline, "nfd-master did not evaluate the vectors within 90s"
                 time.sleep(0.3)
-            seen = snapshot()
+            seen = all_nfd_labels(c)
             code, doc, err = console(real_lab, "dryrun", "--from-cluster", "--rule", str(path))
             assert code in (0, 1) and doc.get("nodes"), err
             expected = {node: row["node_labels"] for node, row in doc["nodes"].items()}
-            diff = {
-                node: {"console": {k: v for k, v in expected[node].items() if seen[node].get(k) != v},
-                       "nfd-master": {k: v for k, v in seen[node].items() if expected[node].get(k) != v}}
-                for node in expected if seen.get(node) != expected[node]
-            }
+            diff = label_diff(expected, seen)
             assert not diff, f"NFD {version}: console and nfd-master differ on NFD's vectors:\n{yaml.safe_dump(diff)}"
             # the vectors did something on the node: the rule-test labels every release has
             assert seen[VECTOR_NODE].get(f"{FNS}/rt-label-2") == "true"
@@ -421,7 +405,7 @@ def test_nfd_go_test_vectors_on_the_real_master(real_lab: Lab, tmp_path: Path) -
                 custom.delete_cluster_custom_object(GROUP, VERSION, "nodefeaturerules", obj["metadata"]["name"])
             custom.delete_namespaced_custom_object(GROUP, VERSION, ns, "nodefeatures", nodefeature["metadata"]["name"])
             deadline = time.monotonic() + 60
-            while snapshot() != baseline and time.monotonic() < deadline:
+            while all_nfd_labels(c) != baseline and time.monotonic() < deadline:
                 time.sleep(0.3)
-        assert snapshot() == baseline, "nfd-master did not remove the vectors' labels within 60s"
+        assert all_nfd_labels(c) == baseline, "nfd-master did not remove the vectors' labels within 60s"
     VECTORS[version] = len(rules)
