@@ -121,14 +121,18 @@ def test_b_edit_feature_file_preview_push_label(console: Console) -> None:
     # the top of the file (a line before any `# +` directive applies to it alone)
     t.move_cursor(("Up",) * 8 + ("Home",), lambda before, after: bool(re.search(r"\b1\s+$", before))
                   and after.startswith("# written by the site inventory"), "at the start of the file")
-    t.type("example.com/owner=story-b")
-    t.wait(lambda s: bool(re.search(r"\b1\s+example\.com/owner=story-b# written by the site inventory", s)), 10,
-           "the typed text at the start of line 1")
+    # a new line above the comment, as an editor's user opens one: Enter at the start of line 1, then Up onto it
     t.keys("Enter")
+    t.wait(lambda s: bool(re.search(r"^\W*1\s+[▎▊]?\s*$", s, re.M)
+                          and re.search(r"\b2\s+# written by the site inventory", s)), 10,
+           "an empty line 1 above the comment, now line 2")
+    t.move_cursor(("Up",), lambda before, after: bool(re.search(r"\b1\s+$", before)) and not after.strip(" ▎▊"),
+                  "on the empty line 1")
+    t.type("example.com/owner=story-b")
     # the text, not the cursor: Textual moves the terminal's cursor only with a repaint, which can lag the edit
     t.wait(lambda s: bool(re.search(r"\b1\s+example\.com/owner=story-b\s", s)
                           and re.search(r"\b2\s+# written by the site inventory", s)), 10,
-           "the new line 1 above the comment, now line 2")
+           "the typed line 1 above the comment, now line 2")
 
     t.keys("C-r")
     t.wait_text("Labels (3)", "example.com/owner=story-b", timeout=30, what="the preview with the new label")
