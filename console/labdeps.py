@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib.util
 
 # import names of pyproject.toml's `lab` extra (tests/unit/test_packaging.py keeps the two equal)
-LAB_MODULES = ("aiohttp", "asyncssh", "mfusepy", "psutil", "cryptography")
+LAB_MODULES = ("aiohttp", "asyncssh", "mfusepy", "psutil", "cryptography", "nova", "placement", "keystone", "testtools",
+               "wsgi_intercept")
 INSTALL_HINT = "pip install 'console[lab]'"
 
 

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 # distribution name on PyPI -> the module it installs, where the two differ
 MODULE_OF = {"google-re2": "re2", "PyYAML": "yaml", "PySocks": "socks", "libvirt-python": "libvirt",
-             "textual[syntax]": "textual"}
+             "textual[syntax]": "textual", "openstack-placement": "placement", "wsgi-intercept": "wsgi_intercept"}
 
 
 def _dist(requirement: str) -> str:
