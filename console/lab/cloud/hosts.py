@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 
 HOSTS_ENV = "CONSOLE_LAB_CLOUD_HOSTS"  # the hosts.json the lab's virt driver reads (console/lab/cloud/virt.py)
+FAULTS_FILE = "faults.json"  # beside hosts.json: how the lab's hypervisor misbehaves, by server (virt.py)
 _NODE_NAMESPACE = uuid.UUID("0b1c7a3e-52f4-4d7e-9a51-3c6f1e0d2b84")
 
 

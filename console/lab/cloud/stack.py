@@ -28,7 +28,7 @@ from console.lab.cloud.confs import (
     Ports,
     Secrets,
 )
-from console.lab.cloud.hosts import HostSpec
+from console.lab.cloud.hosts import FAULTS_FILE, HostSpec
 from console.lab.controlplane import die_with_parent, free_port
 
 Progress = Callable[[str], None]
@@ -141,6 +141,19 @@ class Cloud:
         path = self.root / f"{name}.log"
         text = path.read_text(errors="replace") if path.exists() else ""
         return f"{path}: " + " | ".join(text.strip().splitlines()[-15:])
+
+    def inject_fault(self, server_id: str, kind: str | None) -> None:
+        """What the lab's hypervisor does on the server's next resize (console/lab/cloud/virt.py: "error",
+        "stuck", "slow:N"); None clears it."""
+        path = self.root / FAULTS_FILE
+        faults = json.loads(path.read_text()) if path.exists() else {}
+        if kind is None:
+            faults.pop(server_id, None)
+        else:
+            faults[server_id] = kind
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(faults))
+        tmp.replace(path)  # the driver never reads half a file
 
     # -- Keystone's contents ----------------------------------------------------------------------------
     def admin(self) -> Any:

@@ -17,22 +17,36 @@ flavor's vCPUs and memory) and follows nova/virt/libvirt/driver.py where it acts
 - the host's size is what get_available_resource and update_provider_tree report, so Placement's inventories,
   NoValidHost and quota are Nova's own.
 
+Domain lifecycle events reach Nova as they do from the libvirt driver (nova/virt/libvirt/host.py
+`_event_lifecycle_callback`, `_event_emit_delayed`): STOPPED after 15 s unless another event for the domain comes
+first (a reboot), the others at once; so a domain stopped behind Nova's back (`virsh destroy`) makes Nova stop the
+server (ComputeManager.handle_lifecycle_event → `_sync_instance_power_state`).
+
 Everything else (volumes, interfaces, consoles) is Nova's own fake driver's: the lab's guests have none.
+
+A hypervisor can misbehave: `faults.json` beside hosts.json maps a server id to what the lab's hypervisor does
+on that server's next resize ("error": the destination refuses the domain; "stuck": the source never finishes
+powering it off; "slow:N": the power-off takes N s), written by the lab (`stack.Cloud.inject_fault`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+import time
+from pathlib import Path
 from typing import Any, ClassVar
 
 import libvirt
 from nova import exception
 from nova.compute import power_state
+from nova.virt import event as virtevent
 from nova.virt import fake
 
-from console.lab.cloud.hosts import HOSTS_ENV, HostSpec, load_hosts, node_uuid
+from console.lab.cloud.hosts import FAULTS_FILE, HOSTS_ENV, HostSpec, load_hosts, node_uuid
 from console.lab.domain_xml import nova_domain_xml
+from console.lab.libvirt_daemon import ensure_event_loop
 from console.lab.vm import Flavor, VMSpec
 
 # nova/virt/libvirt/guest.py LIBVIRT_POWER_STATE
@@ -46,6 +60,14 @@ _POWER = {
     libvirt.VIR_DOMAIN_CRASHED: power_state.CRASHED,
     libvirt.VIR_DOMAIN_PMSUSPENDED: power_state.SUSPENDED,
 }
+# nova/virt/libvirt/host.py _event_lifecycle_callback
+_TRANSITION = {
+    libvirt.VIR_DOMAIN_EVENT_STOPPED: virtevent.EVENT_LIFECYCLE_STOPPED,
+    libvirt.VIR_DOMAIN_EVENT_STARTED: virtevent.EVENT_LIFECYCLE_STARTED,
+    libvirt.VIR_DOMAIN_EVENT_SUSPENDED: virtevent.EVENT_LIFECYCLE_PAUSED,
+    libvirt.VIR_DOMAIN_EVENT_RESUMED: virtevent.EVENT_LIFECYCLE_RESUMED,
+}
+STOPPED_EVENT_DELAY = 15.0  # host.py: StaticallyDelayingCancellableTaskExecutorWrapper(delay=15)
 
 
 class LabDriver(fake.FakeDriver):
@@ -57,6 +79,7 @@ class LabDriver(fake.FakeDriver):
         self._spec: HostSpec | None = None
         self._conn: Any = None
         self._lock = threading.Lock()
+        self._delayed: dict[str, threading.Timer] = {}
 
     # -- the host ---------------------------------------------------------------------------------------
     def init_host(self, host: str) -> None:
@@ -65,13 +88,46 @@ class LabDriver(fake.FakeDriver):
         if spec is None:
             raise exception.NovaException(f"no lab compute host {host!r} in {os.environ[HOSTS_ENV]}")
         self._spec = spec
+        ensure_event_loop()  # before the connection that wants events
         self._conn = libvirt.open(spec.uri)
+        self._conn.domainEventRegisterAny(None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_lifecycle, None)
         self.vcpus, self.memory_mb, self.local_gb = spec.vcpus, spec.memory_mb, spec.disk_gb
 
     def cleanup_host(self, host: str) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+    def _on_lifecycle(self, conn: Any, dom: Any, event: int, detail: int, opaque: object) -> None:
+        # libvirt's event thread: no libvirt calls and no Nova work here, only hand the event over
+        transition = _TRANSITION.get(event)
+        if transition is None:
+            return
+        uuid = dom.UUIDString()
+        lifecycle = virtevent.LifecycleEvent(uuid, transition)
+        with self._lock:
+            pending = self._delayed.pop(uuid, None)
+            if pending is not None:
+                pending.cancel()  # a STOPPED followed by another event: a reboot, not a stop
+            delay = STOPPED_EVENT_DELAY if transition == virtevent.EVENT_LIFECYCLE_STOPPED else 0.0
+            timer = threading.Timer(delay, self._emit, (uuid, lifecycle))
+            timer.daemon = True
+            if delay:
+                self._delayed[uuid] = timer
+            timer.start()
+
+    def _emit(self, uuid: str, lifecycle: Any) -> None:
+        with self._lock:
+            if self._delayed.get(uuid) is threading.current_thread():  # this delayed STOPPED is due now
+                del self._delayed[uuid]
+        self.emit_event(lifecycle)
+
+    def _fault(self, instance: Any) -> str:
+        path = Path(os.environ[HOSTS_ENV]).with_name(FAULTS_FILE)
+        try:
+            return str(json.loads(path.read_text()).get(instance.uuid, ""))
+        except (OSError, ValueError):
+            return ""
 
     @property
     def spec(self) -> HostSpec:
@@ -265,6 +321,11 @@ class LabDriver(fake.FakeDriver):
         timeout: int = 0,
         retry_interval: int = 0,
     ) -> str:
+        fault = self._fault(instance)
+        if fault.startswith("slow:"):
+            time.sleep(float(fault.partition(":")[2]))
+        while self._fault(instance) == "stuck":  # until the lab clears it
+            time.sleep(0.2)
         dom = self._lookup(instance)
         if dom is not None and dom.isActive():
             dom.destroy()
@@ -284,6 +345,8 @@ class LabDriver(fake.FakeDriver):
         power_on: bool = True,
         share_info: Any = None,
     ) -> None:
+        if self._fault(instance) == "error":
+            raise exception.NovaException(f"libvirt on {self.spec.name} refused the domain of {instance.uuid}")
         dom = self._define(instance)
         if power_on:
             dom.create()

@@ -275,3 +275,47 @@ def test_h_the_database_template_is_made_once(cloud: Cloud) -> None:
     made = template.template()
     assert (made / "nova_cell1.sqlite").exists()
     assert Path(cloud.root / "nova_cell1.sqlite").stat().st_size > 0
+
+
+def test_i_a_domain_stopped_behind_novas_back_stops_the_server(cloud: Cloud, admin: Any) -> None:
+    """`virsh destroy`: libvirt's STOPPED event reaches Nova (after the libvirt driver's 15 s delay) and Nova's
+    power-state sync stops the server (nova/compute/manager.py handle_lifecycle_event)."""
+    server = _boot(admin, "kube-worker07", "1")
+    conn = libvirt.open(_uris(cloud)[server.compute_host])
+    try:
+        conn.lookupByUUIDString(server.id).destroy()
+    finally:
+        conn.close()
+    server = admin.compute.wait_for_server(server, status="SHUTOFF", wait=WAIT)
+    assert server.power_state == 4  # nova.compute.power_state.SHUTDOWN
+    admin.compute.delete_server(server)
+    admin.compute.wait_for_delete(server, wait=WAIT)
+
+
+def test_j_the_hypervisor_refusing_the_destination_puts_the_server_in_error(cloud: Cloud, admin: Any) -> None:
+    server = _boot(admin, "kube-worker08", "1")
+    cloud.inject_fault(server.id, "error")
+    try:
+        admin.compute.resize_server(server, "2")
+        server = admin.compute.wait_for_server(server, status="ERROR", failures=[], wait=WAIT)
+        assert "refused the domain" in (server.fault or {}).get("message", ""), server.fault
+    finally:
+        cloud.inject_fault(server.id, None)
+    admin.compute.delete_server(server)
+    admin.compute.wait_for_delete(server, wait=WAIT)
+
+
+def test_k_a_stuck_power_off_keeps_the_server_in_resize_until_it_ends(cloud: Cloud, admin: Any) -> None:
+    server = _boot(admin, "kube-worker09", "1")
+    cloud.inject_fault(server.id, "stuck")
+    try:
+        admin.compute.resize_server(server, "2")
+        _until(lambda: (s := admin.compute.get_server(server.id)).task_state == "resize_migrating" and s)
+        assert admin.compute.get_server(server.id).status == "RESIZE"
+    finally:
+        cloud.inject_fault(server.id, None)
+    server = admin.compute.wait_for_server(server, status="VERIFY_RESIZE", wait=WAIT)
+    admin.compute.confirm_server_resize(server)
+    _settled(admin, server)
+    admin.compute.delete_server(server)
+    admin.compute.wait_for_delete(server, wait=WAIT)
