@@ -42,6 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="Pending pods in the scale world, its nodes Nova servers that can grow (capacity planner)")
     p.add_argument("--libvirt", choices=("auto", "qemu", "test"), default="auto",
                    help="hypervisor: real QEMU driver, libvirt's test driver, or auto (QEMU when installed)")
+    p.add_argument("--cloud", choices=("sim", "real"), default="sim",
+                   help="OpenStack: the lab's own (sim) or the real Keystone, Nova and Placement with one libvirtd "
+                   "per compute host (real)")
     p.add_argument("--watch-expiry", type=float, default=None, metavar="SECONDS",
                    help="compact etcd every SECONDS and serve lists and watches from etcd (kube-apiserver "
                    "--watch-cache=false), so a list or watch from a compacted resourceVersion is answered 410 "
@@ -86,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         state_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         return usage(f"cannot create the state directory {state_dir}: {e.strerror}; pass --state-dir")
-    lab = Lab(scenario, state_dir, libvirt=args.libvirt, watch_expiry=args.watch_expiry, token_ttl=args.token_ttl,
+    lab = Lab(scenario, state_dir, libvirt=args.libvirt, cloud=args.cloud, watch_expiry=args.watch_expiry,
+              token_ttl=args.token_ttl,
               metrics=not args.no_metrics)
     # restored on return: `run` is also called in-process (as `console.cli.main`), where the caller's
     # handlers must survive it

@@ -24,10 +24,11 @@ TOPOLOGY_ERROR = "CPU topology doesn't match"
 
 
 def libvirt_uris(configured: Sequence[str] = ()) -> list[str]:
+    """The configured URIs and those of $CONSOLE_LIBVIRT_URI (space-separated, as the settings read it)."""
     uris = list(configured)
-    env = os.environ.get("CONSOLE_LIBVIRT_URI")
-    if env and env not in uris:
-        uris.append(env)
+    for uri in os.environ.get("CONSOLE_LIBVIRT_URI", "").split():
+        if uri not in uris:
+            uris.append(uri)
     return uris
 
 
@@ -83,11 +84,13 @@ class LibvirtBackend:
     def find_domain(self, node: NodeInfo, instance_name: str | None = None, *,
                     server_id: str | None = None) -> tuple[str, str]:
         """(uri, domain name) by systemUUID (case-insensitive), else Nova server id (the domain UUID,
-        guest.uuid = instance.uuid in Nova's libvirt driver), else node name, else Nova instance_name."""
+        guest.uuid = instance.uuid in Nova's libvirt driver), else node name, else Nova instance_name; on the
+        host where it runs, else where it is defined."""
         import libvirt
 
         keys = (("uuid", node.system_uuid.lower()), ("uuid", (server_id or "").lower()), ("name", node.name),
                 ("name", instance_name))
+        defined: tuple[str, str] | None = None
         for uri in self.uris:
             conn = self._conn(uri)
             for how, key in keys:
@@ -95,9 +98,17 @@ class LibvirtBackend:
                     continue
                 try:
                     dom = conn.lookupByUUIDString(key) if how == "uuid" else conn.lookupByName(key)
-                    return uri, dom.name()
                 except libvirt.libvirtError:
                     continue
+                # a resized Nova server is defined on two hosts until the resize is confirmed or reverted (the
+                # source keeps its stopped domain, nova/virt/libvirt/driver.py _cleanup_resize): the one that
+                # runs is the VM
+                if dom.isActive():
+                    return uri, dom.name()
+                defined = defined or (uri, dom.name())
+                break
+        if defined is not None:
+            return defined
         raise NotMapped(
             f"no libvirt domain for node {node.name} (systemUUID {node.system_uuid or '-'}, "
             f"instance {instance_name or '-'}) on {', '.join(self.uris)}"

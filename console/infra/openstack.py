@@ -62,7 +62,7 @@ class ActionRecord:
     action: str
     request_id: str
     message: str | None
-    error: str | None  # last line of the failed event's traceback: "nova.exception.NoValidHost: ..."
+    error: str | None  # the failed event's details (Nova's message), else its traceback's last line
     start_time: str
 
 
@@ -224,7 +224,12 @@ class OpenStackBackend:
                 full = self._call("reading instance action", self.conn.compute.get_server_action,
                                   a.request_id, server_id)
                 for ev in full.events or []:
-                    if ev.result == "Error" and ev.traceback:
+                    # Nova's own message of the failure (events' `details`, microversion 2.84: "No valid host was
+                    # found. ..."), else the traceback's last line, which older Novas end with the exception
+                    details = (getattr(ev, "details", None) or "").strip()
+                    if ev.result == "Error" and details:
+                        error = details
+                    elif ev.result == "Error" and ev.traceback:
                         error = ev.traceback.strip().splitlines()[-1]
                     elif ev.result == "Error" and error is None:  # members get no traceback (policy)
                         error = (f"event {ev.event} failed (Nova shows why to admins only: openstack server "

@@ -342,32 +342,37 @@ class LibvirtHost:
         self._observe(server_id, dom, seq)
 
     def _observe(self, server_id: str, dom: Any, seq: int) -> None:
-        import libvirt
-
         guest = self._guests.get(server_id)
-        if guest is None:
-            return
-        if dom is None:
+        if guest is not None:
+            observe_domain(guest, dom, seq, self._tap)
+
+
+def observe_domain(guest: SimulatedGuest, dom: Any, seq: int, tap: MonitorTap | None) -> None:
+    """Feed `guest` what libvirt says of its domain now (`dom`: a handle looked up afresh, None when there is
+    none): stopped, or running with its domain ID, vCPUs, maximum memory and balloon (the QEMU driver's monitor
+    tap has the balloon target; the driver reports the actual balloon, the boot size without a guest driver)."""
+    import libvirt
+
+    if dom is None:
+        guest.observe_stopped(seq=seq)
+        return
+    try:
+        state, max_kib, cur_kib, nvcpus, _ = dom.info()
+        if state == libvirt.VIR_DOMAIN_PAUSED and dom.state()[1] == libvirt.VIR_DOMAIN_PAUSED_STARTING_UP:
+            return  # QEMU launched, not yet booted: wait for RUNNING
+        domain_id = dom.ID()
+    except libvirt.libvirtError as e:
+        if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
             guest.observe_stopped(seq=seq)
             return
-        try:
-            state, max_kib, cur_kib, nvcpus, _ = dom.info()
-            if state == libvirt.VIR_DOMAIN_PAUSED and dom.state()[1] == libvirt.VIR_DOMAIN_PAUSED_STARTING_UP:
-                return  # QEMU launched, not yet booted: wait for RUNNING
-            domain_id = dom.ID()
-        except libvirt.libvirtError as e:
-            if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
-                guest.observe_stopped(seq=seq)
-                return
-            raise
-        if state in (libvirt.VIR_DOMAIN_SHUTOFF, libvirt.VIR_DOMAIN_CRASHED) or domain_id < 0:
-            guest.observe_stopped(seq=seq)
-            return
-        balloon = cur_kib
-        if self._tap is not None:
-            # the QEMU driver reports the actual balloon (= boot size without a driver); use the target
-            self._tap.read()
-            target = self._tap.balloon_kib(dom.name())
-            if target is not None:
-                balloon = target
-        guest.observe(domain_id, nvcpus, max_kib, balloon, seq=seq)
+        raise
+    if state in (libvirt.VIR_DOMAIN_SHUTOFF, libvirt.VIR_DOMAIN_CRASHED) or domain_id < 0:
+        guest.observe_stopped(seq=seq)
+        return
+    balloon = cur_kib
+    if tap is not None:
+        tap.read()
+        target = tap.balloon_kib(dom.name())
+        if target is not None:
+            balloon = target
+    guest.observe(domain_id, nvcpus, max_kib, balloon, seq=seq)

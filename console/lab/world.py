@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import logging
 import secrets
 import shutil
@@ -52,8 +53,12 @@ class Lab:
         metrics: bool = True,
         steady_usage: bool = False,
         wait_usage: bool = True,
+        cloud: Literal["sim", "real"] = "sim",
     ) -> None:
         self.scenario = scenario
+        # "real": Keystone, Nova and Placement from PyPI with the lab's virt driver, one libvirtd per compute host
+        # (console/lab/cloud/); "sim": the lab's own OpenStack (console/lab/openstack/), until every test moved
+        self.cloud_kind = cloud
         self.state = StateDir(Path(state_dir))
         self.libvirt_driver = libvirt
         self.nova_timing = nova_timing
@@ -78,6 +83,8 @@ class Lab:
         self.openstack_api: Any = None
         self.hypervisor: Any = None
         self.nova: Any = None
+        self.cloud: Any = None  # console/lab/cloud/stack.py Cloud (cloud="real")
+        self.compute: Any = None  # console/lab/compute_hosts.py ComputeHosts (cloud="real")
         self.kubelets: dict[str, Any] = {}
         self.guest_roots: dict[str, Any] = {}  # node -> console.lab.guestroot.GuestRoot, its `/` on this host
         self.node_exec: Any = None
@@ -129,10 +136,14 @@ class Lab:
 
     @property
     def openstack_url(self) -> str:
+        if self.cloud is not None:
+            return str(self.cloud.auth_url)
         return self.openstack_api.auth_url if self.openstack_api else ""
 
     @property
     def libvirt_uri(self) -> str:
+        if self.compute is not None:  # each compute host's, space-separated (CONSOLE_LIBVIRT_URI)
+            return " ".join(self.compute.uris.values())
         return self.hypervisor.uri if self.hypervisor else ""
 
     # -- lifecycle ------------------------------------------------------
@@ -143,11 +154,18 @@ class Lab:
         self._stack.append(self._loop.stop)
         # the VMs boot while the control plane starts (neither needs the other), as a cluster's machines do
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            hypervisor = pool.submit(self._start_hypervisor, progress) if self.vms else None
-            self._start_control_plane(progress)
-            self._seed(progress)
-            if hypervisor is not None:
-                hypervisor.result()
+            if self.cloud_kind == "real" and self.vms:
+                # Nova boots the servers; their ids are the nodes' providerID and systemUUID
+                cloud = pool.submit(self._start_cloud, progress)
+                self._start_control_plane(progress)
+                cloud.result()
+                self._seed(progress)
+            else:
+                hypervisor = pool.submit(self._start_hypervisor, progress) if self.vms else None
+                self._start_control_plane(progress)
+                self._seed(progress)
+                if hypervisor is not None:
+                    hypervisor.result()
         self._start_cluster_sims(progress)
         # metrics-server as soon as the nodes it scrapes are there: `kubectl top` answers only after its second
         # scrape, a --metric-resolution (10s) after the first, and NFD, the servers and the workloads start
@@ -416,7 +434,7 @@ class Lab:
         addresses = self._node_addresses()
 
         for vm in self.vms:
-            guest = self.hypervisor.guest(vm.server_id)
+            guest = (self.compute if self.compute is not None else self.hypervisor).guest(vm.server_id)
             root = GuestRoot(self.state.root / "guests" / vm.node_name)
             self._stack.append(root.attach(guest, hostname=vm.node_name, kernel_release=sc.host_os.kernel_release,
                                            os_release=sc.host_os.os_release))
@@ -585,12 +603,79 @@ class Lab:
             "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "args": [],
             "interactiveMode": "Never", "provideClusterInfo": False}})
 
+    def _start_cloud(self, progress: Progress) -> None:
+        """The compute hosts' libvirt, the real OpenStack services on them, the scenario's flavors and quota, and
+        the VMs as Nova servers on the hosts the scenario names (an admin may force a host: availability zone
+        `nova:HOST`). Their ids replace the lab's own (a server's id is Nova's to choose)."""
+        from console.lab.cloud.hosts import HostSpec
+        from console.lab.cloud.stack import Cloud, CloudError
+        from console.lab.compute_hosts import ComputeHosts
+
+        hosts = self._compute_hosts()
+        progress(f"starting libvirt on {len(hosts)} compute hosts")
+        self.compute = ComputeHosts(self.state.root / "compute", [h.name for h in hosts])
+        try:
+            self.compute.start()
+        except Exception as e:
+            raise LabError(f"libvirt did not start: {e}. Run ./dev lab to install libvirt and QEMU.") from e
+        self._stack.append(self.compute.close)
+        specs = [HostSpec(h.name, self.compute.uri(h.name), vcpus=h.vcpus, memory_mb=h.memory_mb, disk_gb=h.disk_gb,
+                          reserved_vcpus=h.reserved_vcpus, reserved_memory_mb=h.reserved_memory_mb,
+                          cpu_allocation_ratio=h.cpu_allocation_ratio, ram_allocation_ratio=h.ram_allocation_ratio)
+                 for h in hosts]
+        shutil.rmtree(self.state.root / "cloud", ignore_errors=True)  # a new cloud each start, as the VMs are new
+        self.cloud = Cloud(self.state.root / "cloud", specs, admin_password=self._os_password)
+        self._stack.append(self.cloud.stop)
+        try:
+            self.cloud.start(progress)
+            self._fill_cloud(progress)
+        except CloudError as e:
+            raise LabError(str(e)) from e
+
+    def _compute_hosts(self) -> list[Any]:
+        """The scenario's compute hosts, and a roomy one for each host its nodes name that it does not size; at
+        least two: Nova resizes on another host (allow_resize_to_same_host is False by default), so a cloud of one
+        host can resize nothing."""
+        from console.lab.vm import ROOMY_HOST
+
+        sized = {h.name: h for h in self.scenario.compute_hosts}
+        for vm in self.vms:
+            sized.setdefault(vm.compute_host, dataclasses.replace(ROOMY_HOST, name=vm.compute_host))
+        n = 1
+        while len(sized) < 2:
+            sized.setdefault(f"cmp{n:03d}", dataclasses.replace(ROOMY_HOST, name=f"cmp{n:03d}"))
+            n += 1
+        return sorted(sized.values(), key=lambda h: h.name)
+
+    def _fill_cloud(self, progress: Progress) -> None:
+        from console.lab.cloud.confs import LAB_IMAGE_ID
+
+        conn = self.cloud.admin()
+        try:
+            for f in self.scenario.flavors:
+                conn.compute.create_flavor(id=f.id, name=f.name, vcpus=f.vcpus, ram=f.ram_mb, disk=f.disk_gb)
+            q = self.scenario.quota  # -1 = unlimited, Nova's own convention
+            conn.set_compute_quotas(conn.current_project_id, cores=q.cores, ram=q.ram_mb, instances=q.instances)
+            self.cloud.add_user(MEMBER_USER, self._os_member_password, "admin", ["member"])
+            progress(f"booting {len(self.vms)} servers")
+            made = [conn.compute.create_server(name=vm.node_name, flavor_id=vm.flavor.id, image_id=LAB_IMAGE_ID,
+                                               networks="none", availability_zone=f"nova:{vm.compute_host}")
+                    for vm in self.vms]
+            booted = [conn.compute.wait_for_server(s, wait=300) for s in made]
+        finally:
+            conn.close()
+        self.vms = [dataclasses.replace(vm, server_id=s.id, db_id=int(s.instance_name.rpartition("-")[2], 16))
+                    for vm, s in zip(self.vms, booted, strict=True)]
+        for vm in self.vms:
+            self.compute.track(vm.server_id)
+
     def _start_openstack(self, progress: Progress) -> None:
-        from console.lab.cloudsyaml import write_clouds_yaml, write_openrc
-        from console.lab.faultfiles import write_fault_files
         from console.lab.openstack.nova import Nova
         from console.lab.openstack.server import start_openstack
 
+        if self.cloud is not None:
+            self._write_cloud_files(self.cloud.auth_url)
+            return
         progress("starting the OpenStack APIs")
         if self.vms:
             self.nova = Nova(self.scenario.flavors, self.vms, self.hypervisor, self.nova_timing,
@@ -604,19 +689,25 @@ class Lab:
         self._stack.append(lambda: self._loop.call(self.openstack_api.stop()))
         # a plain project member, as most cloud users are: Nova's policy hides admin fields and actions
         self.openstack_api.keystone.add_user(MEMBER_USER, self._os_member_password, user_id=MEMBER_USER_ID)
+        self._write_cloud_files(self.openstack_api.auth_url)
+
+    def _write_cloud_files(self, auth_url: str) -> None:
+        from console.lab.cloudsyaml import write_clouds_yaml, write_openrc
+        from console.lab.faultfiles import write_fault_files
+
         write_clouds_yaml(
             self.state.clouds_yaml,
             "lab",
-            auth_url=self.openstack_api.auth_url,
+            auth_url=auth_url,
             username="admin",
             password=self._os_password,
             project="admin",
             more={MEMBER_USER: (MEMBER_USER, self._os_member_password)},
         )
-        write_openrc(self.state.openrc_member, auth_url=self.openstack_api.auth_url, username=MEMBER_USER,
+        write_openrc(self.state.openrc_member, auth_url=auth_url, username=MEMBER_USER,
                      password=self._os_member_password, project="admin")
         write_fault_files(self.state.root / "faults", kube_url=self.kube_url, ca_pem=self.kube_ca_pem,
-                          write_nobody=self._write_nobody_kubeconfig, auth_url=self.openstack_api.auth_url,
+                          write_nobody=self._write_nobody_kubeconfig, auth_url=auth_url,
                           os_password=self._os_password)
 
     def _write_nobody_kubeconfig(self, path: Path) -> None:

@@ -4,6 +4,7 @@ lib/keystone, lib/nova and lib/placement do the same with the `openstack` CLI), 
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import secrets
@@ -59,6 +60,9 @@ class Cloud:
             allow_resize_to_same_host=allow_resize_to_same_host,
         )
         self._procs: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
+        # the services die with the lab (setpriv --pdeathsig), and "the parent" is the thread that started them:
+        # one that lives until stop(), not the caller's, which may be a pool's short-lived worker
+        self._spawner = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lab-cloud-spawn")
 
     @property
     def auth_url(self) -> str:
@@ -105,10 +109,12 @@ class Cloud:
                     proc.wait()
             log.close()
         self._procs.clear()
+        self._spawner.shutdown()
 
     def _spawn(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop()
-        proc = subprocess.Popen(
+        proc = self._spawner.submit(
+            subprocess.Popen,
             [*die_with_parent(), *cmd],
             cwd=self.root,
             stdout=log,
@@ -116,7 +122,7 @@ class Cloud:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             env={**os.environ, **(env or {})},
-        )
+        ).result()
         self._procs.append((proc, log))
         return proc
 
