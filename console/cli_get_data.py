@@ -100,7 +100,7 @@ def vm_json(row: Any) -> dict[str, Any] | None:
     from console.infra.sizes import MiB
 
     return {"name": vm.name, "vcpus": vm.vcpus or None, "memory": memory_quantity(vm.ram_mib * MiB) if vm.ram_mib
-            else None, "flavor": vm.flavor or None, "status": vm.status,
+            else None, "flavor": vm.flavor or None, "status": vm.status, "host": vm.host or None,
             # whose figures vcpus/memory are: the hypervisor's (what runs) where it was read, else Nova's flavor
             "backend": "libvirt" if vm.running is not None else "openstack",
             "stale": list(row.stale.sides), "markers": row.stale.markers}
@@ -137,12 +137,13 @@ def node_cells(row: Any, wide: bool) -> list[str]:
     return [n.name, n.status, roles, n.kubelet_version,
             f"{fmt_cpu(n.capacity.cpu_m)}/{fmt_cpu(n.allocatable.cpu_m)}/{fmt_cpu(req.cpu_m)}",
             f"{fmt_mem(n.capacity.memory)}/{fmt_mem(n.allocatable.memory)}/{fmt_mem(req.memory)}",
-            cpu_use, mem_use, str(req.pods), str(row.nfd_labels), vm, short_size(size) if size else "<none>"]
+            cpu_use, mem_use, str(req.pods), str(row.nfd_labels), vm, short_size(size) if size else "<none>",
+            (row.vm.host if row.vm is not None else "") or "<none>"]
 
 
 NODE_HEADERS = ["NAME", "STATUS", "ROLES", "CPU REQ/ALLOC", "MEM REQ/ALLOC", "CPU%", "MEM%", "PODS", "NFD", "VM"]
 NODE_HEADERS_WIDE = ["NAME", "STATUS", "ROLES", "VERSION", "CPU CAP/ALLOC/REQ", "MEM CAP/ALLOC/REQ", "CPU USE",
-                     "MEM USE", "PODS", "NFD", "VM", "VM SIZE"]
+                     "MEM USE", "PODS", "NFD", "VM", "VM SIZE", "VM HOST"]
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -273,7 +274,8 @@ def node_detail_text(row: Any, view: Any, metrics: Any, origins: dict[str, Any],
     if row.vm is not None:
         name = "" if row.vm.name == n.name else f"{row.vm.name} "
         stale = f"  {row.stale.markers} {row.stale.text()}" if row.stale else ""
-        out.append(f"VM:        {name}{row.vm.size_text()}{stale}")
+        host = f" on {row.vm.host}" if row.vm.host else ""
+        out.append(f"VM:        {name}{row.vm.size_text()}{host}{stale}")
     else:
         out.append("VM:        <none>")
     out.append("Resources:   capacity  allocatable  requested     in use")

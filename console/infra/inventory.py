@@ -66,7 +66,8 @@ class VmInventory:
         out = dict(servers)
         for uuid, dom in domains.items():
             server = out.get(uuid)
-            out[uuid] = dom if server is None else replace(server, running=dom.running, domain=dom.domain)
+            out[uuid] = dom if server is None else replace(server, running=dom.running, domain=dom.domain,
+                                                           host=server.host or dom.host)
         return VmListing(out, problems)
 
     def flavors(self) -> builtins.list[FlavorInfo]:
@@ -91,6 +92,7 @@ class VmInventory:
                 server_id=sid, name=s.name or "", status=s.status or "",
                 flavor=str(get("original_name") or get("name") or ""),
                 flavor_size=VmSize(vcpus, ram) if vcpus and ram else None,
+                host=str(getattr(s, "compute_host", "") or ""),
             )
         return out
 
@@ -115,13 +117,24 @@ class VmInventory:
                 running = st.get("state.state") == libvirt.VIR_DOMAIN_RUNNING
                 vcpus, kib = int(st.get("vcpu.current", 0)), int(st.get("balloon.current", 0))
                 uuid = dom.UUIDString().lower()
+                if uuid in out and out[uuid].status == "running" and not running:
+                    # a resized Nova server stays defined, shut off, on its source host until the resize is
+                    # confirmed or reverted: the VM is the domain that runs
+                    continue
                 flavor, flavor_size = nova_flavor(dom) if with_flavor else ("", None)
                 out[uuid] = VmView(
                     server_id=uuid, name=dom.name(), status="running" if running else "shut off",
                     running=VmSize(vcpus, kib // 1024) if running and vcpus and kib else None,
-                    flavor=flavor, flavor_size=flavor_size, domain=dom.name(),
+                    flavor=flavor, flavor_size=flavor_size, domain=dom.name(), host=uri_host(uri),
                 )
         return out
+
+
+def uri_host(uri: str) -> str:
+    """The host a libvirt URI reaches (`qemu+ssh://cmp001/system` → cmp001); "" for a local one."""
+    from urllib.parse import urlsplit
+
+    return urlsplit(uri).hostname or ""
 
 
 def nova_flavor(dom: Any) -> tuple[str, VmSize | None]:

@@ -82,6 +82,9 @@ class VmView:
     flavor: str = ""
     flavor_size: VmSize | None = None
     domain: str = ""  # libvirt domain name (instance-0000xxxx for Nova), when libvirt was read
+    # the compute host it runs on: Nova's OS-EXT-SRV-ATTR:host (admins see it), else the host of the libvirt URI
+    # where its domain runs; a resize moves it (Nova resizes on another host unless allow_resize_to_same_host)
+    host: str = ""
 
     @property
     def size(self) -> VmSize | None:

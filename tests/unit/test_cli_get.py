@@ -64,7 +64,8 @@ def test_node_json_has_the_contracts_fields_and_marks_a_stale_vm() -> None:
     node = _node("w1", labels={"feature.node.kubernetes.io/cpu-x": "true"},
                  annotations={"nfd.node.kubernetes.io/feature-labels": "cpu-x"})
     pod = PodInfo("default", "p", "w1", "Running", Resources.of("1500m", "1Gi", 1))
-    vm = VmView("w1", "w1", "ACTIVE", running=VmSize(12, 16384), flavor="m1.large", flavor_size=VmSize(8, 12288))
+    vm = VmView("w1", "w1", "ACTIVE", running=VmSize(12, 16384), flavor="m1.large", flavor_size=VmSize(8, 12288),
+                host="cmp002")
     snap = ClusterSnapshot({"w1": node}, {("default", "p"): pod})
     view = build_view(snap, {"w1": vm}, MetricsSnapshot("live", "", {"w1": Usage(1000, GI)}))
     doc = node_json(view.rows[0])
@@ -73,7 +74,7 @@ def test_node_json_has_the_contracts_fields_and_marks_a_stale_vm() -> None:
     assert doc["usage"] == {"cpu": "1", "memory": "1Gi"} and doc["pods"] == 1 and doc["nfdLabels"] == 1
     assert doc["roles"] == ["worker"] and doc["status"] == "Ready"
     assert doc["vm"] == {"name": "w1", "vcpus": 12, "memory": "16Gi", "flavor": "m1.large", "status": "ACTIVE",
-                         "backend": "libvirt", "stale": ["nova", "kubelet"], "markers": "*!"}
+                         "host": "cmp002", "backend": "libvirt", "stale": ["nova", "kubelet"], "markers": "*!"}
     cells = node_cells(view.rows[0], wide=False)
     assert cells[3:9] == ["1.5/4", "1.0Gi/8.0Gi", "25%", "12%", "1", "1"] and cells[-1] == "12/16Gi*!"
 

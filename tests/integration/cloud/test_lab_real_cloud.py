@@ -74,6 +74,47 @@ def test_field_report_2_offline_resize_moves_the_server_and_the_pod_runs(lab: La
     assert pod["status"]["phase"] == "Running" and pod["spec"]["nodeName"] == node
 
 
+def test_after_the_resize_the_vm_is_shown_on_its_new_host_and_libvirt_follows_it(lab: Lab) -> None:
+    """`console get node` names the VM's new host (Nova's OS-EXT-SRV-ATTR:host); a libvirt live scale-up then
+    works on the domain where it runs now, on the new host's libvirtd, and the node shows the drift between the
+    flavor and what runs (field report 2's online part after its offline part)."""
+    env = lab_env(lab)
+    node = "kube-worker02"
+    host = _servers(lab)[node]["Host"]
+    doc = json.loads(run([sys.executable, "-m", "console", "get", "node", node, "-o", "json"], env).stdout)
+    assert doc["vm"]["host"] == host and doc["vm"]["flavor"] == "m1.large"
+
+    argv = [
+        sys.executable,
+        "-m",
+        "console",
+        "scale-up",
+        node,
+        "--method",
+        "libvirt",
+        "--vcpus",
+        "8",
+        "--memory",
+        "14Gi",
+        "--force",
+        "--yes",
+        "-o",
+        "json",
+    ]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    import libvirt
+
+    conn = libvirt.open(lab.compute.uri(host))
+    try:
+        dom = conn.lookupByUUIDString(next(vm.server_id for vm in lab.vms if vm.node_name == node))
+        assert dom.isActive() and dom.info()[2] == 14 * 1024 * 1024  # the balloon's current KiB
+    finally:
+        conn.close()
+    doc = json.loads(run([sys.executable, "-m", "console", "get", "node", node, "-o", "json"], env).stdout)
+    assert doc["vm"]["memory"] == "14Gi" and doc["vm"]["flavor"] == "m1.large" and "nova" in doc["vm"]["stale"]
+
+
 def test_novalidhost_from_nova_is_quoted_and_nothing_is_left_changed(lab: Lab) -> None:
     """The only other host's nova-compute disabled by an admin (`openstack compute service set --disable`):
     Nova's scheduler finds no host (ComputeFilter) and rolls the resize back; the console quotes Nova's message
