@@ -137,3 +137,37 @@ def test_novalidhost_from_nova_is_quoted_and_nothing_is_left_changed(lab: Lab) -
     assert (server["Host"], server["Flavor"], server["Status"]) == (host, "m1.medium", "ACTIVE")
     spec = json.loads(run(["kubectl", "get", "node", node, "-o", "json"], env).stdout)["spec"]
     assert not spec.get("unschedulable")
+
+
+def test_a_plain_member_gets_novas_default_policy_and_the_run_still_works(lab: Lab) -> None:
+    """The cloud's member (clouds.yaml `lab-member`, role member in the project): Nova's default policy hides
+    OS-EXT-SRV-ATTR:* and refuses the hypervisors API (403); the console's run still resizes and confirms, as the
+    README promises a plain member."""
+    env = {**lab_env(lab), "OS_CLOUD": "lab-member"}
+    node = "kube-worker01"
+    shown = json.loads(run(["openstack", "server", "show", node, "-f", "json"], env).stdout)
+    assert "OS-EXT-SRV-ATTR:host" not in shown or not shown["OS-EXT-SRV-ATTR:host"]
+    refused = run(["openstack", "hypervisor", "list"], env, check=False)
+    assert refused.returncode != 0 and "403" in refused.stderr, refused.stderr
+    before = _servers(lab)[node]["Host"]  # as admin
+
+    done = _scale_up(env, node, "m1.large")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    after = _servers(lab)[node]
+    assert after["Flavor"] == "m1.large" and after["Host"] != before
+
+
+def test_quota_exceeded_comes_from_nova_and_is_quoted(lab: Lab) -> None:
+    env = lab_env(lab)
+    project = json.loads(run(["openstack", "project", "show", "admin", "-f", "json"], env).stdout)["id"]
+    used = sum(
+        json.loads(run(["openstack", "flavor", "show", s["Flavor"], "-f", "json"], env).stdout)["vcpus"]
+        for s in _servers(lab).values()
+    )
+    run(["openstack", "quota", "set", "--cores", str(used), project], env)
+    try:
+        done = _scale_up(env, "kube-controlplane01", "m1.large")
+    finally:
+        run(["openstack", "quota", "set", "--cores", "-1", project], env)
+    assert done.returncode in (1, 2), done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Quota exceeded for cores" in done.stdout + done.stderr, done.stdout[-3000:] + done.stderr[-3000:]
