@@ -126,7 +126,7 @@ def test_a_resize_moves_the_server_to_another_host_and_confirm_drops_the_source(
     server = admin.compute.wait_for_server(server, status="ACTIVE", wait=WAIT)
     assert server.compute_host == dest and server.flavor.vcpus == 8
     admin.compute.wait_for_server(server, status="ACTIVE", wait=WAIT)
-    assert _allocations(admin, migration.uuid) == {}
+    _until(lambda: _allocations(admin, migration.uuid) == {})  # confirm drops the source's hold
     domains = _domains(cloud)
     assert server.id not in domains[source] and domains[dest][server.id][1:] == (True, 8, 16384 * 1024)
     admin.compute.delete_server(server)
@@ -145,7 +145,7 @@ def test_b_revert_moves_the_server_back_with_its_old_flavor(cloud: Cloud, admin:
     assert server.compute_host == source and server.flavor.vcpus == 2
     domains = _domains(cloud)
     assert server.id not in domains[dest] and domains[source][server.id][1:] == (True, 2, 4096 * 1024)
-    assert _allocations(admin, server.id) == {source: {"VCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 20}}
+    _until(lambda: _allocations(admin, server.id) == {source: {"VCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 20}})
     admin.compute.delete_server(server)
     admin.compute.wait_for_delete(server, wait=WAIT)
 
@@ -298,7 +298,10 @@ def test_j_the_hypervisor_refusing_the_destination_puts_the_server_in_error(clou
     try:
         admin.compute.resize_server(server, "2")
         server = admin.compute.wait_for_server(server, status="ERROR", failures=[], wait=WAIT)
-        assert "refused the domain" in (server.fault or {}).get("message", ""), server.fault
+        # the instance fault is recorded as the exception leaves the compute manager (wrap_instance_fault), which
+        # may be just after the vm_state became ERROR
+        server = _until(lambda: (s := admin.compute.get_server(server.id)).fault and s)
+        assert "refused the domain" in server.fault.get("message", ""), server.fault
     finally:
         cloud.inject_fault(server.id, None)
     admin.compute.delete_server(server)
