@@ -43,7 +43,6 @@ class ComputeHosts:
         self.poll_interval = poll_interval
         self._hosts: dict[str, _Host] = {}
         self._guests: dict[str, SimulatedGuest] = {}
-        self._where: dict[str, str | None] = {}
         self._lock = threading.Lock()
         self._observations = itertools.count(1)
         self._wake: queue.Queue[bool] = queue.Queue()
@@ -110,10 +109,6 @@ class ComputeHosts:
     def guest(self, server_id: str) -> Guest:
         return self._guests[server_id]
 
-    def where(self, server_id: str) -> str | None:
-        """The host whose domain of the server runs (None: no host runs it)."""
-        return self._where.get(server_id)
-
     def sync(self, server_id: str | None = None) -> None:
         """Observe libvirt now and update the guests (all, or one)."""
         for sid in [server_id] if server_id else list(self._guests):
@@ -158,7 +153,6 @@ class ComputeHosts:
             except libvirt.libvirtError as e:
                 if e.get_error_code() != libvirt.VIR_ERR_NO_DOMAIN:
                     raise
-        self._where[server_id] = running[0].name if running else None
         if running is None:
             guest.observe_stopped(seq=seq)
         else:

@@ -13,7 +13,7 @@ import configparser
 import io
 import sys
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 REGION = "RegionOne"
@@ -55,7 +55,6 @@ class CloudConf:
     ports: Ports
     secrets: Secrets
     allow_resize_to_same_host: bool = False
-    extra_nova: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def keystone_url(self) -> str:
@@ -160,8 +159,6 @@ class CloudConf:
             "oslo_concurrency": {"lock_path": str(self.root / "lock")},
             "scheduler": {"discover_hosts_in_cells_interval": "-1"},
         }
-        for section, values in self.extra_nova.items():
-            conf.setdefault(section, {}).update(values)
         return conf
 
 

@@ -236,6 +236,12 @@ class LabDriver(fake.FakeDriver):
                 dom.destroy()
             return self._conn.defineXML(xml)
 
+    def _from_flavor(self, instance: Any, power_on: bool) -> None:
+        """The domain written from the flavor, started unless Nova asks for it powered off."""
+        dom = self._define(instance)
+        if power_on:
+            dom.create()
+
     def spawn(
         self,
         context: Any,
@@ -249,9 +255,7 @@ class LabDriver(fake.FakeDriver):
         power_on: bool = True,
         accel_info: Any = None,
     ) -> None:
-        dom = self._define(instance)
-        if power_on:
-            dom.create()
+        self._from_flavor(instance, power_on)
 
     def destroy(
         self,
@@ -347,9 +351,7 @@ class LabDriver(fake.FakeDriver):
     ) -> None:
         if self._fault(instance) == "error":
             raise exception.NovaException(f"libvirt on {self.spec.name} refused the domain of {instance.uuid}")
-        dom = self._define(instance)
-        if power_on:
-            dom.create()
+        self._from_flavor(instance, power_on)
 
     def confirm_migration(self, context: Any, migration: Any, instance: Any, network_info: Any) -> None:
         if migration.source_compute != migration.dest_compute:
@@ -365,9 +367,7 @@ class LabDriver(fake.FakeDriver):
         power_on: bool = True,
         share_info: Any = None,
     ) -> None:
-        dom = self._define(instance)
-        if power_on:
-            dom.create()
+        self._from_flavor(instance, power_on)
 
     def get_instance_disk_info(self, instance: Any, block_device_info: Any = None) -> str:
         return "[]"

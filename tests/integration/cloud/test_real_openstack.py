@@ -9,6 +9,7 @@ confirm drops the source's, revert moves the server back."""
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -292,31 +293,35 @@ def test_i_a_domain_stopped_behind_novas_back_stops_the_server(cloud: Cloud, adm
     admin.compute.wait_for_delete(server, wait=WAIT)
 
 
+@contextlib.contextmanager
+def _hypervisor_fault(cloud: Cloud, server_id: str, kind: str) -> Iterator[None]:
+    """The lab's hypervisor misbehaves on the server's next resize until the block ends."""
+    cloud.inject_fault(server_id, kind)
+    try:
+        yield
+    finally:
+        cloud.inject_fault(server_id, None)
+
+
 def test_j_the_hypervisor_refusing_the_destination_puts_the_server_in_error(cloud: Cloud, admin: Any) -> None:
     server = _boot(admin, "kube-worker08", "1")
-    cloud.inject_fault(server.id, "error")
-    try:
+    with _hypervisor_fault(cloud, server.id, "error"):
         admin.compute.resize_server(server, "2")
         server = admin.compute.wait_for_server(server, status="ERROR", failures=[], wait=WAIT)
         # the instance fault is recorded as the exception leaves the compute manager (wrap_instance_fault), which
         # may be just after the vm_state became ERROR
         server = _until(lambda: (s := admin.compute.get_server(server.id)).fault and s)
         assert "refused the domain" in server.fault.get("message", ""), server.fault
-    finally:
-        cloud.inject_fault(server.id, None)
     admin.compute.delete_server(server)
     admin.compute.wait_for_delete(server, wait=WAIT)
 
 
 def test_k_a_stuck_power_off_keeps_the_server_in_resize_until_it_ends(cloud: Cloud, admin: Any) -> None:
     server = _boot(admin, "kube-worker09", "1")
-    cloud.inject_fault(server.id, "stuck")
-    try:
+    with _hypervisor_fault(cloud, server.id, "stuck"):
         admin.compute.resize_server(server, "2")
         _until(lambda: (s := admin.compute.get_server(server.id)).task_state == "resize_migrating" and s)
         assert admin.compute.get_server(server.id).status == "RESIZE"
-    finally:
-        cloud.inject_fault(server.id, None)
     server = admin.compute.wait_for_server(server, status="VERIFY_RESIZE", wait=WAIT)
     admin.compute.confirm_server_resize(server)
     _settled(admin, server)
